@@ -1,0 +1,58 @@
+# The common verbs. `make run` and `make test` set up everything they need on a fresh machine.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+PYTHON ?= python3
+# Debian packages the tests need: Chromium for the browser tests, libseccomp for the sandbox.
+TEST_DEBS := chromium libseccomp2
+RUN_DEBS := libseccomp2
+
+.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# Install missing Debian packages when we can (root); otherwise say what is missing.
+define ensure_debs
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing Debian packages:$$missing (install them, or run as root)"; exit 1; fi; \
+	fi
+endef
+
+system-deps-run:
+	$(call ensure_debs,$(RUN_DEBS))
+
+system-deps-test:
+	$(call ensure_debs,$(TEST_DEBS))
+
+run: install system-deps-run
+	$(PY) -m app
+
+test: install system-deps-test
+	$(PY) -m pytest
+
+check-lessons: install
+	$(PY) -m app check-lessons
+
+lint: install
+	$(PY) -m ruff check app tests bench
+	$(PY) -m ruff format --check app tests bench
+
+format: install
+	$(PY) -m ruff check --fix app tests bench
+	$(PY) -m ruff format app tests bench
+
+bench: install system-deps-run
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts

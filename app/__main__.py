@@ -1,0 +1,41 @@
+"""`python -m app [--host H] [--port P]` serves the playground; `python -m app check-lessons` checks lessons."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import uvicorn
+
+from app.config import Settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app", description="MCP Playground")
+    parser.add_argument("command", nargs="?", default="serve", choices=["serve", "check-lessons"])
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1; anything else is hosting mode)")
+    parser.add_argument("--port", type=int, help="port (default 8000)")
+    args = parser.parse_args(argv)
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    settings = Settings(**overrides)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "check-lessons":
+        from app.course.cli import check_lessons
+
+        return check_lessons(settings)
+    from app.main import create_app
+
+    app = create_app(settings)
+    print(f"MCP Playground on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, ws_max_size=settings.max_frame_bytes,
+        ws_ping_interval=20, ws_ping_timeout=20, log_level="info", timeout_graceful_shutdown=5,
+    )  # fmt: skip
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Settings, read from the environment (prefix PLAYGROUND_) or passed to create_app()."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Every field has a description: tests fail when one is missing (README lists them all)."""
+
+    model_config = SettingsConfigDict(env_prefix="PLAYGROUND_", extra="forbid")
+
+    host: str = Field("127.0.0.1", description="Address to bind. Anything but loopback is hosting mode.")
+    port: int = Field(8000, description="TCP port to serve on.")
+    data_dir: Path = Field(
+        PROJECT_ROOT / "data",
+        description="Folder for the progress database and other state kept across restarts.",
+    )
+    lessons_dir: Path = Field(
+        PROJECT_ROOT / "lessons", description="Folder of lesson files, parsed at start-up."
+    )
+    instructor_token: str | None = Field(
+        None,
+        description="Token for the instructor pages. In hosting mode one is generated and printed when unset.",
+    )
+    allowed_origins: list[str] = Field(
+        default_factory=list,
+        description="Extra Origin values allowed to open a WebSocket (the site's own origin is always allowed).",
+    )
+
+    # Sandbox and sessions.
+    sandbox: bool = Field(True, description="Run every demo server in the sandbox. Off only for development.")
+    accept_weak_sandbox: bool | None = Field(
+        None,
+        description=(
+            "Start even when a sandbox layer is missing. Default: yes on loopback (with a loud warning), "
+            "no in hosting mode."
+        ),
+    )
+    max_sessions: int = Field(
+        250, description="Most live demo-server sessions at once, all learners together."
+    )
+    max_sessions_per_learner: int = Field(4, description="Most live sessions one learner (cookie) may hold.")
+    warm_pool_size: int = Field(
+        4,
+        description="Sandboxed demo-orders instances kept started ahead of demand (other servers keep one).",
+    )
+    idle_timeout_s: float = Field(600.0, description="A session silent this long (both ways) is ended.")
+    max_session_s: float = Field(4 * 3600.0, description="Longest a session may live, busy or not.")
+    reconnect_grace_s: float = Field(
+        30.0, description="How long a dropped connection's instance and transcript wait for a reconnect."
+    )
+    uid_base: int = Field(
+        200_000, description="First uid of the reserved range: each live instance runs under its own uid."
+    )
+    memory_limit_mb: int = Field(
+        512, description="Address-space limit of one demo server process (RLIMIT_AS)."
+    )
+    cpu_limit_s: int = Field(120, description="CPU seconds one demo server process may use (RLIMIT_CPU).")
+    max_open_files: int = Field(64, description="Open descriptors one demo server process may hold.")
+    max_file_size_mb: int = Field(1, description="Largest file a demo server may write into its tmpfs.")
+    max_processes: int = Field(
+        32, description="Processes and threads one instance's uid may run (RLIMIT_NPROC)."
+    )
+    tmpfs_size_mb: int = Field(4, description="Size of the private, writable /tmp of each instance.")
+    server_max_line_bytes: int = Field(
+        1024 * 1024, description="Longest line a demo server may write; a longer one ends the session."
+    )
+    server_max_output_bytes: int = Field(
+        256 * 1024 * 1024,
+        description="Most bytes a demo server may write in one session, all lines together.",
+    )
+    extra_demo_modules: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Extra demo-server modules (module paths exposing `server` and `INFO`) to register. "
+            "For instructors' own servers and the test suite; learners can never name one."
+        ),
+    )
+
+    # The relay.
+    max_message_bytes: int = Field(1024 * 1024, description="Largest client message the relay forwards.")
+    max_frame_bytes: int = Field(
+        4 * 1024 * 1024,
+        description="Hard WebSocket frame cap: a bigger frame closes the connection with 1009.",
+    )
+    max_messages_per_10s: int = Field(100, description="Messages one connection may send in any 10 seconds.")
+    reply_timeout_s: float = Field(
+        10.0, description="After this long without a reply, the console says the request is still waiting."
+    )
+
+    @property
+    def hosting(self) -> bool:
+        """Binding anything but loopback serves other machines: instructor token and full sandbox required."""
+        if self.host in ("localhost", ""):
+            return False
+        try:
+            return not ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return True
+
+    @property
+    def weak_sandbox_allowed(self) -> bool:
+        if self.accept_weak_sandbox is not None:
+            return self.accept_weak_sandbox
+        return not self.hosting

@@ -1,0 +1,45 @@
+"""The registry of demo MCP servers. A browser names a server only by its registry name."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+
+# Modules of the product's own demo servers; each defines INFO and serve().
+BUILTIN_MODULES = ("app.demos.orders",)
+
+
+@dataclass(frozen=True)
+class DemoServer:
+    """One demo MCP server: what the learner sees of it, and the module that serves it on stdio."""
+
+    name: str
+    title: str
+    description: str
+    module: str
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+    def public(self) -> dict[str, str]:
+        return {"name": self.name, "title": self.title, "description": self.description}
+
+
+def load_registry(extra_modules: list[str] | tuple[str, ...] = ()) -> dict[str, DemoServer]:
+    """Import every demo module and return the registry, keyed by name (a duplicate name is an error)."""
+    registry: dict[str, DemoServer] = {}
+    for path in (*BUILTIN_MODULES, *extra_modules):
+        module = importlib.import_module(path)
+        info = module.INFO
+        demo = DemoServer(
+            name=info["name"], title=info["title"], description=info["description"], module=path
+        )
+        if demo.name in registry:
+            raise ValueError(
+                f"two demo servers are named {demo.name!r}: {registry[demo.name].module} and {path}"
+            )
+        if not callable(getattr(module, "serve", None)):
+            raise ValueError(f"demo module {path} has no serve() function")
+        registry[demo.name] = demo
+    return registry

@@ -1,0 +1,1 @@
+"""JSON-RPC framing, classification, validation and explanations; the session transcript."""

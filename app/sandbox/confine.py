@@ -1,0 +1,136 @@
+"""The isolation layers, applied by the fork server (once) and by each instance (after fork).
+
+Run as root, with the kernel's own calls: bubblewrap as root either keeps every capability or leaves
+a uid that the host sees as root (ENVIRONMENT.md), so neither meets the sandbox rule.
+Order matters: namespaces and mounts need root, so privileges are dropped last, then seccomp.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import sys
+import tempfile
+from collections.abc import Iterable
+
+from app.sandbox import kernel as k
+from app.sandbox.limits import Limits
+
+# The layers, by name; /healthz and the start-up banner report each one.
+LAYERS = (
+    "filesystem",  # read-only view holding only the interpreter, the libraries and the demo code
+    "namespaces",  # own network, IPC, UTS and mount namespaces
+    "pid_namespace",  # own PID namespace (the server is PID 1 of it)
+    "uid",  # an unprivileged uid of its own from the reserved range
+    "capabilities",  # no capabilities, empty bounding set, no_new_privs
+    "rlimits",  # memory, CPU seconds, open files, file size, processes
+    "seccomp",  # no exec, no internet/netlink/packet sockets, no namespace or mount calls
+)
+
+# Devices a Python process may open; everything else under /dev stays invisible.
+DEVICES = ("null", "zero", "random", "urandom")
+
+# Address families a server may not create sockets of (asyncio still needs AF_UNIX socketpairs).
+BLOCKED_FAMILIES = {"AF_INET": 2, "AF_INET6": 10, "AF_NETLINK": 16, "AF_PACKET": 17}
+BLOCKED_SYSCALLS = (
+    "execve", "execveat", "ptrace", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "process_vm_readv",
+    "process_vm_writev", "kexec_load", "init_module", "finit_module", "delete_module", "reboot",
+    "swapon", "swapoff", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "open_by_handle_at", "name_to_handle_at", "mknod", "mknodat",
+)  # fmt: skip
+
+
+def build_read_only_root(paths: Iterable[str]) -> None:
+    """Give this process (the fork server) a private, read-only root holding only `paths`.
+
+    Done once at fork-server start: every instance inherits the view, then adds its own /tmp.
+    """
+    k.unshare(k.CLONE_NEWNS)
+    k.mount(None, "/", None, k.MS_REC | k.MS_PRIVATE)
+    root = tempfile.mkdtemp(prefix="playground-root-")
+    k.mount("tmpfs", root, "tmpfs", k.MS_NOSUID | k.MS_NODEV, "size=64k,mode=0755")
+    binds = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+    for path in binds:
+        target = root + path
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        k.mount(path, target, None, k.MS_BIND | k.MS_REC)
+        k.mount(None, target, None, k.MS_BIND | k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+    for name in ("bin", "lib", "lib64", "sbin"):  # Debian's merged-/usr links
+        host = "/" + name
+        if os.path.islink(host) and not os.path.exists(root + host):
+            os.symlink(os.readlink(host), root + host)
+    os.makedirs(root + "/dev", mode=0o755)
+    for dev in DEVICES:
+        target = f"{root}/dev/{dev}"
+        open(target, "w").close()
+        k.mount(f"/dev/{dev}", target, None, k.MS_BIND)
+    os.makedirs(root + "/tmp", mode=0o755)
+    os.makedirs(root + "/.old", mode=0o700)
+    k.pivot_root(root, root + "/.old")
+    os.chdir("/")
+    k.umount("/.old", k.MNT_DETACH)
+    os.rmdir("/.old")
+    k.mount(None, "/", None, k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+
+
+def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool) -> None:
+    """In the instance's first process: new namespaces and a private, size-capped /tmp."""
+    flags = k.CLONE_NEWNS | k.CLONE_NEWNET | k.CLONE_NEWIPC | k.CLONE_NEWUTS
+    if pid_namespace:
+        flags |= k.CLONE_NEWPID  # applies to the children: the server becomes PID 1
+    k.unshare(flags)
+    k.mount(
+        "tmpfs", "/tmp", "tmpfs", k.MS_NOSUID | k.MS_NODEV | k.MS_NOEXEC,
+        f"size={limits.tmpfs_bytes},mode=0700,uid={uid},gid={uid}",
+    )  # fmt: skip
+    os.chdir("/tmp")
+
+
+def set_rlimits(limits: Limits) -> None:
+    for which, value in (
+        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        (resource.RLIMIT_NPROC, limits.processes),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(which, (value, value))
+
+
+def drop_privileges(uid: int) -> None:
+    """Become `uid` for good: no supplementary groups, no capabilities, no way back (no_new_privs)."""
+    k.drop_bounding_capabilities()
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # clears the permitted and effective capability sets
+    k.prctl(k.PR_SET_NO_NEW_PRIVS, 1)
+
+
+def die_with_parent(expected_parent: int) -> None:
+    """SIGKILL this process when its parent dies (set after setuid, which clears it)."""
+    k.prctl(k.PR_SET_PDEATHSIG, 9)
+    if os.getppid() != expected_parent:  # the parent died before the prctl took hold
+        os._exit(137)
+
+
+def build_seccomp_filter():  # -> pyseccomp.SyscallFilter
+    """Built once in the fork server; each instance loads its own copy after fork."""
+    import pyseccomp as sc
+
+    filt = sc.SyscallFilter(sc.ALLOW)
+    for name in BLOCKED_SYSCALLS:
+        try:
+            filt.add_rule(sc.ERRNO(errno.EPERM), name)
+        except (OSError, ValueError):
+            pass  # a call this architecture does not have
+    for family in BLOCKED_FAMILIES.values():
+        filt.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.EQ, family))
+        filt.add_rule(sc.ERRNO(errno.EACCES), "socketpair", sc.Arg(0, sc.EQ, family))
+    return filt
+
+
+def log(message: str) -> None:
+    print(f"playground-sandbox: {message}", file=sys.stderr, flush=True)

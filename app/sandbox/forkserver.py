@@ -1,0 +1,286 @@
+"""The fork server: a process that has imported the SDK and every demo server, and forks instances.
+
+Run as `python -m app.sandbox.forkserver CONFIG_JSON` by app.sandbox.launcher, never by hand.
+Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
+
+  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 fds (stdin, stdout, stderr)
+  here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
+               {"op": "spawned", "id": N, "pid": PID, "server_pid": PID}   pid: the instance's group leader
+               {"op": "failed", "id": N, "error": TEXT}
+               {"op": "exited", "pid": PID, "code": INT | null, "signal": INT | null}
+
+An instance is two processes: a keeper (our pid, group leader, in the new namespaces) and the server
+(PID 1 of its own PID namespace, the keeper's child). The keeper exists because a PID namespace's
+first process must be a child of whoever unshared it, and unshare(CLONE_NEWPID) works once per process.
+Both drop to the instance's uid; when either dies the other goes too (parent-death signal, PID 1 exit).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import traceback
+
+from app.demos import load_registry
+from app.sandbox import confine
+from app.sandbox.limits import Limits
+
+MAX_PACKET = 65536
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.send(json.dumps(message).encode())
+
+
+def _exit_like(status: int) -> None:
+    """Leave the way the server left: same exit code, or killed by the same signal."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+class ForkServer:
+    def __init__(self, config: dict) -> None:
+        self.config = config
+        self.limits = Limits(**config["limits"])
+        self.sock = socket.socket(fileno=config["fd"])
+        self.registry = load_registry(config["extra_modules"])
+        self.modules = {name: demo.load() for name, demo in self.registry.items()}
+        self.layers: dict[str, str] = {}
+        self.seccomp = None
+
+    # --- start-up -------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        self._preimport()
+        if not self.config["sandbox"]:
+            self.layers = {layer: "off: the sandbox setting is off" for layer in confine.LAYERS}
+            return
+        try:  # before the root turns read-only: ctypes needs a writable /tmp to load libseccomp
+            self.seccomp = confine.build_seccomp_filter()
+        except Exception as exc:  # libseccomp absent or unusable
+            self.layers["seccomp"] = f"missing: {exc}"
+        try:
+            confine.build_read_only_root(self._visible_paths())
+            self.layers["filesystem"] = "ok"
+        except OSError as exc:
+            self.layers["filesystem"] = f"missing: {exc}"
+        self.layers.update(self._probe_layers())
+
+    def _preimport(self) -> None:
+        # Whatever a server imports lazily must be loaded now: the sandboxed uid cannot read
+        # new files from every corner of the tree, and importing per instance would cost time.
+        import anyio._backends._asyncio  # noqa: F401
+        import mcp.server.stdio  # noqa: F401
+
+    def _visible_paths(self) -> list[str]:
+        import app
+
+        paths = {sys.base_prefix, sys.prefix, "/usr", os.path.dirname(app.__file__)}
+        for module in self.modules.values():
+            top = sys.modules[module.__name__.split(".")[0]]
+            paths.add(os.path.dirname(top.__file__ or ""))
+        paths.update(p for p in sys.path if p.startswith(sys.prefix) or p.startswith(sys.base_prefix))
+        return sorted(p for p in paths if p)
+
+    def _probe_layers(self) -> dict[str, str]:
+        """Try every per-instance layer in a throwaway child and report which ones hold here."""
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read)
+            results: dict[str, str] = {}
+            uid = self.config["uid_probe"]
+
+            def attempt(name: str, action) -> None:  # noqa: ANN001
+                try:
+                    action()
+                    results[name] = "ok"
+                except Exception as exc:
+                    results[name] = f"missing: {exc}"
+
+            attempt("namespaces", lambda: confine.enter_namespaces(uid, self.limits, pid_namespace=False))
+            attempt("pid_namespace", self._probe_pid_namespace)
+            attempt("rlimits", lambda: confine.set_rlimits(self.limits))
+            attempt("uid", lambda: confine.drop_privileges(uid))
+            results["capabilities"] = results["uid"]
+            if self.seccomp is not None:
+                attempt("seccomp", self.seccomp.load)
+            os.write(write, json.dumps(results).encode())
+            os._exit(0)
+        os.close(write)
+        data = b""
+        while chunk := os.read(read, 65536):
+            data += chunk
+        os.close(read)
+        os.waitpid(pid, 0)
+        return json.loads(data or b"{}")
+
+    @staticmethod
+    def _probe_pid_namespace() -> None:
+        from app.sandbox import kernel
+
+        kernel.unshare(kernel.CLONE_NEWPID)
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if os.getpid() == 1 else 1)
+        _, status = os.waitpid(child, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise OSError("the first child was not PID 1")
+
+    def has(self, layer: str) -> bool:
+        return self.layers.get(layer) == "ok"
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def serve(self) -> None:
+        wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        gc.collect()
+        gc.freeze()  # keep the collector from touching (and so copying) every inherited page
+        _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
+        selector = selectors.DefaultSelector()
+        selector.register(self.sock, selectors.EVENT_READ, "control")
+        selector.register(wake_read, selectors.EVENT_READ, "children")
+        while True:
+            for key, _ in selector.select():
+                if key.data == "children":
+                    while True:
+                        try:
+                            if not os.read(wake_read, 4096):
+                                break
+                        except BlockingIOError:
+                            break
+                    self._reap()
+                else:
+                    self._handle_control()
+
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            _send(
+                self.sock,
+                {
+                    "op": "exited",
+                    "pid": pid,
+                    "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                },
+            )
+
+    def _handle_control(self) -> None:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_PACKET, 3)
+        except InterruptedError:
+            return
+        if not data:  # the app is gone; every keeper dies with us (parent-death signal)
+            sys.exit(0)
+        request = json.loads(data)
+        if request.get("op") != "spawn" or len(fds) != 3 or request.get("server") not in self.modules:
+            for fd in fds:
+                os.close(fd)
+            _send(self.sock, {"op": "failed", "id": request.get("id"), "error": "bad spawn request"})
+            return
+        try:
+            pid, server_pid = self._spawn(request["server"], int(request["uid"]), fds)
+        except OSError as exc:
+            _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
+        else:
+            _send(self.sock, {"op": "spawned", "id": request["id"], "pid": pid, "server_pid": server_pid})
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    # --- one instance ---------------------------------------------------------------------------
+
+    def _spawn(self, server: str, uid: int, fds: list[int]) -> tuple[int, int]:
+        report_read, report_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(report_read)
+                self._keeper(server, uid, fds, report_write)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(70)
+        os.close(report_write)
+        data = b""
+        while chunk := os.read(report_read, 64):
+            data += chunk
+        os.close(report_read)
+        return pid, int(data) if data else 0
+
+    def _keeper(self, server: str, uid: int, fds: list[int], report: int) -> None:
+        forkserver = os.getppid()
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        os.setsid()  # own session and process group: the app ends the whole group
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        report = os.dup2(report, 3)
+        os.closerange(4, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
+        confine.die_with_parent(forkserver)
+        if self.has("namespaces"):
+            confine.enter_namespaces(uid, self.limits, pid_namespace=self.has("pid_namespace"))
+        keeper = os.getpid()
+        child = os.fork()
+        if child == 0:
+            os.close(report)
+            self._server(server, uid, keeper)
+        os.write(report, str(child).encode())
+        os.close(report)
+        os.close(0)
+        os.close(1)
+        self._lock_down(uid, forkserver)
+        signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGTERM))
+        _, status = os.waitpid(child, 0)
+        _exit_like(status)
+
+    def _lock_down(self, uid: int, parent: int) -> None:
+        if self.has("rlimits"):
+            confine.set_rlimits(self.limits)
+        if self.has("uid"):
+            confine.drop_privileges(uid)
+        confine.die_with_parent(parent)
+        if self.has("seccomp") and self.seccomp is not None:
+            self.seccomp.load()
+
+    def _server(self, server: str, uid: int, keeper: int) -> None:
+        try:
+            # As PID 1 of its namespace, the server sees its parent as 0.
+            self._lock_down(uid, 0 if self.has("pid_namespace") else keeper)
+            # PID 1 ignores signals it has no handler for, so give SIGTERM one.
+            signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+            self.modules[server].serve()
+            os._exit(0)
+        except BaseException:
+            traceback.print_exc()
+            os._exit(70)
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    confine.die_with_parent(config["parent"])
+    server = ForkServer(config)
+    server.prepare()
+    server.serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""One sandboxed demo-server instance, with a small contract in the manner of JupyterHub's Spawner.
+
+- `await start()`: fork it (through the fork server) and connect its pipes; raises SandboxError.
+- `await stop(now=False)`: staged stop: close stdin, then SIGTERM, then SIGKILL to its process
+  group, each stage with its own timeout; returns once the instance has exited.
+- `poll()`: None while it runs, else its ExitStatus.
+- read-only state: `ready` (started and not exited), `pending` ("start" or "stop" while in progress).
+
+Lines in and out: `write_line()` sends one line to stdin; `read_line()` returns the next stdout line
+(without its newline), or None at end of output; `read_stderr()` the next stderr line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+
+from app.sandbox.errors import OutputLimitError, SandboxError
+from app.sandbox.launcher import ExitStatus, Launcher
+
+log = logging.getLogger(__name__)
+
+# After stdin closes, the SDK server finishes its current work and exits on its own.
+STOP_STDIN_TIMEOUT_S = 2.0
+# A server with a SIGTERM handler (every one of ours) exits at once; this allows a busy machine.
+STOP_TERM_TIMEOUT_S = 3.0
+# SIGKILL cannot be caught; only a wedged kernel would take this long.
+STOP_KILL_TIMEOUT_S = 5.0
+# Read stderr in pieces of this size; a learner sees it line by line.
+STDERR_CHUNK = 8192
+
+
+class Instance:
+    def __init__(self, launcher: Launcher, server: str, uid: int, *, max_line_bytes: int,
+                 max_output_bytes: int) -> None:  # fmt: skip
+        self.launcher = launcher
+        self.server = server
+        self.uid = uid
+        self.max_line_bytes = max_line_bytes
+        self.max_output_bytes = max_output_bytes
+        self.pid: int | None = None
+        self.server_pid: int | None = None
+        self.started_at = 0.0
+        self.last_activity = 0.0
+        self.output_bytes = 0
+        self.pending: str | None = None
+        self.exited = asyncio.Event()
+        self._status: ExitStatus | None = None
+        self._stdin: asyncio.StreamWriter | None = None
+        self._stdout: asyncio.StreamReader | None = None
+        self._stderr: asyncio.StreamReader | None = None
+        self._transports: list[asyncio.BaseTransport] = []
+
+    @property
+    def ready(self) -> bool:
+        return self.pid is not None and self._status is None and self.pending is None
+
+    def poll(self) -> ExitStatus | None:
+        return self._status
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()
+
+    async def start(self) -> None:
+        self.pending = "start"
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            self.pid, self.server_pid = await self.launcher.spawn(
+                self.server, self.uid, (in_r, out_w, err_w), self._on_exit
+            )
+        except BaseException:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        loop = asyncio.get_running_loop()
+        # One message per line and no line cap in the SDK: our own cap, plus room for the newline.
+        self._stdout = asyncio.StreamReader(limit=self.max_line_bytes + 1)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(self._stdout), os.fdopen(out_r, "rb", 0)
+        )
+        self._transports.append(transport)
+        self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(self._stderr), os.fdopen(err_r, "rb", 0)
+        )
+        self._transports.append(transport)
+        w_transport, w_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", 0)
+        )
+        self._stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+        self.started_at = self.last_activity = time.monotonic()
+        self.pending = None
+
+    def _on_exit(self, status: ExitStatus) -> None:
+        self._status = status
+        self.exited.set()
+
+    async def write_line(self, line: str) -> None:
+        """Write one message line to the server's stdin. Raises SandboxError once it has gone."""
+        if self._stdin is None or self._stdin.is_closing() or self._status is not None:
+            raise SandboxError("The demo server has stopped.", reason="exited", status_code=410)
+        self.touch()
+        self._stdin.write(line.encode("utf-8") + b"\n")
+        try:
+            await self._stdin.drain()
+        except (ConnectionError, BrokenPipeError) as exc:
+            raise SandboxError("The demo server has stopped.", reason="exited", status_code=410) from exc
+
+    async def read_line(self) -> str | None:
+        """The next stdout line, decoded (bad UTF-8 shown as U+FFFD), or None at end of output."""
+        assert self._stdout is not None
+        try:
+            raw = await self._stdout.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                return None
+            raw = exc.partial  # the last line had no newline
+        except asyncio.LimitOverrunError as exc:
+            raise OutputLimitError(
+                f"The server wrote a line longer than {self.max_line_bytes} bytes; the session was ended."
+            ) from exc
+        self.output_bytes += len(raw)
+        if self.output_bytes > self.max_output_bytes:
+            raise OutputLimitError(
+                f"The server wrote more than {self.max_output_bytes} bytes in this session; it was ended."
+            )
+        self.touch()
+        return raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
+
+    async def read_stderr(self) -> str | None:
+        """The next stderr line (long lines in pieces), or None at end."""
+        assert self._stderr is not None
+        try:
+            raw = await self._stderr.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                return None
+            raw = exc.partial
+        except asyncio.LimitOverrunError:
+            raw = await self._stderr.read(STDERR_CHUNK)
+        return raw.rstrip(b"\n").decode("utf-8", errors="replace")
+
+    async def stop(self, now: bool = False) -> ExitStatus | None:
+        """End the instance in stages; `now` skips the polite stage. Idempotent."""
+        if self.pid is None:
+            return None
+        self.pending = "stop"
+        try:
+            if not now and self._status is None:
+                self._close_stdin()
+                if await self._wait(STOP_STDIN_TIMEOUT_S):
+                    return self._status
+            self._close_stdin()
+            for sig, timeout in (
+                (signal.SIGTERM, STOP_TERM_TIMEOUT_S),
+                (signal.SIGKILL, STOP_KILL_TIMEOUT_S),
+            ):
+                if self._status is not None:
+                    break
+                self._signal(sig)
+                if await self._wait(timeout):
+                    break
+            else:
+                log.error("instance %s (pid %s) did not die after SIGKILL", self.server, self.pid)
+            return self._status
+        finally:
+            self._close_pipes()
+            self.pending = None
+
+    def kill(self) -> None:
+        """SIGKILL at once (the app is shutting down or the server broke a limit)."""
+        if self.pid is not None and self._status is None:
+            self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.pid, sig)  # the keeper leads the group; the server is in it
+        except ProcessLookupError:
+            pass
+
+    async def _wait(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.exited.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def _close_stdin(self) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()
+
+    def _close_pipes(self) -> None:
+        self._close_stdin()
+        for transport in self._transports:
+            transport.close()

@@ -1,0 +1,70 @@
+"""Thin wrappers over the Linux calls the sandbox needs and Python's os module lacks."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+CAP_LAST_CAP_GUESS = 63
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def unshare(flags: int) -> None:
+    _check(_libc.unshare(flags), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(
+        _libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+        f"mount {target}",
+    )
+
+
+def umount(target: str, flags: int = 0) -> None:
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    # glibc has no wrapper; 155 is pivot_root on x86_64, 41 on aarch64.
+    number = {"x86_64": 155, "aarch64": 41}[os.uname().machine]
+    _check(_libc.syscall(number, new_root.encode(), put_old.encode()), "pivot_root")
+
+
+def prctl(option: int, arg2: int = 0) -> None:
+    _check(_libc.prctl(option, ctypes.c_ulong(arg2), 0, 0, 0), f"prctl {option}")
+
+
+def drop_bounding_capabilities() -> None:
+    """Empty the capability bounding set, so nothing can regain a capability later."""
+    for cap in range(CAP_LAST_CAP_GUESS + 1):
+        if _libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(cap), 0, 0, 0) < 0:
+            break  # past the kernel's last capability

@@ -1,0 +1,216 @@
+"""The app's side of the fork server: start it, ask it for instances, hear when they exit."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+
+from app.sandbox.errors import SandboxError
+from app.sandbox.limits import Limits
+
+log = logging.getLogger(__name__)
+
+# The fork server imports the SDK and every demo server before it says it is ready.
+READY_TIMEOUT_S = 60.0
+# A spawn is a fork and a few system calls; anything near this means the fork server is stuck.
+SPAWN_TIMEOUT_S = 15.0
+MAX_PACKET = 65536
+
+# What a server's environment holds: nothing of the app's own environment (secrets, tokens).
+ENV_ALLOW = ("LANG", "LC_ALL", "TZ")
+
+
+def child_environment(project_root: str) -> dict[str, str]:
+    env = {key: os.environ[key] for key in ENV_ALLOW if key in os.environ}
+    env.update(
+        PATH="/usr/bin:/bin",
+        HOME="/tmp",
+        PYTHONPATH=project_root,
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONIOENCODING="utf-8",
+        LANG=env.get("LANG", "C.UTF-8"),
+    )
+    return env
+
+
+class ExitStatus:
+    """How an instance ended: an exit code or a signal, in words for the learner."""
+
+    def __init__(self, code: int | None, signal: int | None) -> None:
+        self.code = code
+        self.signal = signal
+
+    def __str__(self) -> str:
+        if self.signal is not None:
+            import signal as signals
+
+            try:
+                name = signals.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"killed by {name}"
+        return f"exited with status {self.code}"
+
+    def to_json(self) -> dict[str, int | str | None]:
+        return {"code": self.code, "signal": self.signal, "text": str(self)}
+
+
+class Launcher:
+    """Owns the fork-server process. One per app."""
+
+    def __init__(self, *, limits: Limits, sandbox: bool, extra_modules: list[str], uid_probe: int) -> None:
+        self.limits = limits
+        self.sandbox = sandbox
+        self.extra_modules = extra_modules
+        self.uid_probe = uid_probe
+        self.layers: dict[str, str] = {}
+        self.process: subprocess.Popen | None = None
+        self._sock: socket.socket | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future] = {}
+        self._exit_handlers: dict[int, Callable[[ExitStatus], None]] = {}
+        self._early_exits: dict[int, ExitStatus] = {}
+        self._reader: asyncio.Task | None = None
+        self._send_lock = asyncio.Lock()
+        self.closed = asyncio.Event()
+
+    async def start(self) -> None:
+        from app.config import PROJECT_ROOT
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config = {
+            "fd": theirs.fileno(),
+            "parent": os.getpid(),
+            "limits": self.limits.to_json(),
+            "sandbox": self.sandbox,
+            "extra_modules": self.extra_modules,
+            "uid_probe": self.uid_probe,
+        }
+        # Started from the event loop's (main) thread: the parent-death signal follows the thread.
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.sandbox.forkserver", json.dumps(config)],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=child_environment(str(PROJECT_ROOT)),
+            start_new_session=True,  # a Ctrl+C in the terminal is the app's to handle, not ours
+        )
+        theirs.close()
+        ours.setblocking(False)
+        self._sock = ours
+        loop = asyncio.get_running_loop()
+        try:
+            ready = json.loads(
+                await asyncio.wait_for(loop.sock_recv(ours, MAX_PACKET), READY_TIMEOUT_S) or b"{}"
+            )
+        except (TimeoutError, json.JSONDecodeError) as exc:
+            await self.close()
+            raise SandboxError(
+                "The demo servers could not be started.",
+                reason="forkserver",
+                log_message=f"fork server: {exc!r}",
+            ) from exc
+        if ready.get("op") != "ready":
+            await self.close()
+            raise SandboxError("The demo servers could not be started.", reason="forkserver",
+                               log_message="the fork server exited during start-up (see its stderr above)")  # fmt: skip
+        self.layers = ready["layers"]
+        self._reader = asyncio.create_task(self._read_loop(), name="forkserver-reader")
+
+    async def _read_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._sock is not None
+        try:
+            while data := await loop.sock_recv(self._sock, MAX_PACKET):
+                message = json.loads(data)
+                op = message.get("op")
+                if op in ("spawned", "failed"):
+                    future = self._pending.pop(message["id"], None)
+                    if future is not None and not future.done():
+                        future.set_result(message)
+                elif op == "exited":
+                    status = ExitStatus(message["code"], message["signal"])
+                    handler = self._exit_handlers.pop(message["pid"], None)
+                    if handler is not None:
+                        handler(status)
+                    else:  # exited before the spawn reply was read
+                        self._early_exits[message["pid"]] = status
+        except (OSError, asyncio.CancelledError):
+            pass
+        finally:
+            self.closed.set()
+            gone = ExitStatus(None, 9)
+            for handler in self._exit_handlers.values():
+                handler(gone)
+            self._exit_handlers.clear()
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_result({"op": "failed", "error": "the fork server has stopped"})
+
+    async def spawn(self, server: str, uid: int, fds: tuple[int, int, int],
+                    on_exit: Callable[[ExitStatus], None]) -> tuple[int, int]:  # fmt: skip
+        """Start one instance with the given stdin/stdout/stderr ends; return (group pid, server pid)."""
+        if self._sock is None or self.closed.is_set():
+            raise SandboxError("The demo servers are not running.", reason="forkserver", status_code=503)
+        request_id = next(self._ids)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        packet = json.dumps({"op": "spawn", "id": request_id, "server": server, "uid": uid}).encode()
+        async with self._send_lock:
+            await self._send_fds(packet, list(fds))
+        try:
+            reply = await asyncio.wait_for(future, SPAWN_TIMEOUT_S)
+        except TimeoutError as exc:
+            self._pending.pop(request_id, None)
+            raise SandboxError("The demo server did not start in time.", reason="spawn_timeout") from exc
+        if reply["op"] != "spawned":
+            raise SandboxError("The demo server could not be started.", reason="spawn_failed",
+                               log_message=f"spawn {server}: {reply.get('error')}")  # fmt: skip
+        pid = reply["pid"]
+        early = self._early_exits.pop(pid, None)
+        if early is not None:
+            on_exit(early)
+        else:
+            self._exit_handlers[pid] = on_exit
+        return pid, reply["server_pid"]
+
+    async def _send_fds(self, packet: bytes, fds: list[int]) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._sock is not None
+        while True:
+            try:
+                socket.send_fds(self._sock, [packet], fds)
+                return
+            except BlockingIOError:
+                ready = loop.create_future()
+                loop.add_writer(self._sock, lambda f=ready: f.done() or f.set_result(None))
+                try:
+                    await ready
+                finally:
+                    loop.remove_writer(self._sock)
+
+    async def close(self) -> None:
+        """Stop the fork server; every instance dies with it."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except asyncio.CancelledError:
+                pass
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                await asyncio.to_thread(self.process.wait, 10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                await asyncio.to_thread(self.process.wait)
+        self.closed.set()

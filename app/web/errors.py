@@ -1,0 +1,59 @@
+"""One error handler: JSON for /api and WebSocket paths, an HTML page for everything else."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.web.templating import templates
+
+log = logging.getLogger(__name__)
+
+MESSAGES = {
+    400: "The request was not understood.",
+    403: "You are not allowed to see this page.",
+    404: "There is no such page.",
+    405: "That method is not allowed here.",
+    422: "The request's data was not valid.",
+    500: "Something went wrong on our side. It has been logged.",
+    503: "The playground is busy. Try again in a minute.",
+}
+
+
+def wants_json(request: Request) -> bool:
+    path = request.url.path
+    return path.startswith("/api/") or path.startswith("/ws/") or path in ("/healthz", "/metrics")
+
+
+def error_response(request: Request, status: int, detail: str | None) -> Response:
+    message = detail or MESSAGES.get(status, "Error")
+    if wants_json(request):
+        return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
+    names = [f"{status}.html", "error.html"]
+    template = templates.env.select_template(names)
+    html = template.render(request=request, status=status, message=message, title=f"{status}")
+    return Response(html, status_code=status, media_type="text/html")
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, str) else None
+        return error_response(request, exc.status_code, detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        if wants_json(request):
+            return JSONResponse(
+                {"error": {"status": 422, "message": MESSAGES[422], "details": exc.errors()}}, status_code=422
+            )
+        return error_response(request, 422, None)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s", request.url.path)
+        return error_response(request, 500, None)

@@ -1,0 +1,88 @@
+"""Everything the app holds while it runs, built in create_app() and started in its lifespan."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sys
+from dataclasses import dataclass, field
+
+from fastapi import Request
+
+from app.config import Settings
+from app.demos import DemoServer
+from app.sandbox.errors import SandboxError
+from app.sandbox.limits import Limits
+from app.sandbox.manager import SessionManager
+
+log = logging.getLogger("app")
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    demos: dict[str, DemoServer]
+    manager: SessionManager | None = None
+    ready: bool = False
+    instructor_token: str | None = None
+    extras: dict[str, object] = field(default_factory=dict)
+
+    async def start(self) -> None:
+        s = self.settings
+        self.instructor_token = s.instructor_token
+        if s.hosting and not self.instructor_token:
+            self.instructor_token = secrets.token_urlsafe(24)
+            print(f"Instructor token (hosting mode): {self.instructor_token}", file=sys.stderr, flush=True)
+        pool_sizes = {name: (s.warm_pool_size if name == "demo-orders" else min(1, s.warm_pool_size))
+                      for name in self.demos}  # fmt: skip
+        self.manager = SessionManager(
+            servers=list(self.demos),
+            limits=Limits.from_settings(s),
+            sandbox=s.sandbox,
+            extra_modules=s.extra_demo_modules,
+            max_sessions=s.max_sessions,
+            max_per_learner=s.max_sessions_per_learner,
+            pool_sizes=pool_sizes,
+            idle_timeout_s=s.idle_timeout_s,
+            max_session_s=s.max_session_s,
+            uid_base=s.uid_base,
+            max_line_bytes=s.server_max_line_bytes,
+            max_output_bytes=s.server_max_output_bytes,
+        )
+        await self.manager.start()
+        missing = self.manager.missing_layers()
+        if missing:
+            lines = "\n".join(f"  - {name}: {why}" for name, why in missing.items())
+            banner = f"WARNING: the sandbox is incomplete on this machine:\n{lines}"
+            print(banner, file=sys.stderr, flush=True)
+            log.warning(banner)
+            if not s.weak_sandbox_allowed:
+                await self.manager.stop()
+                raise SandboxError(
+                    "Refusing to start: a sandbox layer is missing and hosting mode needs them all "
+                    "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
+                    reason="weak_sandbox",
+                )
+        self.ready = True
+
+    async def stop(self) -> None:
+        self.ready = False
+        if self.manager is not None:
+            await self.manager.stop()
+
+    def health(self) -> dict:
+        manager = self.manager
+        if not self.ready or manager is None:
+            return {"status": "starting"}
+        missing = manager.missing_layers()
+        return {
+            "status": "degraded" if missing else "ok",
+            "sandbox": {"layers": manager.layers, "complete": not missing},
+            "sessions": {"live": len(manager.live), "max": manager.max_sessions},
+            "warm_pool": {name: manager.pool_size(name) for name in self.demos},
+            "servers": list(self.demos),
+        }
+
+
+def get_state(request: Request) -> AppState:
+    return request.app.state.playground

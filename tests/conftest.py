@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.support.appserver import AppProcess
+
+
+@pytest.fixture(scope="session")
+def live_app(tmp_path_factory: pytest.TempPathFactory):
+    """The real app on a free loopback port with default settings, shared by the session's tests."""
+    app = AppProcess(tmp_path_factory.mktemp("live-app"))
+    app.start()
+    yield app
+    app.stop()

@@ -1,0 +1,95 @@
+"""Run the real app (`python -m app`) on a free loopback port, as a user would, and end it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+# The fork server imports the SDK and every demo server first; a busy 2-core machine is slow.
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class AppProcess:
+    def __init__(self, data_dir: Path, **settings: object) -> None:
+        self.port = free_port()
+        self.data_dir = data_dir
+        self.settings = settings
+        self.proc: subprocess.Popen | None = None
+        self.log_path = data_dir / f"app-{self.port}.log"
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_base(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+        env["PLAYGROUND_DATA_DIR"] = str(self.data_dir)
+        for key, value in self.settings.items():
+            env[f"PLAYGROUND_{key.upper()}"] = value if isinstance(value, str) else json.dumps(value)
+        env["PYTHONPATH"] = str(ROOT)
+        return env
+
+    def start(self) -> AppProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "--port", str(self.port)],
+            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the app exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)  # polling with a deadline, not a fixed wait
+        self.stop()
+        raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-8000:]
+        except OSError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(STOP_TIMEOUT_S)
+        return self.proc.returncode
+
+    def __enter__(self) -> AppProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

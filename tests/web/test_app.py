@@ -1,0 +1,55 @@
+"""The app through a real uvicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import httpx
+from bs4 import BeautifulSoup
+
+from app.config import Settings
+
+
+def test_healthz_reports_ready_with_every_sandbox_layer(live_app) -> None:
+    reply = httpx.get(live_app.base + "/healthz", timeout=10)
+    assert reply.status_code == 200
+    body = reply.json()
+    assert body["status"] == "ok"
+    assert body["sandbox"]["complete"] is True
+    assert set(body["sandbox"]["layers"]) >= {"filesystem", "namespaces", "uid", "seccomp", "rlimits"}
+
+
+def test_api_servers_lists_the_registry(live_app) -> None:
+    servers = httpx.get(live_app.base + "/api/servers", timeout=10).json()
+    orders = next(s for s in servers if s["name"] == "demo-orders")
+    assert set(orders) == {"name", "title", "description"}
+    assert orders["title"] and orders["description"]
+
+
+def test_home_page_renders(live_app) -> None:
+    page = httpx.get(live_app.base + "/", timeout=10)
+    assert page.status_code == 200
+    soup = BeautifulSoup(page.text, "html.parser")
+    assert soup.select_one("h1").get_text().startswith("Learn the Model Context Protocol")
+    assert soup.select_one('link[rel="stylesheet"]')["href"] == "/static/style.css"
+    assert httpx.get(live_app.base + "/static/style.css", timeout=10).status_code == 200
+
+
+def test_unknown_page_is_an_html_404_and_unknown_api_is_json(live_app) -> None:
+    page = httpx.get(live_app.base + "/no/such/page", timeout=10)
+    assert page.status_code == 404
+    assert BeautifulSoup(page.text, "html.parser").select_one("h1").get_text() == "404"
+    api = httpx.get(live_app.base + "/api/no-such", timeout=10)
+    assert api.status_code == 404
+    assert api.json()["error"]["status"] == 404
+
+
+def test_every_setting_has_a_description() -> None:
+    for name, field in Settings.model_fields.items():
+        assert field.description, f"setting {name} has no description"
+
+
+def test_every_setting_is_in_the_readme() -> None:
+    from tests.support.appserver import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for name in Settings.model_fields:
+        assert f"PLAYGROUND_{name.upper()}" in readme, f"README does not document PLAYGROUND_{name.upper()}"
