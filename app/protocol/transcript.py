@@ -67,8 +67,12 @@ class Transcript:
     # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ): (seq, sent at).
     _open_client: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
 
+    def now_ms(self) -> float:
+        """Milliseconds since the transcript began."""
+        return (time.perf_counter() - self._t0) * 1000
+
     def _next(self) -> tuple[int, float]:
-        return len(self.entries) + 1, (time.perf_counter() - self._t0) * 1000
+        return len(self.entries) + 1, self.now_ms()
 
     def add_client(self, line: str, message: Any) -> Entry:
         seq, at_ms = self._next()

@@ -20,3 +20,21 @@ async def healthz(request: Request) -> JSONResponse:
 @router.get("/api/servers")
 async def servers(request: Request) -> list[dict[str, str]]:
     return [demo.public() for demo in get_state(request).demos.values()]
+
+
+@router.get("/api/sessions/{session_id}/transcript")
+async def transcript(session_id: str, request: Request) -> JSONResponse:
+    """A session's transcript as JSON, for the learner who owns it (the learner cookie) only."""
+    from app.web.learner import learner_id
+
+    state = get_state(request)
+    session = state.hub.find(session_id, learner_id(request)) if state.hub else None
+    if session is None:
+        return JSONResponse(
+            {"error": {"status": 404, "message": "No such session (or it is not yours)."}}, status_code=404
+        )
+    body = session.transcript.to_json()
+    body.update(session=session.id, status=session.status)
+    return JSONResponse(
+        body, headers={"Content-Disposition": f'attachment; filename="transcript-{session.id}.json"'}
+    )

@@ -6,6 +6,7 @@ import re
 import secrets
 
 from fastapi import FastAPI, Request
+from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE = "playground_learner"
@@ -41,8 +42,7 @@ class LearnerMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
-        existing = read_id(request.cookies)
+        existing = read_id(HTTPConnection(scope).cookies)
         scope["learner_id"] = existing or new_id()
         if existing or scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -50,7 +50,9 @@ class LearnerMiddleware:
 
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start":
-                cookie = f"{COOKIE}={scope['learner_id']}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax"
+                cookie = (
+                    f"{COOKIE}={scope['learner_id']}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax"
+                )
                 message.setdefault("headers", []).append((b"set-cookie", cookie.encode()))
             await send(message)
 

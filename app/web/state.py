@@ -11,6 +11,7 @@ from fastapi import Request
 
 from app.config import Settings
 from app.demos import DemoServer
+from app.relay.hub import Hub
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.manager import SessionManager
@@ -23,6 +24,7 @@ class AppState:
     settings: Settings
     demos: dict[str, DemoServer]
     manager: SessionManager | None = None
+    hub: Hub | None = None
     ready: bool = False
     instructor_token: str | None = None
     extras: dict[str, object] = field(default_factory=dict)
@@ -63,10 +65,13 @@ class AppState:
                     "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
                     reason="weak_sandbox",
                 )
+        self.hub = Hub(self.manager, s.reconnect_grace_s)
         self.ready = True
 
     async def stop(self) -> None:
         self.ready = False
+        if self.hub is not None:
+            await self.hub.close_all()
         if self.manager is not None:
             await self.manager.stop()
 

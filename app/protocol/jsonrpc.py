@@ -1,0 +1,226 @@
+"""Strict parsing and JSON-RPC 2.0 validation of one client frame, and the relay's error replies.
+
+A bad frame is a value (FrameError), never an exception that kills the pump.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+PARSE_ERROR = -32700
+"""The frame is not valid JSON (RFC 8259), or not valid UTF-8."""
+INVALID_REQUEST = -32600
+"""Valid JSON that is not a JSON-RPC 2.0 message the server could take."""
+METHOD_NOT_FOUND = -32601
+"""The server has no such method."""
+INVALID_PARAMS = -32602
+"""The method exists but its params are wrong."""
+INTERNAL_ERROR = -32603
+"""The server failed while handling the request."""
+RATE_LIMITED = -32001
+"""The relay's own: too many messages in a short time (a server-defined code, -32000 to -32099)."""
+UNSUPPORTED_VERSION = -32022
+"""2026-07-28: the request's protocol version is not one the server supports."""
+
+ERROR_NAMES = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid Request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    RATE_LIMITED: "Rate limited",
+}
+
+
+@dataclass
+class FrameError:
+    """Why a frame was refused: the JSON-RPC error the relay answers with, and a plain explanation."""
+
+    code: int
+    reason: str  # short, for `data.reason`
+    explanation: str  # a sentence or two for a learner
+    id: Any = None  # the request's id when it could be read and is a valid id
+    where: dict[str, int] = field(default_factory=dict)  # line, column, position of a parse error
+
+    def reply(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"from": "relay", "reason": self.reason, **self.where}
+        return {
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": {"code": self.code, "message": ERROR_NAMES.get(self.code, "Error"), "data": data},
+        }
+
+
+@dataclass
+class Frame:
+    """A valid JSON-RPC message and the exact compact line to write to the server's stdin."""
+
+    message: dict[str, Any]
+    line: str
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text} is too large to represent")
+    return value
+
+
+def to_line(message: Any) -> str:
+    """One compact line; U+2028/U+2029 escaped so no reader can take them for line breaks."""
+    line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def parse_json(text: str) -> tuple[Any, FrameError | None]:
+    """Parse `text` as strict RFC 8259 JSON."""
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        return None, FrameError(
+            PARSE_ERROR,
+            f"{exc.msg} at line {exc.lineno}, column {exc.colno}",
+            f"This is not valid JSON: {exc.msg.lower()} at line {exc.lineno}, column {exc.colno}. "
+            "Nothing was sent to the server.",
+            where={"line": exc.lineno, "column": exc.colno, "position": exc.pos},
+        )
+    except RecursionError:
+        return None, FrameError(
+            PARSE_ERROR, "nested too deeply", "The JSON is nested too deeply to read. Nothing was sent."
+        )
+    except ValueError as exc:  # NaN, Infinity, an overflowing number
+        return None, FrameError(
+            PARSE_ERROR,
+            str(exc),
+            f"This is not valid JSON: {exc}. JSON has no NaN or Infinity. Nothing was sent.",
+        )
+    return value, None
+
+
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC allows string, number or null; MCP forbids null, and a float id is asking for trouble.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _invalid(reason: str, explanation: str, message: Any) -> FrameError:
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    return FrameError(INVALID_REQUEST, reason, explanation, id=msg_id if _valid_id(msg_id) else None)
+
+
+def check_message(message: Any) -> FrameError | None:
+    """JSON-RPC 2.0 shape rules, as MCP narrows them. None when the message may be forwarded."""
+    if isinstance(message, list):
+        return _invalid(
+            "batch", "A JSON array is a batch. Batches existed only in revision 2025-03-26; these "
+            "servers accept one message per line.", message,
+        )  # fmt: skip
+    if not isinstance(message, dict):
+        return _invalid(
+            "not an object", 'A JSON-RPC message is a JSON object: {"jsonrpc": "2.0", ...}.', None
+        )
+    if message.get("jsonrpc") != "2.0":
+        return _invalid(
+            'jsonrpc must be "2.0"', 'Every message needs "jsonrpc": "2.0" (the string).', message
+        )
+    if "id" in message and not _valid_id(message["id"]):
+        kind = "null" if message["id"] is None else type(message["id"]).__name__
+        return _invalid(
+            f"id must be a string or an integer, not {kind}",
+            f"An id is a string or an integer. This one is {kind}; MCP forbids null ids.", message,
+        )  # fmt: skip
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return _invalid(
+                "method must be a string", 'The "method" must be a string, such as "ping".', message
+            )
+        if "params" in message and not isinstance(message["params"], dict):
+            return _invalid(
+                "params must be an object",
+                'MCP uses named parameters only: "params", when present, is a JSON object.', message,
+            )  # fmt: skip
+        if "result" in message or "error" in message:
+            return _invalid(
+                "a request has no result or error", "A message is a request or a response, not both.", message
+            )
+        return None
+    # No method: a response, which a client sends only to answer a server's request.
+    if "id" not in message:
+        return _invalid(
+            "no method and no id",
+            'A request needs "method"; a response needs "id" and "result" or "error".',
+            message,
+        )
+    has_result, has_error = "result" in message, "error" in message
+    if has_result == has_error:
+        return _invalid(
+            "a response has exactly one of result or error",
+            'A response carries "result" or "error", exactly one of them. '
+            'If you meant a request, add "method".', message,
+        )  # fmt: skip
+    if has_error:
+        error = message["error"]
+        if not (
+            isinstance(error, dict)
+            and type(error.get("code")) is int
+            and isinstance(error.get("message"), str)
+        ):
+            return _invalid(
+                "error must be an object with an integer code and a string message",
+                'An error response\'s "error" is {"code": <integer>, "message": "<text>"}.', message,
+            )  # fmt: skip
+    return None
+
+
+def parse_client_text(text: str, max_bytes: int) -> Frame | FrameError:
+    """Everything the relay does with one client frame before it may reach the server."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        return FrameError(
+            INVALID_REQUEST,
+            f"message is {size} bytes, over the {max_bytes}-byte limit",
+            f"This message is {size} bytes; the playground forwards at most {max_bytes}. Nothing was sent.",
+        )
+    if not text.strip():
+        return FrameError(
+            PARSE_ERROR, "empty message", "The message is empty. Type a JSON-RPC message first."
+        )
+    message, error = parse_json(text)
+    if error is not None:
+        return error
+    line = to_line(message)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return FrameError(
+            PARSE_ERROR,
+            "a string holds an unpaired surrogate escape",
+            "A string holds an escape such as \\ud800 that is half of a character: it cannot become UTF-8. "
+            "Nothing was sent.",
+        )
+    problem = check_message(message)
+    if problem is not None:
+        return problem
+    return Frame(message, line)
+
+
+def binary_frame_error() -> FrameError:
+    return FrameError(
+        INVALID_REQUEST,
+        "binary frame",
+        "The playground takes text frames of JSON only; this was a binary frame.",
+    )
+
+
+def rate_limit_error(limit: int, window_s: float, retry_after_s: float) -> FrameError:
+    return FrameError(
+        RATE_LIMITED,
+        f"more than {limit} messages in {window_s:g} s",
+        f"Slow down: at most {limit} messages in {window_s:g} seconds. Try again in {retry_after_s:.0f} s. "
+        "Nothing was sent.",
+    )

@@ -1,0 +1,1 @@
+"""One WebSocket to one sandboxed demo server: sessions, the reconnect hub, the two wire modes."""

@@ -1,0 +1,65 @@
+"""Every relay session by id: reattach after a dropped connection, export, and ending on time."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from app.relay.session import RelaySession
+from app.sandbox.manager import SessionManager
+
+log = logging.getLogger(__name__)
+
+
+class Hub:
+    def __init__(self, manager: SessionManager, grace_s: float) -> None:
+        self.manager = manager
+        self.grace_s = grace_s
+        self.sessions: dict[str, RelaySession] = {}
+        self._timers: dict[str, asyncio.Task] = {}
+
+    async def open(self, server: str, learner: str) -> RelaySession:
+        session = RelaySession(self.manager, server, learner)
+        await session.open()
+        self.sessions[session.id] = session
+        return session
+
+    def find(self, session_id: str, learner: str) -> RelaySession | None:
+        """The learner's own session, or None (another learner's id is as good as unknown)."""
+        session = self.sessions.get(session_id)
+        if session is None or session.learner != learner:
+            return None
+        return session
+
+    def reattach(self, session_id: str, learner: str, server: str) -> RelaySession | None:
+        session = self.find(session_id, learner)
+        if session is None or session.server != server or session.closed or session.listener is not None:
+            return None
+        timer = self._timers.pop(session_id, None)
+        if timer is not None:
+            timer.cancel()
+        return session
+
+    def detach(self, session: RelaySession) -> None:
+        """The connection dropped: keep the session for the grace period, then end it."""
+        session.listener = None
+        if session.closed:
+            self.sessions.pop(session.id, None)
+            return
+        self._timers[session.id] = asyncio.create_task(self._expire(session), name=f"grace-{session.id}")
+
+    async def _expire(self, session: RelaySession) -> None:
+        try:
+            await asyncio.sleep(self.grace_s)
+        except asyncio.CancelledError:
+            return
+        self._timers.pop(session.id, None)
+        if session.listener is None:
+            self.sessions.pop(session.id, None)
+            await session.close()
+
+    async def close_all(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)
+        self.sessions.clear()
