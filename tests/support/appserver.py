@@ -32,6 +32,7 @@ class AppProcess:
         self.settings = settings
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir / f"app-{self.port}.log"
+        self.uid_base = int(settings.pop("uid_base", 1_000_000 + self.port * 1000))  # type: ignore[call-overload]
 
     @property
     def base(self) -> str:
@@ -44,6 +45,8 @@ class AppProcess:
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
         env["PLAYGROUND_DATA_DIR"] = str(self.data_dir)
+        # Each test app gets its own uid range, so apps running side by side never share a uid.
+        env["PLAYGROUND_UID_BASE"] = str(self.uid_base)
         for key, value in self.settings.items():
             env[f"PLAYGROUND_{key.upper()}"] = value if isinstance(value, str) else json.dumps(value)
         env["PYTHONPATH"] = str(ROOT)

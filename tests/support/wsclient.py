@@ -1,0 +1,107 @@
+"""Small WebSocket clients for the relay's two wire modes, over real connections."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+# A busy 2-core machine can be slow; these only bound a broken test.
+RECV_TIMEOUT_S = 30.0
+
+
+def init_request(id_: int = 1, version: str = "2025-06-18", **extra: Any) -> dict[str, Any]:
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    params.update(extra)
+    return {"jsonrpc": "2.0", "id": id_, "method": "initialize", "params": params}
+
+
+class McpClient:
+    """Subprotocol `mcp`: one JSON-RPC message per text frame."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+
+    @classmethod
+    async def connect(cls, url: str, **kwargs: Any) -> McpClient:
+        ws = await websockets.connect(url, subprotocols=["mcp"], open_timeout=RECV_TIMEOUT_S, **kwargs)
+        return cls(ws)
+
+    async def send(self, message: Any) -> None:
+        await self.ws.send(message if isinstance(message, (str, bytes)) else json.dumps(message))
+
+    async def recv(self, timeout: float = RECV_TIMEOUT_S) -> dict[str, Any]:
+        return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+
+    async def call(self, id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "method": method,
+                **({"params": params} if params is not None else {}),
+            }
+        )
+        return await self.recv()
+
+    async def initialize(self) -> dict[str, Any]:
+        reply = await self.call(1, "initialize", init_request()["params"])
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    async def tool(self, id_: int, name: str, **arguments: Any) -> str:
+        reply = await self.call(id_, "tools/call", {"name": name, "arguments": arguments})
+        return reply["result"]["content"][0]["text"]
+
+    async def closed(self, timeout: float = RECV_TIMEOUT_S) -> tuple[int | None, str]:
+        """Wait for the server to close; return (code, reason)."""
+        try:
+            while True:
+                await asyncio.wait_for(self.ws.recv(), timeout)
+        except websockets.ConnectionClosed as exc:
+            return (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (None, "")
+
+    async def close(self) -> None:
+        await self.ws.close()
+
+
+class EnvelopeClient:
+    """The console's envelope mode: typed frames."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.frames: list[dict[str, Any]] = []
+
+    @classmethod
+    async def connect(
+        cls, url: str, subprotocol: str | None = "playground.v1", **kwargs: Any
+    ) -> EnvelopeClient:
+        subprotocols = [subprotocol] if subprotocol else None
+        ws = await websockets.connect(url, subprotocols=subprotocols, open_timeout=RECV_TIMEOUT_S, **kwargs)
+        return cls(ws)
+
+    async def recv(self, timeout: float = RECV_TIMEOUT_S) -> dict[str, Any]:
+        frame = json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
+        self.frames.append(frame)
+        return frame
+
+    async def recv_type(self, *types: str, timeout: float = RECV_TIMEOUT_S) -> dict[str, Any]:
+        """The next frame of one of `types`, skipping others (stderr, checks...)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            frame = await self.recv(max(deadline - loop.time(), 0.01))
+            if frame["type"] in types:
+                return frame
+
+    async def send_text(self, text: str) -> None:
+        await self.ws.send(json.dumps({"type": "send", "text": text}))
+
+    async def send(self, message: Any) -> None:
+        await self.send_text(json.dumps(message, indent=2))
+
+    async def close(self) -> None:
+        await self.ws.close()
