@@ -7,7 +7,15 @@ from dataclasses import dataclass
 from types import ModuleType
 
 # Modules of the product's own demo servers; each defines INFO and serve().
-BUILTIN_MODULES = ("app.demos.orders",)
+BUILTIN_MODULES = (
+    "app.demos.orders",
+    "app.demos.assistant",
+    "app.demos.inventory",
+    "app.demos.monitor",
+    "app.demos.legacy",
+    "app.demos.stateless",
+    "app.demos.flaky",
+)
 
 
 @dataclass(frozen=True)
