@@ -1,7 +1,7 @@
 """Seed 003's raw-stdio session with demo-orders: the messages it sends and the lines it printed.
 
-`drive(call, send)` replays the session against any transport (a subprocess, the sandbox, the relay)
-and returns the lines the seed's script printed, so one comparison serves every test.
+`SCRIPT` is the session; `render(replies)` gives the lines the seed's script printed, so one
+comparison serves every transport (a subprocess, the sandbox, the relay).
 """
 
 from __future__ import annotations
@@ -29,41 +29,49 @@ EXPECTED_LINES = [
 Call = Callable[[int, str, dict[str, Any] | None], dict[str, Any]]
 Send = Callable[[dict[str, Any]], None]
 
+# The seed's session in order: ("call", id, method, params) waits for a reply; ("send", message) does not.
+SCRIPT: list[tuple] = [
+    ("call", 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                               "clientInfo": {"name": "demo-client", "version": "0.1"}}),
+    ("send", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ("call", 2, "tools/list", None),
+    ("call", 3, "tools/call", {"name": "get_order_status", "arguments": {"order_id": "481516"}}),
+    ("call", 4, "tools/call", {"name": "get_order_status", "arguments": {"order_id": "12"}}),
+    ("call", 5, "tools/call", {"name": "get_order_status", "arguments": {}}),
+    ("call", 6, "no/such/method", None),
+    ("call", 7, "resources/list", None),
+    ("call", 8, "resources/read", {"uri": "policy://refunds"}),
+    ("call", 9, "prompts/get", {"name": "triage", "arguments": {"ticket": "I was charged twice"}}),
+]  # fmt: skip
 
-def request(id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": id_,
-        "method": method,
-        **({"params": params} if params is not None else {}),
-    }
+
+def render(replies: dict[int, dict[str, Any]]) -> list[str]:
+    """The lines the seed's script printed, from the replies by id."""
+    init = replies[1]["result"]
+    tools = replies[2]["result"]["tools"]
+    ok, bad, missing = replies[3]["result"], replies[4]["result"], replies[5]["result"]
+    unknown = replies[6]["error"]
+    return [
+        f"server: {init['serverInfo']['name']} | protocol: {init['protocolVersion']}",
+        f"capabilities: {sorted(init['capabilities'])}",
+        f"tools: {[t['name'] for t in tools]}",
+        f"input schema: {json.dumps(tools[0]['inputSchema'])}",
+        f"call ok     : {ok['content'][0]['text']} | isError: {ok.get('isError')}",
+        f"call bad id : {bad['content'][0]['text']}",
+        f"missing arg : isError {missing.get('isError')} | {missing['content'][0]['text'][:60].replace(chr(10), ' ')}",
+        f"unknown     : {unknown['code']} {unknown['message']}",
+        f"resources: {[r['uri'] for r in replies[7]['result']['resources']]}",
+        f"read: {replies[8]['result']['contents'][0]['text']}",
+        f"prompt: {replies[9]['result']['messages'][0]['content']['text']}",
+    ]
 
 
 def drive(call: Call, send: Send) -> list[str]:
-    out = []
-    init = call(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                  "clientInfo": {"name": "demo-client", "version": "0.1"}})  # fmt: skip
-    out.append(
-        f"server: {init['result']['serverInfo']['name']} | protocol: {init['result']['protocolVersion']}"
-    )
-    out.append(f"capabilities: {sorted(init['result']['capabilities'])}")
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    tools = call(2, "tools/list", None)["result"]["tools"]
-    out.append(f"tools: {[t['name'] for t in tools]}")
-    out.append(f"input schema: {json.dumps(tools[0]['inputSchema'])}")
-    ok = call(3, "tools/call", {"name": "get_order_status", "arguments": {"order_id": "481516"}})
-    out.append(f"call ok     : {ok['result']['content'][0]['text']} | isError: {ok['result'].get('isError')}")
-    bad = call(4, "tools/call", {"name": "get_order_status", "arguments": {"order_id": "12"}})
-    out.append(f"call bad id : {bad['result']['content'][0]['text']}")
-    missing = call(5, "tools/call", {"name": "get_order_status", "arguments": {}})
-    text = missing["result"]["content"][0]["text"][:60].replace(chr(10), " ")
-    out.append(f"missing arg : isError {missing['result'].get('isError')} | {text}")
-    unknown = call(6, "no/such/method", None)
-    out.append(f"unknown     : {unknown['error']['code']} {unknown['error']['message']}")
-    resources = call(7, "resources/list", None)["result"]["resources"]
-    out.append(f"resources: {[r['uri'] for r in resources]}")
-    read = call(8, "resources/read", {"uri": "policy://refunds"})
-    out.append(f"read: {read['result']['contents'][0]['text']}")
-    prompt = call(9, "prompts/get", {"name": "triage", "arguments": {"ticket": "I was charged twice"}})
-    out.append(f"prompt: {prompt['result']['messages'][0]['content']['text']}")
-    return out
+    """Replay the session over a synchronous transport and return the lines it prints."""
+    replies = {}
+    for step in SCRIPT:
+        if step[0] == "send":
+            send(step[1])
+        else:
+            replies[step[1]] = call(step[1], step[2], step[3])
+    return render(replies)

@@ -1,0 +1,225 @@
+"""The console's envelope mode over a real uvicorn: typed frames, pairing, findings, state, reconnects."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import EnvelopeClient, init_request
+
+LEARNER_A = "learner-a-0123456789abcdef"
+LEARNER_B = "learner-b-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("envelope-app")) as app:
+        yield app
+
+
+async def connect(app: AppProcess, server: str = "demo-orders", query: str = "", learner: str | None = None,
+                  subprotocol: str | None = "playground.v1") -> EnvelopeClient:  # fmt: skip
+    headers = {"Cookie": f"playground_learner={learner}"} if learner else None
+    return await EnvelopeClient.connect(
+        f"{app.ws_base}/ws/{server}{query}", subprotocol=subprotocol, additional_headers=headers
+    )
+
+
+@pytest.mark.parametrize("subprotocol", ["playground.v1", None])
+async def test_state_then_sent_and_received_paired_with_round_trip(
+    app: AppProcess, subprotocol: str | None
+) -> None:
+    client = await connect(app, subprotocol=subprotocol)
+    try:
+        state = await client.recv()
+        assert state["type"] == "state" and state["status"] == "ready" and state["server"] == "demo-orders"
+        assert state["session"] and state["exit_status"] is None
+        typed = json.dumps(init_request(), indent=2)
+        await client.send_text(typed)
+        sent = await client.recv_type("sent")
+        assert sent["seq"] == 1
+        assert sent["line"] == json.dumps(json.loads(typed), separators=(",", ":"))
+        assert sent["message"] == json.loads(typed)
+        received = await client.recv_type("received")
+        assert received["answers"] == 1 and received["seq"] == 2
+        assert received["rtt_ms"] > 0
+        assert received["message"]["result"]["serverInfo"]["name"] == "demo-orders"
+        assert received["raw"].startswith('{"jsonrpc":"2.0","id":1,"result"')
+        assert any("Now send notifications/initialized" in f["text"] for f in received["findings"])
+    finally:
+        await client.close()
+
+
+async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.recv_type("state")
+        await client.send_text('{"jsonrpc": "2.0", "id": 1, "method": "ping",}')
+        error = await client.recv_type("relay_error")
+        assert error["error"]["code"] == -32700
+        assert "line 1" in error["explanation"] and "Nothing was sent" in error["explanation"]
+        await client.ws.send("not even an envelope")
+        assert (await client.recv_type("relay_error"))["explanation"].startswith("The console speaks frames")
+        await client.ws.send(json.dumps({"type": "send"}))
+        assert "needs" in (await client.recv_type("relay_error"))["explanation"]
+        await client.ws.send(b"\x01\x02")
+        assert (await client.recv_type("relay_error"))["error"]["data"]["reason"] == "binary frame"
+        await client.send({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+        assert (await client.recv_type("sent"))["seq"] == 1  # nothing bad was recorded or sent
+        assert (await client.recv_type("received"))["message"] == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    finally:
+        await client.close()
+
+
+async def test_findings_explain_the_message(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.recv_type("state")
+        bad_init = init_request()
+        del bad_init["params"]["clientInfo"]
+        await client.send(bad_init)
+        sent = await client.recv_type("sent")
+        assert {
+            "level": "error",
+            "text": "params.clientInfo is required in 2025-06-18.",
+            "ref": "spec 2025-06-18",
+        } in sent["findings"]
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        note = await client.recv_type("sent")
+        assert any("no id" in f["text"] for f in note["findings"])
+        await client.send({"jsonrpc": "2.0", "method": "notifications/whatever"})
+        note = await client.recv_type("sent")
+        assert any("ignores notifications it does not know" in f["text"] for f in note["findings"])
+    finally:
+        await client.close()
+
+
+async def test_counter_offer_is_explained(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.recv_type("state")
+        await client.send(init_request(version="1999-01-01"))
+        received = await client.recv_type("received")
+        assert received["message"]["result"]["protocolVersion"] == "2025-11-25"
+        assert any("counter-offered 2025-11-25" in f["text"] for f in received["findings"])
+    finally:
+        await client.close()
+
+
+async def test_non_json_server_line_stderr_and_exit(app: AppProcess) -> None:
+    client = await connect(app, server="demo-flaky")
+    try:
+        await client.recv_type("state")
+        await client.send(init_request())
+        await client.recv_type("received")
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "garbled_line", "arguments": {}},
+            }
+        )
+        garbled = await client.recv_type("received")
+        assert garbled["message"] is None and garbled["answers"] is None
+        assert (
+            garbled["findings"][0]["level"] == "error"
+            and "not a JSON-RPC message" in garbled["findings"][0]["text"]
+        )
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "crash", "arguments": {"status": 4}},
+            }
+        )
+        stderr = await client.recv_type("stderr")
+        assert "crashing on purpose" in stderr["text"]
+        state = await client.recv_type("state")
+        assert state["status"] == "exited"
+        assert state["exit_status"]["code"] == 4 and "exited with status 4" in state["reason"]
+    finally:
+        await client.close()
+
+
+async def test_restart_gives_a_fresh_server(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.recv_type("state")
+        await client.send(init_request())
+        await client.recv_type("received")
+        await client.ws.send(json.dumps({"type": "restart"}))
+        assert (await client.recv_type("state"))["status"] == "starting"
+        assert (await client.recv_type("state"))["status"] == "ready"
+        await client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert (await client.recv_type("sent"))["seq"] == 1  # a fresh transcript
+        assert (await client.recv_type("received"))["message"]["error"]["code"] == -32602  # not initialized
+    finally:
+        await client.close()
+
+
+async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_reads_it(
+    app: AppProcess,
+) -> None:
+    first = await connect(app, learner=LEARNER_A)
+    state = await first.recv_type("state")
+    session = state["session"]
+    await first.send(init_request())
+    await first.recv_type("received")
+    await first.close()
+
+    again = await connect(app, query=f"?session={session}&last_seq=0", learner=LEARNER_A)
+    try:
+        resumed = await again.recv_type("state")
+        assert resumed["session"] == session and resumed["resumed"] is True
+        replayed = [await again.recv_type("sent"), await again.recv_type("received")]
+        assert [f["seq"] for f in replayed] == [1, 2] and all(f["replayed"] for f in replayed)
+        await again.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert (await again.recv_type("sent"))["seq"] == 3
+
+        owner = httpx.get(
+            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A}
+        )
+        assert owner.status_code == 200
+        body = owner.json()
+        assert body["revision"] == "2025-06-18"
+        assert [e["direction"] for e in body["entries"]][:2] == ["client", "server"]
+        stranger = httpx.get(
+            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_B}
+        )
+        assert stranger.status_code == 404
+        nobody = httpx.get(f"{app.base}/api/sessions/{session}/transcript")
+        assert nobody.status_code == 404
+    finally:
+        await again.close()
+
+
+async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> None:
+    first = await connect(app, learner=LEARNER_A)
+    session = (await first.recv_type("state"))["session"]
+    await first.close()
+    thief = await connect(app, query=f"?session={session}", learner=LEARNER_B)
+    try:
+        state = await thief.recv_type("state")
+        assert state["session"] != session and state["resumed"] is False
+    finally:
+        await thief.close()
+
+
+async def test_a_full_relay_sends_full_then_closes_1013(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(tmp_path, max_sessions=1) as small:
+        first = await connect(small)
+        try:
+            await first.recv_type("state")
+            second = await connect(small)
+            full = await second.recv()
+            assert full["type"] == "full" and full["retry_after_s"] > 0
+            await second.ws.wait_closed()
+            assert second.ws.close_code == 1013
+        finally:
+            await first.close()

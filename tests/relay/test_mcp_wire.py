@@ -1,0 +1,283 @@
+"""The relay's `mcp` wire mode over a real uvicorn and real WebSocket connections."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+import websockets
+
+from tests.support import seed003
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import McpClient
+
+NEST = 100_000
+# Each bad frame, and the error code the relay must answer it with.
+BAD_FRAMES: list[tuple[str, str | bytes, int]] = [
+    ("not json", "{bad", -32700),
+    ("truncated", '{"jsonrpc":"2.0","id":1,"method":"ping"', -32700),
+    ("empty", "", -32700),
+    ("whitespace", "  \n\t ", -32700),
+    ("junk", "hello there", -32700),
+    ("single quotes", "{'jsonrpc':'2.0','id':1,'method':'ping'}", -32700),
+    ("trailing comma", '{"jsonrpc":"2.0","id":1,"method":"ping",}', -32700),
+    ("NaN", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', -32700),
+    ("Infinity", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":Infinity}}', -32700),
+    ("huge number", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e999}}', -32700),
+    ("lone surrogate", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\\ud800"}}', -32700),
+    ("deep nesting", "[" * NEST + "]" * NEST, -32700),
+    (
+        "two messages",
+        '{"jsonrpc":"2.0","id":1,"method":"ping"} {"jsonrpc":"2.0","id":2,"method":"ping"}',
+        -32700,
+    ),
+    ("number", "42", -32600),
+    ("string", '"ping"', -32600),
+    ("null", "null", -32600),
+    ("true", "true", -32600),
+    ("empty array", "[]", -32600),
+    ("batch", '[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
+    ("empty object", "{}", -32600),
+    ("jsonrpc 1.0", '{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600),
+    ("jsonrpc number", '{"jsonrpc":2.0,"id":1,"method":"ping"}', -32600),
+    ("no jsonrpc", '{"id":1,"method":"ping"}', -32600),
+    ("null id", '{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
+    ("float id", '{"jsonrpc":"2.0","id":1.5,"method":"ping"}', -32600),
+    ("bool id", '{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600),
+    ("object id", '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', -32600),
+    ("array id", '{"jsonrpc":"2.0","id":[1],"method":"ping"}', -32600),
+    ("method number", '{"jsonrpc":"2.0","id":1,"method":5}', -32600),
+    ("params array", '{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}', -32600),
+    ("params string", '{"jsonrpc":"2.0","id":1,"method":"ping","params":"x"}', -32600),
+    ("id only", '{"jsonrpc":"2.0","id":98}', -32600),
+    ("result and error", '{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}', -32600),
+    ("bad error object", '{"jsonrpc":"2.0","id":1,"error":"nope"}', -32600),
+    ("request with result", '{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}', -32600),
+    ("binary", b"\x00\x01\x02", -32600),
+    ("binary json", b'{"jsonrpc":"2.0","id":1,"method":"ping"}', -32600),
+]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("relay-app")) as app:
+        yield app
+
+
+async def connect(app: AppProcess, server: str = "demo-orders", **kwargs) -> McpClient:
+    return await McpClient.connect(f"{app.ws_base}/ws/{server}", **kwargs)
+
+
+async def test_seed_003_transcript_through_the_relay(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        assert client.ws.subprotocol == "mcp"
+        replies = {}
+        for step in seed003.SCRIPT:
+            if step[0] == "send":
+                await client.send(step[1])
+            else:
+                replies[step[1]] = await client.call(step[1], step[2], step[3])
+        assert seed003.render(replies) == seed003.EXPECTED_LINES
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize("name,frame,code", BAD_FRAMES, ids=[b[0] for b in BAD_FRAMES])
+async def test_bad_frame_gets_exactly_one_error_and_the_session_goes_on(
+    app: AppProcess, name: str, frame: str | bytes, code: int
+) -> None:
+    client = await connect(app)
+    try:
+        await client.initialize()
+        await client.send(frame)
+        reply = await client.recv()
+        assert reply["jsonrpc"] == "2.0"
+        assert reply["error"]["code"] == code, reply
+        assert reply["error"]["data"]["from"] == "relay"
+        assert reply["error"]["data"]["reason"]
+        # The next frame back answers the ping: there was no second reply to the bad frame.
+        assert await client.call(77, "ping") == {"jsonrpc": "2.0", "id": 77, "result": {}}
+    finally:
+        await client.close()
+
+
+async def test_parse_error_says_where(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.send('{\n  "jsonrpc": "2.0",\n  "id": 1\n  "method": "ping"\n}')
+        data = (await client.recv())["error"]["data"]
+        assert (data["line"], data["column"]) == (4, 3)
+        assert data["position"] == 34  # characters before the offending quote
+    finally:
+        await client.close()
+
+
+async def test_invalid_request_keeps_a_valid_id(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.send('{"jsonrpc":"2.0","id":"abc","method":"ping","params":[1]}')
+        assert (await client.recv())["id"] == "abc"
+        await client.send('{"jsonrpc":"2.0","id":1.5,"method":"ping"}')
+        assert (await client.recv())["id"] is None
+    finally:
+        await client.close()
+
+
+async def test_oversize_message_is_refused_and_a_giant_frame_closes_1009(app: AppProcess) -> None:
+    client = await connect(app, max_size=None)
+    try:
+        big = json.dumps(
+            {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"pad": "x" * (2 * 1024 * 1024)}}
+        )
+        await client.send(big)
+        reply = await client.recv()
+        assert reply["error"]["code"] == -32600 and "limit" in reply["error"]["data"]["reason"]
+        assert (await client.call(6, "ping"))["result"] == {}
+        await client.send("x" * (5 * 1024 * 1024))
+        code, _ = await client.closed()
+        assert code == 1009
+    finally:
+        await client.close()
+
+
+async def test_invalid_utf8_in_a_text_frame_is_closed_1007(app: AppProcess) -> None:
+    client = await connect(app)
+    await client.ws.send(b'{"jsonrpc":"2.0","id":1,"method":"\xff"}', text=True)
+    code, _ = await client.closed()
+    assert code == 1007
+
+
+async def test_multiline_and_line_separator_messages_are_forwarded_intact(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.initialize()
+        ticket = "line one\nline two \u2028 after a line separator \u2029 and a paragraph one"
+        pretty = json.dumps(
+            {"jsonrpc": "2.0", "id": 9, "method": "prompts/get", "params": {"name": "triage", "arguments": {"ticket": ticket}}},
+            indent=4, ensure_ascii=False,
+        )  # fmt: skip
+        assert "\n" in pretty and "\u2028" in pretty
+        await client.send(pretty)
+        reply = await client.recv()
+        assert reply["result"]["messages"][0]["content"]["text"].endswith(ticket)
+    finally:
+        await client.close()
+
+
+async def test_notifications_get_no_reply_even_unknown_ones(app: AppProcess) -> None:
+    client = await connect(app)
+    try:
+        await client.initialize()
+        await client.send({"jsonrpc": "2.0", "method": "notifications/no-such-thing"})
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert await client.call(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    finally:
+        await client.close()
+
+
+async def test_a_foreign_origin_is_refused(app: AppProcess) -> None:
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await connect(app, origin="http://evil.example")
+    assert refused.value.response.status_code == 403
+    client = await connect(app, origin=f"http://127.0.0.1:{app.port}")  # the site itself
+    await client.close()
+
+
+async def test_an_unknown_server_is_refused_with_404(app: AppProcess) -> None:
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await connect(app, server="no-such-server")
+    assert refused.value.response.status_code == 404
+
+
+async def test_server_exit_closes_1011_with_the_status(app: AppProcess) -> None:
+    client = await connect(app, server="demo-flaky")
+    await client.initialize()
+    await client.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "crash", "arguments": {"status": 7}},
+        }
+    )
+    code, reason = await client.closed()
+    assert code == 1011
+    assert "exited with status 7" in reason
+
+
+async def test_server_initiated_requests_pass_both_ways(app: AppProcess) -> None:
+    client = await connect(app, server="demo-assistant")
+    try:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"sampling": {}},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        await client.call(1, "initialize", init)
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "suggest_trip", "arguments": {"city": "Pune"}},
+            }
+        )
+        ask = await client.recv()
+        assert ask["method"] == "sampling/createMessage"
+        await client.send({"jsonrpc": "2.0", "id": ask["id"], "result": {
+            "role": "assistant", "content": {"type": "text", "text": "See the Aga Khan Palace."}, "model": "learner"}})  # fmt: skip
+        result = await client.recv()
+        assert result["id"] == 2
+        assert "Aga Khan Palace" in json.dumps(result["result"])
+    finally:
+        await client.close()
+
+
+async def test_twenty_sessions_at_once(app: AppProcess) -> None:
+    async def one(i: int) -> str:
+        client = await connect(app)  # no cookie: each connection is its own learner
+        try:
+            reply = await client.initialize()
+            return reply["result"]["serverInfo"]["name"]
+        finally:
+            await client.close()
+
+    names = await asyncio.gather(*(one(i) for i in range(20)))
+    assert names == ["demo-orders"] * 20
+
+
+async def test_rate_limit_answers_with_an_error_and_keeps_the_session(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(tmp_path, max_messages_per_10s=5) as small:
+        client = await McpClient.connect(small.ws_base + "/ws/demo-orders")
+        try:
+            for i in range(5):
+                assert (await client.call(i, "ping"))["result"] == {}
+            limited = await client.call(99, "ping")
+            assert limited["error"]["code"] == -32001
+            assert (
+                "at most 5 messages" in limited["error"]["data"]["reason"]
+                or limited["error"]["data"]["reason"]
+            )
+            assert client.ws.state.name == "OPEN"
+        finally:
+            await client.close()
+
+
+async def test_a_full_relay_refuses_the_handshake_with_503(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(tmp_path, max_sessions=1) as small:
+        first = await McpClient.connect(small.ws_base + "/ws/demo-orders")
+        try:
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await McpClient.connect(small.ws_base + "/ws/demo-orders")
+            response = refused.value.response
+            assert response.status_code == 503
+            assert "full" in response.body.decode()
+            assert response.headers["Retry-After"]
+        finally:
+            await first.close()
+        health = httpx.get(small.base + "/healthz", timeout=10).json()
+        assert health["sessions"]["max"] == 1
