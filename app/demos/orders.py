@@ -32,6 +32,22 @@ def triage(ticket: str) -> str:
     return f"Classify this ticket as billing, technical or other: {ticket}"
 
 
+# Requests the fork server sends once before forking, so every instance starts warm.
+WARM_UP = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "warm-up", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_order_status", "arguments": {"order_id": "123456"}}},
+    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_order_status", "arguments": {}}},
+    {"jsonrpc": "2.0", "id": 5, "method": "resources/list"},
+    {"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "policy://refunds"}},
+    {"jsonrpc": "2.0", "id": 7, "method": "prompts/list"},
+    {"jsonrpc": "2.0", "id": 8, "method": "prompts/get", "params": {"name": "triage", "arguments": {"ticket": "warm"}}},
+    {"jsonrpc": "2.0", "id": 9, "method": "ping"},
+]  # fmt: skip
+
+
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
     server.run("stdio")

@@ -80,6 +80,17 @@ class ForkServer:
         # new files from every corner of the tree, and importing per instance would cost time.
         import anyio._backends._asyncio  # noqa: F401
         import mcp.server.stdio  # noqa: F401
+        from mcp.server.mcpserver import MCPServer
+
+        from app.sandbox.warmup import warm_up
+
+        for name, module in self.modules.items():
+            server = getattr(module, "server", None)
+            if isinstance(server, MCPServer):
+                try:
+                    warm_up(server, getattr(module, "WARM_UP", None))
+                except Exception as exc:  # a cold instance still works; say so and go on
+                    print(f"fork server: warming {name} failed: {exc!r}", file=sys.stderr, flush=True)
 
     def _visible_paths(self) -> list[str]:
         import app

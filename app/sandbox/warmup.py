@@ -1,0 +1,88 @@
+"""Exercise each SDK server once inside the fork server, before any instance is forked.
+
+The SDK builds much lazily (validators, schemas, caches) on a server's first requests. Done once
+in the parent, that work is shared by every forked child instead of being repeated, and privately
+paid for, by each: the first reply comes sooner and each instance dirties fewer pages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "warm-up", "version": "1"},
+}
+DEFAULT_MESSAGES: list[dict[str, Any]] = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 4, "method": "resources/list"},
+    {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"},
+    {"jsonrpc": "2.0", "id": 6, "method": "no/such/method"},
+]
+# A wedged warm-up must not hold up start-up: the instance would just start colder.
+WARM_UP_TIMEOUT_S = 10.0
+# Worker threads notice their loop has closed within moments.
+THREAD_EXIT_TIMEOUT_S = 5.0
+
+
+class _Conversation:
+    """Plays stdin and stdout for the SDK's stdio_server: each request waits for the previous answer."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.messages = messages
+        self.replies: list[str] = []
+        self.answered = anyio.Event()
+
+    async def lines(self) -> AsyncIterator[str]:
+        for message in self.messages:
+            if "id" in message:
+                self.answered = anyio.Event()
+                yield json.dumps(message) + "\n"
+                await self.answered.wait()
+            else:
+                yield json.dumps(message) + "\n"
+
+    async def write(self, text: str) -> None:
+        self.replies.append(text)
+        self.answered.set()
+
+    async def flush(self) -> None:
+        pass
+
+
+async def _exercise(server: MCPServer, messages: list[dict[str, Any]]) -> list[str]:
+    talk = _Conversation(messages)
+    lowlevel = server._lowlevel_server  # MCPServer.run_stdio_async does the same with real stdio
+    with anyio.move_on_after(WARM_UP_TIMEOUT_S):
+        async with stdio_server(stdin=talk.lines(), stdout=talk) as (read, write):  # type: ignore[arg-type]
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    return talk.replies
+
+
+def warm_up(server: MCPServer, messages: list[dict[str, Any]] | None = None) -> list[str]:
+    """Run one short session against `server` in this process; return the reply lines."""
+    logging.disable(logging.CRITICAL)  # the warm-up's deliberate errors are nobody's business
+    try:
+        replies = anyio.run(_exercise, server, messages or DEFAULT_MESSAGES)
+    finally:
+        logging.disable(logging.NOTSET)
+    # Sync tools ran in anyio's worker threads, which end once their loop is gone. Wait for them:
+    # forking while another thread runs could copy a lock it holds.
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(THREAD_EXIT_TIMEOUT_S)
+    if threading.active_count() > 1:
+        raise RuntimeError("the warm-up left threads running")
+    return replies

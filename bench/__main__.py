@@ -1,0 +1,74 @@
+"""Run every benchmark, print one table, write bench/results.json.
+
+Each figure is measured with the default settings and every sandbox layer on, next to a baseline
+measured in the same run: the machines are noisy, so the ratio is what holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import capacity, memory, pages, roundtrip, startup
+from tests.support.appserver import AppProcess
+
+RESULTS = Path(__file__).parent / "results.json"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="fewer samples and a smaller capacity search")
+    parser.add_argument("--skip-capacity", action="store_true", help="leave out the capacity search")
+    args = parser.parse_args()
+    rows: list[tuple[str, str, str, str]] = []
+    results: dict = {"machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()}}
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        # Defaults but two: room for the capacity search, and no per-connection rate limit, since the
+        # round-trip benchmark sends hundreds of messages back to back as no learner does.
+        settings = {
+            "max_sessions": 2000 if not args.skip_capacity else 250,
+            "max_messages_per_10s": 1_000_000,
+        }
+        with AppProcess(Path(tmp) / "app", **settings) as app:
+            health = __import__("httpx").get(app.base + "/healthz", timeout=10).json()
+            results["sandbox"] = health["sandbox"]
+            results["warm_pool"] = health["warm_pool"]
+            print(
+                f"sandbox complete: {health['sandbox']['complete']}; warm pool: {health['warm_pool']}",
+                flush=True,
+            )
+            for name, part in (
+                ("startup", startup.run),
+                ("memory", memory.run),
+                ("roundtrip", roundtrip.run),
+                ("pages", pages.run),
+            ):
+                print(f"running {name} ...", flush=True)
+                figures, table = asyncio.run(part(app, quick=args.quick))
+                results[name] = figures
+                rows.extend(table)
+            if not args.skip_capacity:
+                print("running capacity (stepping up sessions) ...", flush=True)
+                figures, table = asyncio.run(capacity.run(app, quick=args.quick))
+                results["capacity"] = figures
+                rows.extend(table)
+    results["seconds"] = round(time.monotonic() - began, 1)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    widths = [max(len(r[i]) for r in rows + [("figure", "measured", "baseline", "target")]) for i in range(4)]
+    header = ("figure", "measured", "baseline", "target")
+    print()
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+    print(f"\nwrote {RESULTS} in {results['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

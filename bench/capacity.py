@@ -1,0 +1,86 @@
+"""Capacity: the most live sessions that keep the p99 round trip <= 100 ms under a lesson-like load.
+
+Each session sends one tools/call every 3 s (a learner reading, then trying something). The load
+steps up until the p99 goes over the bound, memory runs short, or the time budget is spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import resource
+import time
+
+from bench.stats import summary
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import McpClient
+
+TARGET_P99_MS = 100.0
+INTERVAL_S = 3.0
+STEPS = (100, 250, 500, 750, 1000, 1250, 1500)
+QUICK_STEPS = (50, 100, 200)
+MEASURE_S = 12.0
+BUDGET_S = 600.0
+CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
+
+
+async def learner(client: McpClient, stop: asyncio.Event, times: list[float], errors: list[str]) -> None:
+    await asyncio.sleep(random.uniform(0, INTERVAL_S))  # learners do not act in step
+    n = 100
+    while not stop.is_set():
+        began = time.perf_counter()
+        try:
+            reply = await client.call(n, "tools/call", CALL)
+            if "result" not in reply:
+                errors.append(str(reply)[:200])
+        except Exception as exc:  # a dropped session counts against the step
+            errors.append(repr(exc))
+            return
+        times.append((time.perf_counter() - began) * 1000)
+        n += 1
+        try:
+            await asyncio.wait_for(stop.wait(), INTERVAL_S)
+        except TimeoutError:
+            pass
+
+
+async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
+    clients: list[McpClient] = []
+    steps = []
+    best = 0
+    began = time.monotonic()
+    try:
+        for target in QUICK_STEPS if quick else STEPS:
+            if time.monotonic() - began > BUDGET_S:
+                break
+            while len(clients) < target:
+                batch = min(25, target - len(clients))
+                new = await asyncio.gather(
+                    *(McpClient.connect(app.ws_base + "/ws/demo-orders") for _ in range(batch))
+                )
+                await asyncio.gather(*(c.initialize() for c in new))
+                clients.extend(new)
+            stop = asyncio.Event()
+            times: list[float] = []
+            errors: list[str] = []
+            tasks = [asyncio.create_task(learner(c, stop, times, errors)) for c in clients]
+            await asyncio.sleep(MEASURE_S)
+            stop.set()
+            await asyncio.gather(*tasks)
+            stats = summary(times) if times else {"p50": float("nan"), "p99": float("inf"), "n": 0}
+            ok = stats["p99"] <= TARGET_P99_MS and not errors
+            steps.append({"sessions": target, "p50_ms": stats["p50"], "p99_ms": stats["p99"], "calls": stats["n"],
+                          "errors": len(errors), "ok": ok})  # fmt: skip
+            print(f"  {target} sessions: p50 {stats['p50']:.1f} ms, p99 {stats['p99']:.1f} ms, "
+                  f"{len(errors)} errors", flush=True)  # fmt: skip
+            if not ok:
+                break
+            best = target
+    finally:
+        for i in range(0, len(clients), 100):
+            await asyncio.gather(*(c.close() for c in clients[i : i + 100]), return_exceptions=True)
+    figures = {"max_sessions_p99_under_100ms": best, "steps": steps}
+    table = [("capacity: sessions with p99 <= 100 ms (1 call / 3 s each)", f"{best}", "-", ">= 1000")]
+    return figures, table
