@@ -10,13 +10,18 @@ from dataclasses import dataclass, field
 from fastapi import Request
 
 from app.config import Settings
+from app.course.catalog import Catalog
+from app.course.models import LessonError
 from app.demos import DemoServer
+from app.progress import ProgressStore, SQLiteProgressStore
 from app.relay.hub import Hub
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.manager import SessionManager
 
 log = logging.getLogger("app")
+
+PROGRESS_DB = "progress.sqlite3"  # in settings.data_dir
 
 
 @dataclass
@@ -28,9 +33,21 @@ class AppState:
     ready: bool = False
     instructor_token: str | None = None
     extras: dict[str, object] = field(default_factory=dict)
+    catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
+    progress: ProgressStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.progress = SQLiteProgressStore(self.settings.data_dir / PROGRESS_DB)
 
     async def start(self) -> None:
         s = self.settings
+        # Lessons first: a bad file stops the app before any server process starts.
+        try:
+            self.catalog = Catalog.load(s.lessons_dir, servers=self.demos.keys())
+        except LessonError as exc:
+            print(f"Refusing to start: a lesson file is wrong: {exc}", file=sys.stderr, flush=True)
+            raise
+        self.progress.open()
         self.instructor_token = s.instructor_token
         if s.hosting and not self.instructor_token:
             self.instructor_token = secrets.token_urlsafe(24)
@@ -74,6 +91,7 @@ class AppState:
             await self.hub.close_all()
         if self.manager is not None:
             await self.manager.stop()
+        self.progress.close()
 
     def health(self) -> dict:
         manager = self.manager

@@ -1,0 +1,48 @@
+"""`python -m app check-lessons`: the start-up checks, then every `expect` block against a live server."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from app.config import PROJECT_ROOT, Settings
+from app.course.catalog import Catalog
+from app.course.expect import ExpectFailed, ProcessChannel, run_expect
+from app.course.models import LessonError
+from app.demos import load_registry
+
+
+def check_lessons(settings: Settings, out: TextIO | None = None) -> int:
+    """Return 0 when every lesson loads and every expect block holds, else 1 (problems on `out`)."""
+    out = out or sys.stdout
+    demos = load_registry(settings.extra_demo_modules)
+    try:
+        catalog = Catalog.load(settings.lessons_dir, servers=demos.keys())
+    except LessonError as exc:
+        print(f"{exc}", file=out)
+        return 1
+    steps = list(catalog.steps())
+    examples = sum(len(s.examples) for s in steps)
+    quizzes = sum(len(s.quizzes) for s in steps)
+    print(
+        f"{len(catalog.lessons)} lessons, {len(steps)} steps, {examples} examples and {quizzes} quizzes "
+        f"parsed and checked in {settings.lessons_dir}",
+        file=out,
+    )
+    failures = 0
+    total = 0
+    for lesson in catalog.lessons:
+        for step in lesson.steps:
+            for expect in step.expects:
+                total += 1
+                with ProcessChannel(demos[expect.server].module, str(PROJECT_ROOT)) as channel:
+                    try:
+                        run_expect(expect, channel)
+                    except (ExpectFailed, ValueError) as exc:
+                        failures += 1
+                        print(
+                            f"{lesson.path}:{expect.line}: the live {expect.server} disagrees: {exc}",
+                            file=out,
+                        )
+    print(f"{total - failures} of {total} expect blocks hold against the live demo servers", file=out)
+    return 1 if failures else 0

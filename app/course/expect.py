@@ -1,0 +1,141 @@
+"""Run an `expect` block against a live demo server: send its messages, compare the reply."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from typing import Any, Protocol
+
+from app.course.models import Expect
+
+# A cold demo server imports the SDK first (about 0.4 s); a busy machine can take many times that.
+REPLY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+# Server-sent notifications or requests skipped while waiting for one reply.
+MAX_SKIPPED = 50
+PROBE_ID = "expect-no-reply-probe"
+
+
+class Channel(Protocol):
+    """One live server: send a message, receive the next message it writes."""
+
+    def send(self, message: dict[str, Any]) -> None: ...
+
+    def receive(self) -> Any: ...
+
+
+class ExpectFailed(AssertionError):
+    pass
+
+
+def contains(actual: Any, pattern: Any, path: str = "reply") -> str | None:
+    """Where `actual` fails to contain `pattern` (None when it does).
+
+    Objects: every key of the pattern present, recursively. Arrays: every item of the pattern
+    contained in some item of the actual array. Anything else: equal, and of the same JSON type.
+    """
+    if isinstance(pattern, dict):
+        if not isinstance(actual, dict):
+            return f"{path} is {json.dumps(actual)}, not an object"
+        for key, value in pattern.items():
+            if key not in actual:
+                return f"{path}.{key} is missing"
+            problem = contains(actual[key], value, f"{path}.{key}")
+            if problem:
+                return problem
+        return None
+    if isinstance(pattern, list):
+        if not isinstance(actual, list):
+            return f"{path} is {json.dumps(actual)}, not an array"
+        for item in pattern:
+            if all(contains(candidate, item) is not None for candidate in actual):
+                return f"no item of {path} contains {json.dumps(item)}"
+        return None
+    if type(actual) is not type(pattern) or actual != pattern:
+        return f"{path} is {json.dumps(actual)}, not {json.dumps(pattern)}"
+    return None
+
+
+def _reply_to(channel: Channel, request_id: Any) -> dict[str, Any]:
+    for _ in range(MAX_SKIPPED):
+        message = channel.receive()
+        if isinstance(message, dict) and "method" not in message and message.get("id") == request_id:
+            return message
+    raise ExpectFailed(f"no reply to id {request_id!r} among {MAX_SKIPPED} messages")
+
+
+def run_expect(expect: Expect, channel: Channel) -> None:
+    """Raise ExpectFailed, saying what differs, unless the live server behaves as the block claims."""
+    for message in expect.before:
+        channel.send(message)
+        if "id" in message:
+            _reply_to(channel, message["id"])
+    channel.send(expect.send)
+    if expect.reply is None:
+        # Nothing may come back: a ping sent right after must get the next reply.
+        channel.send({"jsonrpc": "2.0", "id": PROBE_ID, "method": "ping"})
+        first = channel.receive()
+        if not (isinstance(first, dict) and first.get("id") == PROBE_ID):
+            raise ExpectFailed(f"expected no reply, but the server sent {json.dumps(first)}")
+        return
+    reply = _reply_to(channel, expect.send["id"])
+    problem = contains(reply, expect.reply)
+    if problem:
+        raise ExpectFailed(f"{problem}; the whole reply was {json.dumps(reply)}")
+
+
+class ProcessChannel:
+    """A demo server module run as a plain subprocess on stdio (for `check-lessons`)."""
+
+    def __init__(self, module: str, cwd: str) -> None:
+        env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "HOME") if k in os.environ}
+        env["PYTHONPATH"] = cwd
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module], cwd=cwd, env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
+        )  # fmt: skip
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> Any:
+        try:
+            line = self.lines.get(timeout=REPLY_TIMEOUT_S)
+        except queue.Empty:
+            raise ExpectFailed(f"the server sent nothing for {REPLY_TIMEOUT_S} s") from None
+        if line is None:
+            raise ExpectFailed(f"the server exited with status {self.proc.wait()}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(STOP_TIMEOUT_S)
+        except (subprocess.TimeoutExpired, BrokenPipeError):
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(STOP_TIMEOUT_S)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> ProcessChannel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

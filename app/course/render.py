@@ -1,0 +1,100 @@
+"""Markdown to HTML (markdown-it-py) with code highlighted on the server (Pygments).
+
+Raw HTML in lessons is off: a lesson is text, and what the page shows is decided by templates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+from markupsafe import Markup, escape
+from pygments import highlight as pygments_highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+
+from app.course.models import Expect
+
+_FORMATTER = HtmlFormatter(nowrap=True)
+
+
+def highlight(code: str, language: str) -> Markup:
+    """Highlighted HTML spans for `code` (no wrapper); plain escaped text for an unknown language."""
+    try:
+        lexer = get_lexer_by_name(language or "text")
+    except ClassNotFound:
+        return Markup(escape(code))
+    return Markup(pygments_highlight(code, lexer, _FORMATTER))
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def code_block(code: str, language: str, attrs: dict[str, str] | None = None) -> Markup:
+    extra = "".join(f' {k}="{escape(v)}"' for k, v in (attrs or {}).items())
+    lang = escape(language or "text")
+    body = highlight(code.rstrip("\n"), language)
+    return Markup(f'<pre class="code" data-lang="{lang}"{extra}><code>{body}</code></pre>\n')
+
+
+def _expect_html(expect: Expect) -> Markup:
+    before = ""
+    if expect.before:
+        names = ", ".join(str(m.get("method", "a response")) for m in expect.before)
+        before = f'<p class="expect-before">After sending: <code>{escape(names)}</code></p>'
+    caption = f"<figcaption>{escape(expect.caption)}</figcaption>" if expect.caption else ""
+    send = code_block(pretty_json(expect.send), "json", {"data-example": "send"})
+    if expect.reply is None:
+        reply = '<p class="expect-none">The server sends nothing back.</p>'
+    else:
+        reply = code_block(pretty_json(expect.reply), "json")
+    return Markup(
+        f'<figure class="exchange" data-expect>{caption}{before}'
+        f'<div class="exchange-send"><p class="exchange-label">You send</p>{send}</div>'
+        f'<div class="exchange-reply"><p class="exchange-label">The server replies '
+        f"(the parts that matter)</p>{reply}</div></figure>\n"
+    )
+
+
+def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    token = tokens[idx]
+    kind = token.meta.get("kind")
+    if kind in ("console", "checks", "quiz"):
+        return ""  # rendered by the step template, not in the text flow
+    if kind == "expect":
+        return _expect_html(token.meta["expect"])
+    language = token.info.split()[0] if token.info.strip() else "text"
+    attrs = token.meta.get("attrs") or {}
+    return code_block(token.content, language, attrs)
+
+
+def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    # Lessons work offline in a classroom: images only from our own /static.
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    return f'<img src="{escape(src)}" alt="{escape(alt)}" loading="lazy">'
+
+
+def make_markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    md.add_render_rule("fence", _render_fence)
+    md.add_render_rule("image", _render_image)
+    return md
+
+
+MARKDOWN = make_markdown()
+
+
+def render_inline(text: str) -> Markup:
+    return Markup(MARKDOWN.renderInline(text))
+
+
+def render_tokens(tokens: list[Token]) -> Markup:
+    return Markup(MARKDOWN.renderer.render(tokens, MARKDOWN.options, {}))

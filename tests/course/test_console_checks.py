@@ -1,0 +1,64 @@
+"""A step's console end to end: the lesson's starting message, live `check` frames, progress on the page."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from bs4 import BeautifulSoup
+
+from app.config import PROJECT_ROOT
+from app.course.catalog import Catalog
+from app.web.learner import COOKIE
+from tests.support.wsclient import EnvelopeClient
+
+CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+LEARNER = "course-console-0123456789"
+
+
+async def connect(live_app, step: str) -> EnvelopeClient:
+    return await EnvelopeClient.connect(
+        f"{live_app.ws_base}/ws/demo-orders?step={step}", additional_headers={"Cookie": f"{COOKIE}={LEARNER}"}
+    )
+
+
+async def check_frame(client: EnvelopeClient, name: str, passed: bool) -> dict[str, Any]:
+    while True:
+        frame = await client.recv_type("check")
+        if frame["check"] == name and frame["passed"] is passed:
+            return frame
+
+
+async def test_the_versions_console_passes_its_check_and_the_page_shows_it(live_app) -> None:
+    step = CATALOG.step("initialize-handshake/versions")
+    assert step is not None and step.console is not None
+    client = await connect(live_app, step.slug)
+    try:
+        await client.recv_type("state")
+        await client.send_text(step.console.message)  # exactly what the editor starts with
+        frame = await check_frame(client, "version-counter-offer", True)
+        assert frame["step"] == step.slug
+        assert "'1999-01-01'" in frame["reason"] and "'2025-11-25'" in frame["reason"]
+    finally:
+        await client.close()
+    page = httpx.get(live_app.base + step.url, cookies={COOKIE: LEARNER}, timeout=30)
+    soup = BeautifulSoup(page.text, "html.parser")
+    assert soup.select_one('li.check[data-check="version-counter-offer"]')["data-passed"] == "true"
+
+
+async def test_initialized_check_fails_with_a_reason_then_passes(live_app) -> None:
+    step = CATALOG.step("initialize-handshake/initialized")
+    assert step is not None and step.console is not None
+    client = await connect(live_app, step.slug)
+    try:
+        await client.recv_type("state")
+        await client.send_text(step.console.message)
+        await client.recv_type("received")  # the initialize result
+        waiting = await check_frame(client, "initialized-after-reply", False)
+        assert "now send `notifications/initialized`" in waiting["reason"]
+        await client.send_text(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        done = await check_frame(client, "initialized-after-reply", True)
+        assert "after the server's reply" in done["reason"]
+    finally:
+        await client.close()

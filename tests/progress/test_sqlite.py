@@ -1,0 +1,139 @@
+"""The SQLite progress store: records, WAL, schema version and migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from app.progress import SQLiteProgressStore
+from app.progress.migrations import SCHEMA_VERSION
+from app.progress.store import ProgressError
+
+LEARNER = "learner-aaaaaaaaaaaaaaaa"
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = SQLiteProgressStore(tmp_path / "progress.sqlite3")
+    s.open()
+    yield s
+    s.close()
+
+
+def test_an_unknown_learner_has_no_progress(store: SQLiteProgressStore) -> None:
+    progress = store.learner("nobody-xxxxxxxxxxxx")
+    assert progress.seen == set() and progress.checks == {} and progress.quizzes == {}
+    assert progress.display_name is None
+
+
+def test_records_seen_steps_checks_and_quiz_answers(store: SQLiteProgressStore) -> None:
+    store.record_seen(LEARNER, "l/a")
+    store.record_seen(LEARNER, "l/a")  # twice is harmless
+    store.record_check(LEARNER, "l/a", "ping-answered")
+    store.record_check(LEARNER, "l/a", "ping-answered")
+    store.record_quiz_answer(LEARNER, "l/b", "q", ["c"], False)
+    store.record_quiz_answer(LEARNER, "l/b", "q", ["a"], True)
+    store.record_quiz_answer(LEARNER, "l/b", "q", ["a", "d"], False)
+    progress = store.learner(LEARNER)
+    assert progress.seen == {"l/a"}
+    assert progress.checks_passed("l/a") == {"ping-answered"}
+    record = progress.quiz("l/b", "q")
+    assert record is not None
+    assert (record.choices, record.correct, record.attempts, record.ever_correct) == (
+        ("a", "d"),
+        False,
+        3,
+        True,
+    )
+    assert store.learner("someone-else-xxxxxxx").seen == set()
+
+
+def test_display_name_is_cleaned_and_can_be_cleared(store: SQLiteProgressStore) -> None:
+    store.set_display_name(LEARNER, "  Ada   Lovelace ")
+    assert store.learner(LEARNER).display_name == "Ada Lovelace"
+    store.set_display_name(LEARNER, "   ")
+    assert store.learner(LEARNER).display_name is None
+    with pytest.raises(ValueError, match="at most 40"):
+        store.set_display_name(LEARNER, "x" * 41)
+    with pytest.raises(ValueError, match="control characters"):
+        store.set_display_name(LEARNER, "a\x07b")
+
+
+def test_the_database_uses_wal_and_records_its_schema_version(
+    tmp_path: Path, store: SQLiteProgressStore
+) -> None:
+    store.record_seen(LEARNER, "l/a")
+    assert store.schema_version == SCHEMA_VERSION
+    with closing(sqlite3.connect(store.path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_progress_survives_closing_and_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "p.sqlite3"
+    first = SQLiteProgressStore(path)
+    first.open()
+    first.record_check(LEARNER, "l/a", "initialize-answered")
+    first.close()
+    second = SQLiteProgressStore(path)
+    second.open()  # migrating an up-to-date database changes nothing
+    assert second.learner(LEARNER).checks_passed("l/a") == {"initialize-answered"}
+    assert second.schema_version == SCHEMA_VERSION
+    second.close()
+
+
+def test_a_database_from_a_newer_app_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "p.sqlite3"
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        db.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION + 1,))
+    store = SQLiteProgressStore(path)
+    with pytest.raises(ProgressError, match="newer than this app"):
+        store.open()
+
+
+def test_migrations_run_in_order_from_any_older_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.progress import migrations, sqlite
+
+    path = tmp_path / "p.sqlite3"
+    old = SQLiteProgressStore(path)
+    old.open()
+    old.record_seen(LEARNER, "l/a")
+    old.close()
+    extra = ("ALTER TABLE learners ADD COLUMN colour TEXT",)
+    monkeypatch.setattr(sqlite, "MIGRATIONS", (*migrations.MIGRATIONS, extra))
+    monkeypatch.setattr(sqlite, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    new = SQLiteProgressStore(path)
+    new.open()
+    assert new.schema_version == SCHEMA_VERSION + 1
+    assert new.learner(LEARNER).seen == {"l/a"}
+    new.close()
+    with closing(sqlite3.connect(path)) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(learners)")]
+    assert "colour" in columns
+
+
+def test_a_failed_migration_leaves_the_old_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.progress import migrations, sqlite
+
+    path = tmp_path / "p.sqlite3"
+    s = SQLiteProgressStore(path)
+    s.open()
+    s.close()
+    monkeypatch.setattr(sqlite, "MIGRATIONS", (*migrations.MIGRATIONS, ("CREATE TABLE t (a)", "NOT SQL")))
+    monkeypatch.setattr(sqlite, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    with pytest.raises(sqlite3.OperationalError):
+        SQLiteProgressStore(path).open()
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT version FROM schema_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 't'").fetchone() is None
+
+
+def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ProgressError, match="not open"):
+        SQLiteProgressStore(tmp_path / "p.sqlite3").learner(LEARNER)
