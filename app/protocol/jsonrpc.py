@@ -21,6 +21,8 @@ INTERNAL_ERROR = -32603
 """The server failed while handling the request."""
 RATE_LIMITED = -32001
 """The relay's own: too many messages in a short time (a server-defined code, -32000 to -32099)."""
+SERVER_EXITED = -32002
+"""The relay's own: the server exited before it answered this request."""
 UNSUPPORTED_VERSION = -32022
 """2026-07-28: the request's protocol version is not one the server supports."""
 
@@ -31,6 +33,7 @@ ERROR_NAMES = {
     INVALID_PARAMS: "Invalid params",
     INTERNAL_ERROR: "Internal error",
     RATE_LIMITED: "Rate limited",
+    SERVER_EXITED: "Server exited",
 }
 
 
@@ -223,4 +226,13 @@ def rate_limit_error(limit: int, window_s: float, retry_after_s: float) -> Frame
         f"more than {limit} messages in {window_s:g} s",
         f"Slow down: at most {limit} messages in {window_s:g} seconds. Try again in {retry_after_s:.0f} s. "
         "Nothing was sent.",
+    )
+
+
+def server_exited_error(request_id: Any, status: str) -> FrameError:
+    return FrameError(
+        SERVER_EXITED,
+        f"the server {status} before answering",
+        f"The demo server {status} before it answered this request; no answer will come.",
+        id=request_id,
     )

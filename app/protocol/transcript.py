@@ -107,6 +107,10 @@ class Transcript:
             if isinstance(version, str):
                 self.revision = version
 
+    def unanswered(self) -> list[Entry]:
+        """Client requests that have had no response yet, oldest first."""
+        return [self.entries[seq - 1] for seq, _ in self._open_client.values()]
+
     def client_messages(self) -> list[Entry]:
         return [e for e in self.entries if e.direction == "client"]
 

@@ -12,7 +12,7 @@ import secrets
 import time
 from typing import Any, Protocol
 
-from app.protocol.jsonrpc import Frame, parse_json
+from app.protocol.jsonrpc import Frame, FrameError, parse_json, server_exited_error
 from app.protocol.transcript import Entry, Transcript
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.instance import Instance
@@ -27,6 +27,7 @@ class Listener(Protocol):
     async def on_stderr(self, text: str, at_ms: float) -> None: ...
     async def on_state(self) -> None: ...
     async def on_ended(self, code: int, reason: str) -> None: ...
+    async def on_bad_frame(self, error: FrameError) -> None: ...
 
 
 class RelaySession:
@@ -129,5 +130,8 @@ class RelaySession:
         if self.instance is instance:
             self.instance = None
         if self.listener is not None:
+            # Requests left hanging get an answer from the relay, so no client waits forever.
+            for request in self.transcript.unanswered():
+                await self.listener.on_bad_frame(server_exited_error(request.message["id"], str(status)))
             await self.listener.on_state()
             await self.listener.on_ended(code, reason)
