@@ -3,8 +3,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
-# Debian packages the tests need: Chromium for the browser tests, libseccomp for the sandbox.
-TEST_DEBS := chromium libseccomp2
+# Debian packages the tests need: Chromium (browser tests), libseccomp (sandbox), PostgreSQL (progress store).
+TEST_DEBS := chromium libseccomp2 postgresql
 RUN_DEBS := libseccomp2
 
 .PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test clean

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 import uvicorn
 
+from app import logs
 from app.config import Settings
 
 
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = Settings(**overrides)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_format)
     if args.command == "check-lessons":
         from app.course.cli import check_lessons
 
@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, ws_max_size=settings.max_frame_bytes,
         ws_ping_interval=20, ws_ping_timeout=20, log_level="info", timeout_graceful_shutdown=5,
+        log_config=None,  # our handler (app/logs.py) formats uvicorn's lines too
     )  # fmt: skip
     server = uvicorn.Server(config)
     server.run()

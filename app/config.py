@@ -29,6 +29,20 @@ class Settings(BaseSettings):
         None,
         description="Token for the instructor pages. In hosting mode one is generated and printed when unset.",
     )
+    database_url: str | None = Field(
+        None,
+        description=(
+            "PostgreSQL URL for progress (postgresql://user@host/db), for several replicas sharing one "
+            "database. Unset: SQLite in the data folder."
+        ),
+    )
+    access_code: str | None = Field(
+        None, description="A site-wide code every visitor must enter once, for a public deployment. Unset: open."
+    )
+    max_sessions_per_class: int = Field(
+        120, description="Default cap on live sessions of one class (an instructor can set another per class)."
+    )
+    log_format: str = Field("text", description='Log lines as "text" or as "json" (one object per line).')
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="Extra Origin values allowed to open a WebSocket (the site's own origin is always allowed).",

@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import PROJECT_ROOT, Settings
 from app.demos import load_registry
-from app.web import api, course_pages, errors, learner, pages, ws
+from app.web import api, classes, course_pages, errors, instructor, learner, pages, ws
 from app.web.state import AppState
 
 log = logging.getLogger("app")
@@ -35,6 +35,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(ws.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
+    app.include_router(classes.router)
+    app.include_router(instructor.router)
     errors.install(app)
     learner.install(app)
+    classes.install(app, settings.access_code)
     return app

@@ -12,3 +12,14 @@ def live_app(tmp_path_factory: pytest.TempPathFactory):
     app.start()
     yield app
     app.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server on a free loopback port, for the whole test session."""
+    from tests.support.postgres import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    yield server
+    server.stop()

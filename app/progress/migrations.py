@@ -1,4 +1,8 @@
-"""The progress schema, one migration per version. Append new ones; never edit a released one."""
+"""The progress schema, one migration per version. Append new ones; never edit a released one.
+
+Statements are written once for every database: `{time}` is a timestamp column type and `{serial}`
+an auto-numbered primary key, filled in by each store's dialect.
+"""
 
 from __future__ import annotations
 
@@ -8,33 +12,51 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """CREATE TABLE learners (
             id TEXT PRIMARY KEY,
             display_name TEXT,
-            created_at REAL NOT NULL,
-            last_seen_at REAL NOT NULL
+            created_at {time} NOT NULL,
+            last_seen_at {time} NOT NULL
         )""",
         """CREATE TABLE steps_seen (
             learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
             step_slug TEXT NOT NULL,
-            first_seen_at REAL NOT NULL,
-            last_seen_at REAL NOT NULL,
+            first_seen_at {time} NOT NULL,
+            last_seen_at {time} NOT NULL,
             PRIMARY KEY (learner_id, step_slug)
         )""",
         # Every attempt is kept: an instructor's view of a class wants to see the wrong ones too.
         """CREATE TABLE quiz_answers (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            id {serial},
             learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
             step_slug TEXT NOT NULL,
             quiz_id TEXT NOT NULL,
             choices TEXT NOT NULL,
             correct INTEGER NOT NULL,
-            answered_at REAL NOT NULL
+            answered_at {time} NOT NULL
         )""",
         "CREATE INDEX quiz_answers_learner ON quiz_answers (learner_id, step_slug, quiz_id)",
         """CREATE TABLE checks_passed (
             learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
             step_slug TEXT NOT NULL,
             check_name TEXT NOT NULL,
-            passed_at REAL NOT NULL,
+            passed_at {time} NOT NULL,
             PRIMARY KEY (learner_id, step_slug, check_name)
+        )""",
+    ),
+    # 2: classes for hosting, and resume codes for moving to another device.
+    (
+        """CREATE TABLE classes (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            join_code TEXT NOT NULL UNIQUE,
+            max_sessions INTEGER,
+            created_at {time} NOT NULL,
+            closed_at {time}
+        )""",
+        "ALTER TABLE learners ADD COLUMN class_id TEXT REFERENCES classes(id) ON DELETE SET NULL",
+        "CREATE INDEX learners_class ON learners (class_id)",
+        """CREATE TABLE resume_codes (
+            code TEXT PRIMARY KEY,
+            learner_id TEXT NOT NULL UNIQUE REFERENCES learners(id) ON DELETE CASCADE,
+            created_at {time} NOT NULL
         )""",
     ),
 )

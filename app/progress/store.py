@@ -23,10 +23,23 @@ class QuizRecord:
     ever_correct: bool
 
 
+@dataclass(frozen=True)
+class ClassInfo:
+    """A class an instructor hosts: learners join it with its short code."""
+
+    id: str
+    name: str
+    join_code: str
+    created_at: float
+    closed: bool = False
+    max_sessions: int | None = None  # live sessions for the whole class; None: only the global caps
+
+
 @dataclass
 class LearnerProgress:
     learner_id: str
     display_name: str | None = None
+    class_id: str | None = None
     seen: set[str] = field(default_factory=set)  # step slugs
     checks: dict[str, set[str]] = field(default_factory=dict)  # step slug -> check names passed
     quizzes: dict[tuple[str, str], QuizRecord] = field(default_factory=dict)  # (step slug, quiz id)
@@ -57,6 +70,36 @@ class ProgressStore(Protocol):
 
     def learner(self, learner_id: str) -> LearnerProgress: ...
 
+    def reset_learner(self, learner_id: str) -> None:
+        """Forget what the learner has done (seen, quizzes, checks); keep their name and class."""
+        ...
+
+    # Classes (hosting).
+    def create_class(self, name: str, max_sessions: int | None = None) -> ClassInfo: ...
+
+    def classes(self) -> list[ClassInfo]: ...
+
+    def get_class(self, class_id: str) -> ClassInfo | None: ...
+
+    def class_by_code(self, join_code: str) -> ClassInfo | None: ...
+
+    def close_class(self, class_id: str) -> None: ...
+
+    def delete_class(self, class_id: str) -> None:
+        """Delete the class and the progress of every learner in it."""
+        ...
+
+    def join_class(self, learner_id: str, class_id: str, display_name: str | None) -> None: ...
+
+    def class_learners(self, class_id: str) -> list[LearnerProgress]: ...
+
+    # Moving to another device.
+    def resume_code(self, learner_id: str) -> str:
+        """The learner's resume code, made on first use."""
+        ...
+
+    def learner_for_resume_code(self, code: str) -> str | None: ...
+
 
 def clean_display_name(name: str | None) -> str | None:
     """A display name as stored: trimmed, at most MAX_DISPLAY_NAME characters, None for empty.
@@ -72,4 +115,32 @@ def clean_display_name(name: str | None) -> str | None:
         raise ValueError(f"A display name has at most {MAX_DISPLAY_NAME} characters.")
     if any(not ch.isprintable() for ch in name):
         raise ValueError("A display name cannot hold control characters.")
+    return name
+
+
+# Codes a person types: no 0/O, 1/I/L, so a code read aloud or from a projector is not mistyped.
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+JOIN_CODE_LENGTH = 6
+RESUME_CODE_LENGTH = 10
+
+
+def new_code(length: int) -> str:
+    import secrets
+
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(length))
+
+
+def normalise_code(code: str) -> str:
+    """As typed by a person: case, spaces and dashes do not matter."""
+    return "".join(ch for ch in code.upper() if ch.isalnum())
+
+
+def clean_class_name(name: str) -> str:
+    name = " ".join((name or "").split())
+    if not name:
+        raise ValueError("A class needs a name.")
+    if len(name) > 80:
+        raise ValueError("A class name has at most 80 characters.")
+    if any(not ch.isprintable() for ch in name):
+        raise ValueError("A class name cannot hold control characters.")
     return name

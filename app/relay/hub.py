@@ -4,24 +4,42 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
+from app.metrics import Metrics
 from app.relay.session import RelaySession
+from app.sandbox.errors import CapacityError
 from app.sandbox.manager import SessionManager
 
 log = logging.getLogger(__name__)
 
 
 class Hub:
-    def __init__(self, manager: SessionManager, grace_s: float) -> None:
+    def __init__(self, manager: SessionManager, grace_s: float, metrics: Metrics | None = None) -> None:
         self.manager = manager
         self.grace_s = grace_s
+        self.metrics = metrics or Metrics()
         self.sessions: dict[str, RelaySession] = {}
         self._timers: dict[str, asyncio.Task] = {}
 
-    async def open(self, server: str, learner: str) -> RelaySession:
-        session = RelaySession(self.manager, server, learner)
-        await session.open()
+    async def open(
+        self, server: str, learner: str, class_id: str | None = None, class_cap: int | None = None
+    ) -> RelaySession:
+        began = time.perf_counter()
+        session = RelaySession(
+            self.manager, server, learner, self.metrics, class_id=class_id, class_cap=class_cap
+        )
+        try:
+            await session.open()
+        except CapacityError as exc:
+            self.metrics.refusals.labels(exc.reason).inc()
+            raise
+        self.metrics.session_start_seconds.observe(time.perf_counter() - began)
+        self.metrics.sessions_started.labels(server).inc()
         self.sessions[session.id] = session
+        log.info(
+            "session %s started: %s", session.id, server, extra={"session": session.id, "server": server}
+        )
         return session
 
     def find(self, session_id: str, learner: str) -> RelaySession | None:
@@ -57,6 +75,7 @@ class Hub:
         if session.listener is None:
             self.sessions.pop(session.id, None)
             await session.close()
+            log.info("session %s ended", session.id, extra={"session": session.id, "server": session.server})
 
     async def close_all(self) -> None:
         for timer in self._timers.values():

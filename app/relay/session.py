@@ -12,6 +12,7 @@ import secrets
 import time
 from typing import Any, Protocol
 
+from app.metrics import Metrics
 from app.protocol.jsonrpc import Frame, FrameError, parse_json, server_exited_error
 from app.protocol.transcript import Entry, Transcript
 from app.sandbox.errors import OutputLimitError, SandboxError
@@ -31,11 +32,15 @@ class Listener(Protocol):
 
 
 class RelaySession:
-    def __init__(self, manager: SessionManager, server: str, learner: str) -> None:
+    def __init__(self, manager: SessionManager, server: str, learner: str, metrics: Metrics, *,
+                 class_id: str | None = None, class_cap: int | None = None) -> None:  # fmt: skip
         self.id = secrets.token_urlsafe(12)
         self.manager = manager
         self.server = server
         self.learner = learner
+        self.metrics = metrics
+        self.class_id = class_id
+        self.class_cap = class_cap
         self.transcript = Transcript(server=server)
         self.instance: Instance | None = None
         self.status = "starting"
@@ -61,7 +66,9 @@ class RelaySession:
     async def open(self) -> None:
         """Take an instance (raises SandboxError/CapacityError) and start reading it."""
         self.status, self.exit_status, self.reason, self._end_reason = "starting", None, None, None
-        instance = await self.manager.acquire(self.server, self.learner, on_reap=self._reaped)
+        instance = await self.manager.acquire(
+            self.server, self.learner, on_reap=self._reaped, class_id=self.class_id, class_cap=self.class_cap
+        )
         self.instance = instance
         self.status = "ready"
         self._pumps = [
@@ -75,6 +82,7 @@ class RelaySession:
             raise SandboxError("The demo server is not running.", reason="not_running", status_code=409)
         entry = self.transcript.add_client(frame.line, frame.message)  # before the write: replies pair up
         await self.instance.write_line(frame.line)
+        self.metrics.relay_messages.labels("client").inc()
         return entry
 
     async def restart(self) -> None:
@@ -103,6 +111,7 @@ class RelaySession:
             while (line := await instance.read_line()) is not None:
                 message, error = parse_json(line)
                 entry = self.transcript.add_server(line, None if error else message)
+                self.metrics.relay_messages.labels("server").inc()
                 if self.listener is not None:
                     await self.listener.on_server_entry(entry)
         except OutputLimitError as exc:
@@ -126,6 +135,8 @@ class RelaySession:
         self.status, self.exit_status = "exited", status
         code, reason = self._end_reason or (1011, f"the demo server {status}")
         self.reason = reason
+        self.metrics.sessions_ended.labels("reaped" if code == 1000 else "exited").inc()
+        log.info("session %s: %s", self.id, reason, extra={"session": self.id, "server": self.server})
         await self.manager.release(instance)
         if self.instance is instance:
             self.instance = None

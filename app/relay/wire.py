@@ -92,11 +92,16 @@ class Wire:
                 return
             if event["type"] == "websocket.disconnect":
                 return
-            text, data = event.get("text"), event.get("bytes")
-            if text is None:
-                await self.on_bad_frame(binary_frame_error() if data is not None else binary_frame_error())
+            text = event.get("text")
+            if text is None:  # a binary frame
+                await self.refuse(binary_frame_error())
                 continue
             await self.on_text(text)
+
+    async def refuse(self, error: FrameError) -> None:
+        """Answer a bad frame (each mode in its own way) and count it."""
+        self.session.metrics.relay_errors.labels(str(error.code)).inc()
+        await self.on_bad_frame(error)
 
     def admit(self, text: str) -> Frame | FrameError:
         wait = self.limiter.check()
@@ -121,7 +126,7 @@ class McpWire(Wire):
     async def on_text(self, text: str) -> None:
         result = self.admit(text)
         if isinstance(result, FrameError):
-            await self.on_bad_frame(result)
+            await self.refuse(result)
             return
         try:
             await self.session.send(result)
@@ -166,7 +171,7 @@ class EnvelopeWire(Wire):
             return
         result = self.admit(frame["text"])
         if isinstance(result, FrameError):
-            await self.on_bad_frame(result)
+            await self.refuse(result)
             return
         findings = explain.client_findings(result.message, self.session.transcript)
         try:
@@ -194,7 +199,7 @@ class EnvelopeWire(Wire):
 
     async def _relay_error(self, reason: str, explanation: str, code: int = -32600) -> None:
         error = FrameError(code, reason, explanation)
-        await self.on_bad_frame(error)
+        await self.refuse(error)
 
     async def on_bad_frame(self, error: FrameError) -> None:
         await self.send_json(

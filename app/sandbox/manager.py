@@ -72,7 +72,7 @@ class SessionManager:
         )
         self._pools: dict[str, deque[Instance]] = defaultdict(deque)
         self._refilling: dict[str, int] = defaultdict(int)
-        self.live: dict[Instance, str] = {}  # instance -> learner id
+        self.live: dict[Instance, tuple[str, str | None]] = {}  # instance -> (learner id, class id)
         self._reap_callbacks: dict[Instance, Callable[[str], None]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._reaper: asyncio.Task | None = None
@@ -111,10 +111,13 @@ class SessionManager:
     # --- sessions --------------------------------------------------------------------------------
 
     def count_for(self, learner: str) -> int:
-        return sum(1 for owner in self.live.values() if owner == learner)
+        return sum(1 for owner, _ in self.live.values() if owner == learner)
 
-    def check_capacity(self, learner: str) -> None:
-        """Raise CapacityError when a new session for `learner` would not fit."""
+    def count_for_class(self, class_id: str) -> int:
+        return sum(1 for _, group in self.live.values() if group == class_id)
+
+    def check_capacity(self, learner: str, class_id: str | None = None, class_cap: int | None = None) -> None:
+        """Raise CapacityError when a new session for `learner` (in `class_id`) would not fit."""
         if len(self.live) >= self.max_sessions:
             raise CapacityError(
                 "The playground is full right now. Try again in a minute.", reason="full", retry_after_s=60
@@ -125,24 +128,38 @@ class SessionManager:
                 reason="learner_full",
                 retry_after_s=10,
             )
+        if class_id is not None and class_cap is not None and self.count_for_class(class_id) >= class_cap:
+            raise CapacityError(
+                f"Your class has {class_cap} consoles open, the most your instructor allowed. "
+                "Try again in a minute, or close a console you no longer need.",
+                reason="class_full",
+                retry_after_s=60,
+            )
 
     async def acquire(
-        self, server: str, learner: str, on_reap: Callable[[str], None] | None = None
+        self,
+        server: str,
+        learner: str,
+        on_reap: Callable[[str], None] | None = None,
+        class_id: str | None = None,
+        class_cap: int | None = None,
     ) -> Instance:
         if server not in self.servers:
             raise SandboxError(
                 f"There is no demo server named {server!r}.", reason="unknown_server", status_code=404
             )
-        self.check_capacity(learner)
+        self.check_capacity(learner, class_id, class_cap)
         instance = self._take_warm(server)
         if instance is None:
             instance = await self._start_instance(server)
         self._refill(server)
         # Capacity may have filled while we awaited a cold start.
-        if len(self.live) >= self.max_sessions:
+        try:
+            self.check_capacity(learner, class_id, class_cap)
+        except CapacityError:
             await self._retire(instance)
-            self.check_capacity(learner)
-        self.live[instance] = learner
+            raise
+        self.live[instance] = (learner, class_id)
         if on_reap is not None:
             self._reap_callbacks[instance] = on_reap
         instance.started_at = instance.last_activity = time.monotonic()

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.web.state import get_state
 
@@ -38,3 +39,9 @@ async def transcript(session_id: str, request: Request) -> JSONResponse:
     return JSONResponse(
         body, headers={"Content-Disposition": f'attachment; filename="transcript-{session.id}.json"'}
     )
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    """Prometheus metrics: sessions, start latency, relay messages and errors, sandbox layers."""
+    return Response(get_state(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -13,7 +13,8 @@ from app.config import Settings
 from app.course.catalog import Catalog
 from app.course.models import LessonError
 from app.demos import DemoServer
-from app.progress import ProgressStore, SQLiteProgressStore
+from app.metrics import Metrics
+from app.progress import ProgressStore, open_store
 from app.relay.hub import Hub
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
@@ -35,9 +36,10 @@ class AppState:
     extras: dict[str, object] = field(default_factory=dict)
     catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
     progress: ProgressStore = field(init=False)
+    metrics: Metrics = field(default_factory=Metrics)
 
     def __post_init__(self) -> None:
-        self.progress = SQLiteProgressStore(self.settings.data_dir / PROGRESS_DB)
+        self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
 
     async def start(self) -> None:
         s = self.settings
@@ -49,9 +51,9 @@ class AppState:
             raise
         self.progress.open()
         self.instructor_token = s.instructor_token
-        if s.hosting and not self.instructor_token:
+        if not self.instructor_token:  # the dashboard is never open to anyone who finds it
             self.instructor_token = secrets.token_urlsafe(24)
-            print(f"Instructor token (hosting mode): {self.instructor_token}", file=sys.stderr, flush=True)
+            print(f"Instructor dashboard token: {self.instructor_token}", file=sys.stderr, flush=True)
         pool_sizes = {name: (s.warm_pool_size if name == "demo-orders" else min(1, s.warm_pool_size))
                       for name in self.demos}  # fmt: skip
         self.manager = SessionManager(
@@ -82,7 +84,8 @@ class AppState:
                     "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
                     reason="weak_sandbox",
                 )
-        self.hub = Hub(self.manager, s.reconnect_grace_s)
+        self.hub = Hub(self.manager, s.reconnect_grace_s, self.metrics)
+        self._bind_metrics()
         self.ready = True
 
     async def stop(self) -> None:
@@ -92,6 +95,25 @@ class AppState:
         if self.manager is not None:
             await self.manager.stop()
         self.progress.close()
+
+    def _bind_metrics(self) -> None:
+        manager = self.manager
+        assert manager is not None
+        self.metrics.live_sessions.set_function(lambda: len(manager.live))
+        for name in self.demos:
+            self.metrics.warm_pool.labels(name).set_function(lambda name=name: manager.pool_size(name))
+        for layer, why in manager.layers.items():
+            self.metrics.sandbox_layer.labels(layer).set(1 if why == "ok" else 0)
+
+    def class_of(self, learner: str) -> tuple[str | None, int | None]:
+        """The learner's class and its session cap, for the capacity check."""
+        class_id = self.progress.learner(learner).class_id
+        if class_id is None:
+            return None, None
+        info = self.progress.get_class(class_id)
+        if info is None:
+            return None, None
+        return class_id, info.max_sessions or self.settings.max_sessions_per_class
 
     def health(self) -> dict:
         manager = self.manager

@@ -80,10 +80,12 @@ async def relay(websocket: WebSocket, name: str) -> None:
     session = None
     if params.get("session"):
         session = hub.reattach(params["session"], learner, name)
+    class_id, class_cap = state.class_of(learner)
     if session is None:
         try:
-            state.manager.check_capacity(learner)
+            state.manager.check_capacity(learner, class_id, class_cap)
         except CapacityError as exc:
+            state.metrics.refusals.labels(exc.reason).inc()
             if mode == MCP_SUBPROTOCOL:
                 await deny(websocket, 503, exc.message, exc.retry_after_s)
             else:
@@ -98,7 +100,7 @@ async def relay(websocket: WebSocket, name: str) -> None:
     subprotocol = mode if mode in offered else None
     if session is None:
         try:
-            session = await hub.open(name, learner)
+            session = await hub.open(name, learner, class_id, class_cap)
         except CapacityError as exc:  # filled between the check and the start
             if mode == MCP_SUBPROTOCOL:
                 await deny(websocket, 503, exc.message, exc.retry_after_s)

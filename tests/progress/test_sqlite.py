@@ -98,7 +98,7 @@ def test_a_database_from_a_newer_app_is_refused(tmp_path: Path) -> None:
 def test_migrations_run_in_order_from_any_older_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.progress import migrations, sqlite
+    from app.progress import migrations
 
     path = tmp_path / "p.sqlite3"
     old = SQLiteProgressStore(path)
@@ -106,8 +106,8 @@ def test_migrations_run_in_order_from_any_older_version(
     old.record_seen(LEARNER, "l/a")
     old.close()
     extra = ("ALTER TABLE learners ADD COLUMN colour TEXT",)
-    monkeypatch.setattr(sqlite, "MIGRATIONS", (*migrations.MIGRATIONS, extra))
-    monkeypatch.setattr(sqlite, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, extra))
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     new = SQLiteProgressStore(path)
     new.open()
     assert new.schema_version == SCHEMA_VERSION + 1
@@ -119,14 +119,14 @@ def test_migrations_run_in_order_from_any_older_version(
 
 
 def test_a_failed_migration_leaves_the_old_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.progress import migrations, sqlite
+    from app.progress import migrations
 
     path = tmp_path / "p.sqlite3"
     s = SQLiteProgressStore(path)
     s.open()
     s.close()
-    monkeypatch.setattr(sqlite, "MIGRATIONS", (*migrations.MIGRATIONS, ("CREATE TABLE t (a)", "NOT SQL")))
-    monkeypatch.setattr(sqlite, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, ("CREATE TABLE t (a)", "NOT SQL")))
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with pytest.raises(sqlite3.OperationalError):
         SQLiteProgressStore(path).open()
     with closing(sqlite3.connect(path)) as db:

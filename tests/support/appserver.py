@@ -29,6 +29,7 @@ class AppProcess:
     def __init__(self, data_dir: Path, **settings: object) -> None:
         self.port = free_port()
         self.data_dir = data_dir
+        self.host = str(settings.pop("host")) if "host" in settings else None  # --host, not a setting
         self.settings = settings
         self.proc: subprocess.Popen | None = None
         self.log_path = data_dir / f"app-{self.port}.log"
@@ -55,8 +56,9 @@ class AppProcess:
     def start(self) -> AppProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
+        host = ["--host", self.host] if self.host else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "--port", str(self.port)],
+            [sys.executable, "-m", "app", "--port", str(self.port), *host],
             cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         log.close()

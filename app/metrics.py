@@ -1,0 +1,47 @@
+"""Prometheus metrics of one app, in a registry of its own (served at /metrics)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# Session start: a warm instance answers in milliseconds, a cold fork in tens, a stuck one in seconds.
+START_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.live_sessions = Gauge("playground_live_sessions", "Demo-server sessions live now.", registry=r)
+        self.warm_pool = Gauge("playground_warm_pool", "Sandboxed instances started ahead of demand.", ["server"],
+                               registry=r)  # fmt: skip
+        self.sessions_started = Counter(
+            "playground_sessions_started", "Sessions started.", ["server"], registry=r
+        )
+        self.sessions_ended = Counter(
+            "playground_sessions_ended", "Sessions ended, by why.", ["reason"], registry=r
+        )
+        self.session_start_seconds = Histogram(
+            "playground_session_start_seconds", "From the WebSocket handshake to a ready instance.",
+            buckets=START_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.relay_messages = Counter(
+            "playground_relay_messages",
+            "Messages through the relay, by direction.",
+            ["direction"],
+            registry=r,
+        )
+        self.relay_errors = Counter(
+            "playground_relay_errors", "Frames the relay answered with an error itself, by JSON-RPC code.", ["code"],
+            registry=r,
+        )  # fmt: skip
+        self.refusals = Counter("playground_refusals", "Sessions refused, by why.", ["reason"], registry=r)
+        self.sandbox_layer = Gauge(
+            "playground_sandbox_layer",
+            "1 when a sandbox layer is in force, 0 when it is missing.",
+            ["layer"],
+            registry=r,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,347 @@
+"""The progress store on any SQL database: every query written once, each database a small dialect.
+
+Subclasses open the connection (SQLite: a file in WAL mode; PostgreSQL: a server) and say how their
+SQL differs; the schema lives in migrations.py.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from app.progress import migrations
+from app.progress.store import (
+    JOIN_CODE_LENGTH,
+    RESUME_CODE_LENGTH,
+    ClassInfo,
+    LearnerProgress,
+    ProgressError,
+    QuizRecord,
+    clean_class_name,
+    clean_display_name,
+    new_code,
+    normalise_code,
+)
+
+# A freshly drawn code clashes with an existing one about never; still, try a few times.
+CODE_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class Dialect:
+    placeholder: str  # what `?` becomes
+    time_type: str  # a column of Unix timestamps with sub-second precision
+    serial_type: str  # an auto-numbered integer primary key
+    begin: str  # starts a write transaction
+
+
+class SQLProgressStore:
+    """A ProgressStore over one DB-API connection, serialised by a lock: every call is short."""
+
+    dialect: Dialect
+    name: str  # for error messages: the file or the server
+
+    def __init__(self) -> None:
+        self._db: Any = None
+        self._lock = threading.Lock()
+
+    # --- what a database must provide -------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _is_integrity_error(self, exc: Exception) -> bool:
+        raise NotImplementedError
+
+    # --- connection and schema -------------------------------------------------------------------
+
+    def open(self) -> None:
+        self._db = self._connect()
+        try:
+            self._migrate()
+        except Exception:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return self._version(self._conn())
+
+    def _conn(self) -> Any:
+        if self._db is None:
+            raise ProgressError("the progress store is not open")
+        return self._db
+
+    def _sql(self, statement: str) -> str:
+        statement = statement.replace("{time}", self.dialect.time_type).replace(
+            "{serial}", self.dialect.serial_type
+        )
+        return statement.replace("?", self.dialect.placeholder)
+
+    def _exec(self, db: Any, statement: str, args: Sequence[Any] = ()) -> Any:
+        cursor = db.cursor()
+        cursor.execute(self._sql(statement), tuple(args))
+        return cursor
+
+    def _version(self, db: Any) -> int:
+        self._exec(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        row = self._exec(db, "SELECT version FROM schema_version").fetchone()
+        return row[0] if row else 0
+
+    def _migrate(self) -> None:
+        with self._write() as db:
+            version = self._version(db)
+            if version > migrations.SCHEMA_VERSION:
+                raise ProgressError(
+                    f"{self.name} has schema version {version}, newer than this app's {migrations.SCHEMA_VERSION}: "
+                    "a newer version of the playground wrote it"
+                )
+            for statements in migrations.MIGRATIONS[version:]:
+                for statement in statements:
+                    self._exec(db, statement)
+            if version == 0:
+                self._exec(
+                    db, "INSERT INTO schema_version (version) VALUES (?)", (migrations.SCHEMA_VERSION,)
+                )
+            else:
+                self._exec(db, "UPDATE schema_version SET version = ?", (migrations.SCHEMA_VERSION,))
+
+    @contextmanager
+    def _write(self) -> Iterator[Any]:
+        with self._lock:
+            db = self._conn()
+            self._exec(db, self.dialect.begin)
+            try:
+                yield db
+            except BaseException:
+                self._exec(db, "ROLLBACK")
+                raise
+            self._exec(db, "COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[Any]:
+        with self._lock:
+            yield self._conn()
+
+    def _touch(self, db: Any, learner_id: str, now: float) -> None:
+        self._exec(
+            db,
+            "INSERT INTO learners (id, created_at, last_seen_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET last_seen_at = excluded.last_seen_at",
+            (learner_id, now, now),
+        )
+
+    # --- one learner -------------------------------------------------------------------------------
+
+    def set_display_name(self, learner_id: str, name: str | None) -> None:
+        name = clean_display_name(name)
+        with self._write() as db:
+            self._touch(db, learner_id, time.time())
+            self._exec(db, "UPDATE learners SET display_name = ? WHERE id = ?", (name, learner_id))
+
+    def record_seen(self, learner_id: str, step_slug: str) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._touch(db, learner_id, now)
+            self._exec(
+                db,
+                "INSERT INTO steps_seen (learner_id, step_slug, first_seen_at, last_seen_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (learner_id, step_slug) DO UPDATE SET last_seen_at = excluded.last_seen_at",
+                (learner_id, step_slug, now, now),
+            )
+
+    def record_quiz_answer(
+        self, learner_id: str, step_slug: str, quiz_id: str, choices: Sequence[str], correct: bool
+    ) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._touch(db, learner_id, now)
+            self._exec(
+                db,
+                "INSERT INTO quiz_answers (learner_id, step_slug, quiz_id, choices, correct, answered_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (learner_id, step_slug, quiz_id, json.dumps(list(choices)), int(correct), now),
+            )
+
+    def record_check(self, learner_id: str, step_slug: str, check_name: str) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._touch(db, learner_id, now)
+            self._exec(
+                db,
+                "INSERT INTO checks_passed (learner_id, step_slug, check_name, passed_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (learner_id, step_slug, check_name, now),
+            )
+
+    def learner(self, learner_id: str) -> LearnerProgress:
+        with self._read() as db:
+            found = self._learners(db, "l.id = ?", (learner_id,))
+        return found[0] if found else LearnerProgress(learner_id)
+
+    def _learners(self, db: Any, where: str, args: Sequence[Any]) -> list[LearnerProgress]:
+        rows = self._exec(
+            db,
+            f"SELECT l.id, l.display_name, l.class_id FROM learners l WHERE {where} ORDER BY l.created_at",
+            args,
+        ).fetchall()
+        by_id = {row[0]: LearnerProgress(row[0], display_name=row[1], class_id=row[2]) for row in rows}
+        if not by_id:
+            return []
+        join = f"JOIN learners l ON l.id = t.learner_id WHERE {where}"
+        for learner_id, slug in self._exec(
+            db, f"SELECT t.learner_id, t.step_slug FROM steps_seen t {join}", args
+        ):
+            by_id[learner_id].seen.add(slug)
+        for learner_id, slug, name in self._exec(
+            db, f"SELECT t.learner_id, t.step_slug, t.check_name FROM checks_passed t {join}", args
+        ):
+            by_id[learner_id].checks.setdefault(slug, set()).add(name)
+        answers = self._exec(
+            db,
+            f"SELECT t.learner_id, t.step_slug, t.quiz_id, t.choices, t.correct FROM quiz_answers t {join} ORDER BY t.id",
+            args,
+        ).fetchall()
+        for learner_id, slug, quiz_id, choices, correct in answers:
+            progress = by_id[learner_id]
+            before = progress.quizzes.get((slug, quiz_id))
+            progress.quizzes[(slug, quiz_id)] = QuizRecord(
+                choices=tuple(json.loads(choices)),
+                correct=bool(correct),
+                attempts=(before.attempts if before else 0) + 1,
+                ever_correct=bool(correct) or (before is not None and before.ever_correct),
+            )
+        return list(by_id.values())
+
+    def reset_learner(self, learner_id: str) -> None:
+        with self._write() as db:
+            for table in ("steps_seen", "quiz_answers", "checks_passed"):
+                self._exec(db, f"DELETE FROM {table} WHERE learner_id = ?", (learner_id,))
+
+    # --- classes -----------------------------------------------------------------------------------
+
+    _CLASS_COLUMNS = "id, name, join_code, created_at, closed_at, max_sessions"
+
+    @staticmethod
+    def _class(row: Sequence[Any]) -> ClassInfo:
+        return ClassInfo(
+            id=row[0],
+            name=row[1],
+            join_code=row[2],
+            created_at=row[3],
+            closed=row[4] is not None,
+            max_sessions=row[5],
+        )
+
+    def create_class(self, name: str, max_sessions: int | None = None) -> ClassInfo:
+        name = clean_class_name(name)
+        if max_sessions is not None and max_sessions < 1:
+            raise ValueError("A class's session cap is at least 1.")
+        for _ in range(CODE_ATTEMPTS):
+            info = ClassInfo(
+                secrets.token_urlsafe(9), name, new_code(JOIN_CODE_LENGTH), time.time(), False, max_sessions
+            )
+            try:
+                with self._write() as db:
+                    self._exec(
+                        db,
+                        "INSERT INTO classes (id, name, join_code, max_sessions, created_at) VALUES (?, ?, ?, ?, ?)",
+                        (info.id, info.name, info.join_code, info.max_sessions, info.created_at),
+                    )
+                return info
+            except Exception as exc:
+                if not self._is_integrity_error(exc):
+                    raise
+        raise ProgressError("could not draw a free join code")
+
+    def classes(self) -> list[ClassInfo]:
+        with self._read() as db:
+            rows = self._exec(db, f"SELECT {self._CLASS_COLUMNS} FROM classes ORDER BY created_at").fetchall()
+        return [self._class(row) for row in rows]
+
+    def get_class(self, class_id: str) -> ClassInfo | None:
+        with self._read() as db:
+            row = self._exec(
+                db, f"SELECT {self._CLASS_COLUMNS} FROM classes WHERE id = ?", (class_id,)
+            ).fetchone()
+        return self._class(row) if row else None
+
+    def class_by_code(self, join_code: str) -> ClassInfo | None:
+        with self._read() as db:
+            row = self._exec(
+                db,
+                f"SELECT {self._CLASS_COLUMNS} FROM classes WHERE join_code = ?",
+                (normalise_code(join_code),),
+            ).fetchone()
+        return self._class(row) if row else None
+
+    def close_class(self, class_id: str) -> None:
+        with self._write() as db:
+            self._exec(
+                db,
+                "UPDATE classes SET closed_at = ? WHERE id = ? AND closed_at IS NULL",
+                (time.time(), class_id),
+            )
+
+    def delete_class(self, class_id: str) -> None:
+        with self._write() as db:
+            self._exec(db, "DELETE FROM learners WHERE class_id = ?", (class_id,))
+            self._exec(db, "DELETE FROM classes WHERE id = ?", (class_id,))
+
+    def join_class(self, learner_id: str, class_id: str, display_name: str | None) -> None:
+        name = clean_display_name(display_name)
+        with self._write() as db:
+            self._touch(db, learner_id, time.time())
+            self._exec(
+                db,
+                "UPDATE learners SET class_id = ?, display_name = ? WHERE id = ?",
+                (class_id, name, learner_id),
+            )
+
+    def class_learners(self, class_id: str) -> list[LearnerProgress]:
+        with self._read() as db:
+            return self._learners(db, "l.class_id = ?", (class_id,))
+
+    # --- resume codes ------------------------------------------------------------------------------
+
+    def resume_code(self, learner_id: str) -> str:
+        for _ in range(CODE_ATTEMPTS):
+            try:
+                with self._write() as db:
+                    self._touch(db, learner_id, time.time())
+                    row = self._exec(
+                        db, "SELECT code FROM resume_codes WHERE learner_id = ?", (learner_id,)
+                    ).fetchone()
+                    if row:
+                        return row[0]
+                    code = new_code(RESUME_CODE_LENGTH)
+                    self._exec(
+                        db,
+                        "INSERT INTO resume_codes (code, learner_id, created_at) VALUES (?, ?, ?)",
+                        (code, learner_id, time.time()),
+                    )
+                    return code
+            except Exception as exc:
+                if not self._is_integrity_error(exc):
+                    raise
+        raise ProgressError("could not draw a free resume code")
+
+    def learner_for_resume_code(self, code: str) -> str | None:
+        with self._read() as db:
+            row = self._exec(
+                db, "SELECT learner_id FROM resume_codes WHERE code = ?", (normalise_code(code),)
+            ).fetchone()
+        return row[0] if row else None

@@ -1,0 +1,159 @@
+"""Learners' side of hosting: join a class with its code, resume on another device, the access code."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.web.learner import COOKIE, MAX_AGE_S, learner_id
+from app.web.state import get_state
+from app.web.templating import templates
+
+router = APIRouter()
+
+ACCESS_COOKIE = "playground_access"
+# Paths that stay open without the site's access code: the form itself, assets, probes.
+OPEN_PATHS = ("/access", "/static/", "/healthz", "/metrics")
+
+
+def _page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:
+    return templates.TemplateResponse(request, template, context, status_code=status)
+
+
+@router.get("/join", response_class=HTMLResponse)
+async def join_form(request: Request, code: str = "") -> HTMLResponse:
+    progress = get_state(request).progress.learner(learner_id(request))
+    return _page(request, "join.html", title="Join a class", code=code, name=progress.display_name or "")
+
+
+@router.get("/join/{code}", response_class=HTMLResponse)
+async def join_link(request: Request, code: str) -> HTMLResponse:
+    return await join_form(request, code)
+
+
+@router.post("/join", response_class=HTMLResponse)
+async def join(request: Request, code: str = Form(""), display_name: str = Form("")) -> Response:
+    state = get_state(request)
+    klass = state.progress.class_by_code(code) if code.strip() else None
+    error = None
+    if klass is None:
+        error = (
+            "There is no class with that code. Check it with your instructor (letters and digits, no 0 or 1)."
+        )
+    elif klass.closed:
+        error = f"The class “{klass.name}” is closed to new learners. Ask your instructor."
+    elif not display_name.strip():
+        error = "Enter the name your instructor will see beside your progress."
+    else:
+        try:
+            state.progress.join_class(learner_id(request), klass.id, display_name)
+        except ValueError as exc:
+            error = str(exc)
+    if error:
+        return _page(
+            request, "join.html", status=400, title="Join a class", code=code, name=display_name, error=error
+        )
+    return RedirectResponse("/course?joined=1", status_code=303)
+
+
+@router.get("/resume", response_class=HTMLResponse)
+async def resume_page(request: Request) -> HTMLResponse:
+    code = get_state(request).progress.resume_code(learner_id(request))
+    link = str(request.base_url).rstrip("/") + f"/resume/{code}"
+    return _page(request, "resume.html", title="Continue on another device", code=code, link=link)
+
+
+def _switch_to(request: Request, code: str) -> Response:
+    learner = get_state(request).progress.learner_for_resume_code(code)
+    if learner is None:
+        link_code = get_state(request).progress.resume_code(learner_id(request))
+        link = str(request.base_url).rstrip("/") + f"/resume/{link_code}"
+        return _page(request, "resume.html", status=404, title="Continue on another device", code=link_code,
+                     link=link, error="No progress has that resume code. Check it and try again.")  # fmt: skip
+    response = RedirectResponse("/course?resumed=1", status_code=303)
+    response.set_cookie(COOKIE, learner, max_age=MAX_AGE_S, httponly=True, samesite="lax")
+    return response
+
+
+@router.get("/resume/{code}")
+async def resume_link(request: Request, code: str) -> Response:
+    return _switch_to(request, code)
+
+
+@router.post("/resume")
+async def resume_code(request: Request, code: str = Form("")) -> Response:
+    return _switch_to(request, code)
+
+
+# --- the site-wide access code -------------------------------------------------------------------
+
+
+def access_token(code: str) -> str:
+    """What the cookie holds: a digest, so the code itself is never stored in browsers."""
+    return hashlib.sha256(b"playground-access:" + code.encode()).hexdigest()
+
+
+@router.get("/access", response_class=HTMLResponse)
+async def access_form(request: Request, next: str = "/") -> HTMLResponse:
+    return _page(request, "access.html", title="Access code", next=_safe_next(next))
+
+
+@router.post("/access")
+async def access(request: Request, code: str = Form(""), next: str = Form("/")) -> Response:
+    expected = get_state(request).settings.access_code
+    if not expected or hmac.compare_digest(code.strip(), expected):
+        response = RedirectResponse(_safe_next(next), status_code=303)
+        if expected:
+            response.set_cookie(
+                ACCESS_COOKIE, access_token(expected), max_age=MAX_AGE_S, httponly=True, samesite="lax"
+            )
+        return response
+    return _page(request, "access.html", status=403, title="Access code", next=_safe_next(next),
+                 error="That is not the access code. Ask whoever runs this playground.")  # fmt: skip
+
+
+def _safe_next(target: str) -> str:
+    # Only a path on this site: never an open redirect.
+    return target if target.startswith("/") and not target.startswith("//") else "/"
+
+
+class AccessCodeMiddleware:
+    """With PLAYGROUND_ACCESS_CODE set, everything but OPEN_PATHS needs the access cookie."""
+
+    def __init__(self, app: ASGIApp, code: str) -> None:
+        self.app = app
+        self.token = access_token(code)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or scope["path"].startswith(OPEN_PATHS):
+            await self.app(scope, receive, send)
+            return
+        from starlette.requests import HTTPConnection
+
+        cookies = HTTPConnection(scope).cookies
+        if hmac.compare_digest(cookies.get(ACCESS_COOKIE, ""), self.token):
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            from starlette.responses import JSONResponse
+            from starlette.websockets import WebSocket
+
+            body = {"error": {"status": 401, "message": "This playground needs its access code first."}}
+            await WebSocket(scope, receive, send).send_denial_response(JSONResponse(body, status_code=401))
+            return
+        if scope["path"].startswith("/api/"):
+            from starlette.responses import JSONResponse
+
+            body = {"error": {"status": 401, "message": "This playground needs its access code first."}}
+            await JSONResponse(body, status_code=401)(scope, receive, send)
+            return
+        await RedirectResponse(f"/access?next={scope['path']}", status_code=303)(scope, receive, send)
+
+
+def install(app, code: str | None) -> None:  # noqa: ANN001
+    if code:
+        app.add_middleware(AccessCodeMiddleware, code=code)

@@ -1,0 +1,215 @@
+"""The instructor dashboard: classes, per-learner progress, live sessions, transcripts, CSV, resets.
+
+Protected by the instructor token: sent once to /instructor/login (it then lives in an HttpOnly,
+SameSite=Strict cookie) or as `Authorization: Bearer <token>` by scripts.
+"""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from app.course.models import Step
+from app.progress import ClassInfo, LearnerProgress
+from app.web.course_pages import step_status
+from app.web.state import AppState, get_state
+from app.web.templating import templates
+
+router = APIRouter()
+COOKIE = "playground_instructor"
+# The instructor's cookie lasts a working day.
+COOKIE_MAX_AGE_S = 12 * 3600
+
+
+def presented_token(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip()
+    return request.cookies.get(COOKIE, "")
+
+
+def is_instructor(request: Request) -> bool:
+    expected = get_state(request).instructor_token
+    return bool(expected) and hmac.compare_digest(presented_token(request), expected or "")
+
+
+def require_instructor(request: Request) -> AppState:
+    if not is_instructor(request):
+        raise HTTPException(401, "The instructor dashboard needs the instructor token.")
+    return get_state(request)
+
+
+Instructor = Annotated[AppState, Depends(require_instructor)]
+
+
+def _klass(state: AppState, class_id: str) -> ClassInfo:
+    klass = state.progress.get_class(class_id)
+    if klass is None:
+        raise HTTPException(404, "There is no such class (it may have been deleted).")
+    return klass
+
+
+@router.get("/instructor", response_class=HTMLResponse)
+async def dashboard(request: Request) -> HTMLResponse:
+    if not is_instructor(request):
+        return templates.TemplateResponse(
+            request, "instructor_login.html", {"title": "Instructor"}, status_code=401
+        )
+    state = get_state(request)
+    classes = state.progress.classes()
+    manager = state.manager
+    live = manager.count_for_class if manager else (lambda _: 0)
+    rows = [(c, len(state.progress.class_learners(c.id)), live(c.id)) for c in classes]
+    context = {"title": "Instructor", "rows": rows, "live_total": len(manager.live) if manager else 0,
+               "max_sessions": state.settings.max_sessions, "default_cap": state.settings.max_sessions_per_class}  # fmt: skip
+    return templates.TemplateResponse(request, "instructor.html", context)
+
+
+@router.post("/instructor/login")
+async def login(request: Request, token: str = Form("")) -> Response:
+    expected = get_state(request).instructor_token or ""
+    if not (expected and hmac.compare_digest(token.strip(), expected)):
+        context = {
+            "title": "Instructor",
+            "error": "That is not the instructor token. It was printed when the app started.",
+        }
+        return templates.TemplateResponse(request, "instructor_login.html", context, status_code=401)
+    response = RedirectResponse("/instructor", status_code=303)
+    response.set_cookie(COOKIE, expected, max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="strict")
+    return response
+
+
+@router.post("/instructor/logout")
+async def logout() -> Response:
+    response = RedirectResponse("/instructor", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
+
+
+@router.post("/instructor/classes")
+async def create_class(
+    request: Request,
+    state: Instructor,
+    name: str = Form(""),
+    max_sessions: str = Form(""),
+) -> Response:
+    try:
+        cap = int(max_sessions) if max_sessions.strip() else None
+        klass = state.progress.create_class(name, cap)
+    except ValueError as exc:
+        message = str(exc) if "invalid literal" not in str(exc) else "The session cap is a whole number."
+        raise HTTPException(400, message) from exc
+    return RedirectResponse(f"/instructor/classes/{klass.id}", status_code=303)
+
+
+def _learner_sessions(state: AppState) -> dict[str, list]:
+    out: dict[str, list] = {}
+    if state.hub is not None:
+        for session in state.hub.sessions.values():
+            out.setdefault(session.learner, []).append(session)
+    return out
+
+
+def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step], list[dict]]:
+    steps = list(state.catalog.steps())
+    sessions = _learner_sessions(state)
+    rows = []
+    for learner in learners:
+        cells = []
+        for step in steps:
+            passed = learner.checks_passed(step.slug)
+            quizzes_right = sum(
+                1 for q in step.quizzes if (r := learner.quiz(step.slug, q.id)) is not None and r.ever_correct
+            )
+            cells.append({"step": step, "status": step_status(step, learner), "seen": step.slug in learner.seen,
+                          "checks": len(set(step.checks) & passed), "checks_total": len(step.checks),
+                          "quizzes": quizzes_right, "quizzes_total": len(step.quizzes)})  # fmt: skip
+        rows.append({"learner": learner, "cells": cells, "sessions": sessions.get(learner.learner_id, []),
+                     "done": sum(1 for c in cells if c["status"] == "done")})  # fmt: skip
+    return steps, rows
+
+
+@router.get("/instructor/classes/{class_id}", response_class=HTMLResponse)
+async def class_page(state: Instructor, request: Request, class_id: str) -> HTMLResponse:
+    klass = _klass(state, class_id)
+    steps, rows = _grid(state, state.progress.class_learners(class_id))
+    join_link = str(request.base_url).rstrip("/") + f"/join/{klass.join_code}"
+    live = state.manager.count_for_class(class_id) if state.manager else 0
+    cap = klass.max_sessions or state.settings.max_sessions_per_class
+    context = {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
+               "live": live, "cap": cap, "now": time.time()}  # fmt: skip
+    return templates.TemplateResponse(request, "instructor_class.html", context)
+
+
+@router.get("/instructor/classes/{class_id}/progress.csv")
+async def class_csv(state: Instructor, class_id: str) -> Response:
+    klass = _klass(state, class_id)
+    steps, rows = _grid(state, state.progress.class_learners(class_id))
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["learner", "name", "steps done", *[f"{s.slug} {kind}" for s in steps for kind in
+                                                         ("seen", "quizzes right", "checks passed")]])  # fmt: skip
+    for row in rows:
+        learner = row["learner"]
+        cells = [v for c in row["cells"] for v in
+                 (int(c["seen"]), f"{c['quizzes']}/{c['quizzes_total']}", f"{c['checks']}/{c['checks_total']}")]  # fmt: skip
+        writer.writerow([learner.learner_id, _csv_safe(learner.display_name or ""), row["done"], *cells])
+    filename = f"progress-{klass.join_code}.csv"
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})  # fmt: skip
+
+
+def _csv_safe(text: str) -> str:
+    # A name starting with = + - @ would run as a formula in a spreadsheet.
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+@router.post("/instructor/classes/{class_id}/close")
+async def close_class(state: Instructor, class_id: str) -> Response:
+    _klass(state, class_id)
+    state.progress.close_class(class_id)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+@router.post("/instructor/classes/{class_id}/delete")
+async def delete_class(state: Instructor, class_id: str) -> Response:
+    _klass(state, class_id)
+    state.progress.delete_class(class_id)
+    return RedirectResponse("/instructor", status_code=303)
+
+
+@router.post("/instructor/learners/{learner}/reset")
+async def reset_learner(state: Instructor, learner: str, class_id: str = Form("")) -> Response:
+    state.progress.reset_learner(learner)
+    return RedirectResponse(f"/instructor/classes/{class_id}" if class_id else "/instructor", status_code=303)
+
+
+@router.get("/instructor/sessions/{session_id}", response_class=HTMLResponse)
+async def session_page(state: Instructor, request: Request, session_id: str) -> HTMLResponse:
+    session = state.hub.sessions.get(session_id) if state.hub else None
+    if session is None:
+        raise HTTPException(404, "That session has ended.")
+    learner = state.progress.learner(session.learner)
+    context = {
+        "title": "Transcript",
+        "session": session,
+        "learner": learner,
+        "entries": session.transcript.entries,
+    }
+    return templates.TemplateResponse(request, "instructor_session.html", context)
+
+
+@router.get("/api/instructor/sessions/{session_id}/transcript")
+async def session_transcript(state: Instructor, session_id: str) -> JSONResponse:
+    session = state.hub.sessions.get(session_id) if state.hub else None
+    if session is None:
+        raise HTTPException(404, "That session has ended.")
+    body = session.transcript.to_json()
+    body.update(session=session.id, status=session.status, learner=session.learner)
+    return JSONResponse(body)

@@ -1,0 +1,113 @@
+"""The progress store's behaviour, run against every database behind the interface:
+SQLite on disk and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from app.progress import ProgressStore, SQLiteProgressStore
+from app.progress.migrations import SCHEMA_VERSION
+from app.progress.postgres import PostgresProgressStore
+from app.progress.store import CODE_ALPHABET, JOIN_CODE_LENGTH
+
+ADA, BOB, CY = "learner-ada-0000000000", "learner-bob-0000000000", "learner-cy-00000000000"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path):
+    if request.param == "sqlite":
+        s: ProgressStore = SQLiteProgressStore(tmp_path / "p.sqlite3")
+        s.open()
+        yield s
+        s.close()
+    else:
+        with request.getfixturevalue("postgres_server").fresh_database() as url:
+            s = PostgresProgressStore(url)
+            s.open()
+            yield s
+            s.close()
+
+
+def test_schema_is_current(store) -> None:  # noqa: ANN001
+    assert store.schema_version == SCHEMA_VERSION
+
+
+def test_records_and_reads_a_learner(store) -> None:  # noqa: ANN001
+    store.record_seen(ADA, "l/a")
+    store.record_seen(ADA, "l/a")
+    store.record_check(ADA, "l/a", "ping-answered")
+    store.record_check(ADA, "l/a", "ping-answered")
+    store.record_quiz_answer(ADA, "l/b", "q", ["c"], False)
+    store.record_quiz_answer(ADA, "l/b", "q", ["a"], True)
+    store.set_display_name(ADA, "  Ada   Lovelace ")
+    progress = store.learner(ADA)
+    assert progress.seen == {"l/a"}
+    assert progress.checks == {"l/a": {"ping-answered"}}
+    quiz = progress.quiz("l/b", "q")
+    assert quiz.choices == ("a",) and quiz.correct and quiz.attempts == 2 and quiz.ever_correct
+    assert progress.display_name == "Ada Lovelace"
+    assert store.learner("nobody-0000000000000").seen == set()
+
+
+def test_reset_forgets_work_but_keeps_name_and_class(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Tuesday group")
+    store.join_class(ADA, klass.id, "Ada")
+    store.record_seen(ADA, "l/a")
+    store.record_check(ADA, "l/a", "x")
+    store.record_quiz_answer(ADA, "l/a", "q", ["a"], True)
+    store.reset_learner(ADA)
+    progress = store.learner(ADA)
+    assert (progress.seen, progress.checks, progress.quizzes) == (set(), {}, {})
+    assert progress.display_name == "Ada" and progress.class_id == klass.id
+
+
+def test_classes_codes_and_membership(store) -> None:  # noqa: ANN001
+    first = store.create_class("Monday", max_sessions=30)
+    second = store.create_class("Friday")
+    assert len(first.join_code) == JOIN_CODE_LENGTH and set(first.join_code) <= set(CODE_ALPHABET)
+    assert first.join_code != second.join_code
+    assert [c.name for c in store.classes()] == ["Monday", "Friday"]
+    assert store.get_class(first.id) == first and first.max_sessions == 30
+    # People type codes loosely.
+    loose = first.join_code.lower()[:3] + "-" + first.join_code.lower()[3:]
+    assert store.class_by_code(loose) == first
+    assert store.class_by_code("ZZZZZZ") is None
+    store.join_class(ADA, first.id, "Ada")
+    store.join_class(BOB, first.id, "Bob")
+    store.join_class(CY, second.id, "Cy")
+    store.record_check(BOB, "l/a", "ping-answered")
+    learners = store.class_learners(first.id)
+    assert [p.display_name for p in learners] == ["Ada", "Bob"]
+    assert learners[1].checks == {"l/a": {"ping-answered"}}
+    store.close_class(first.id)
+    assert store.get_class(first.id).closed
+    store.delete_class(first.id)
+    assert store.get_class(first.id) is None
+    assert store.learner(BOB).checks == {}  # the class's learners went with it
+    assert [p.display_name for p in store.class_learners(second.id)] == ["Cy"]
+
+
+def test_bad_class_input_is_refused_with_a_reason(store) -> None:  # noqa: ANN001
+    with pytest.raises(ValueError, match="needs a name"):
+        store.create_class("   ")
+    with pytest.raises(ValueError, match="at least 1"):
+        store.create_class("x", max_sessions=0)
+    with pytest.raises(ValueError, match="at most 40"):
+        store.join_class(ADA, store.create_class("y").id, "n" * 41)
+
+
+def test_resume_codes(store) -> None:  # noqa: ANN001
+    code = store.resume_code(ADA)
+    assert store.resume_code(ADA) == code  # stable
+    assert store.learner_for_resume_code(code.lower()) == ADA
+    assert store.learner_for_resume_code("NOPE") is None
+    assert store.resume_code(BOB) != code
+
+
+def test_timestamps_keep_sub_second_precision(store) -> None:  # noqa: ANN001
+    klass = store.create_class("precise")
+    assert abs(store.get_class(klass.id).created_at - time.time()) < 60
+    assert store.get_class(klass.id).created_at == klass.created_at

@@ -1,0 +1,221 @@
+"""Hosting for a class: the instructor dashboard, classes, joining, resuming, caps, the access code."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+from bs4 import BeautifulSoup
+
+from app.web.learner import COOKIE
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import EnvelopeClient, McpClient, init_request
+
+TOKEN = "instructor-token-for-tests"
+STEP = "initialize-handshake/versions"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("hosting"), instructor_token=TOKEN, warm_pool_size=1) as app:
+        yield app
+
+
+@contextmanager
+def instructor(app: AppProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=app.base, timeout=30) as client:
+        reply = client.post("/instructor/login", data={"token": TOKEN})
+        assert reply.status_code == 303
+        yield client
+
+
+def make_class(app: AppProcess, name: str, cap: str = "") -> tuple[str, str]:
+    with instructor(app) as client:
+        reply = client.post("/instructor/classes", data={"name": name, "max_sessions": cap})
+        assert reply.status_code == 303
+        class_id = reply.headers["location"].rsplit("/", 1)[1]
+        page = BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        return class_id, page.select_one("[data-join-code]").get_text()
+
+
+@contextmanager
+def learner(app: AppProcess, code: str, name: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=app.base, timeout=30) as client:
+        client.get("/")  # the learner cookie
+        reply = client.post("/join", data={"code": code, "display_name": name})
+        assert reply.status_code == 303, reply.text
+        yield client
+
+
+def test_the_dashboard_refuses_without_the_token(app: AppProcess) -> None:
+    page = httpx.get(app.base + "/instructor", timeout=30)
+    assert page.status_code == 401
+    assert BeautifulSoup(page.text, "html.parser").select_one("input#instructor-token")
+    for path in (
+        "/instructor/classes/x",
+        "/instructor/classes/x/progress.csv",
+        "/api/instructor/sessions/x/transcript",
+    ):
+        assert httpx.get(app.base + path, timeout=30).status_code == 401, path
+    assert httpx.post(app.base + "/instructor/classes", data={"name": "x"}, timeout=30).status_code == 401
+    wrong = httpx.post(app.base + "/instructor/login", data={"token": "guess"}, timeout=30)
+    assert wrong.status_code == 401 and "not the instructor token" in wrong.text
+    bearer = httpx.get(app.base + "/instructor", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    assert bearer.status_code == 200
+
+
+def test_a_learners_progress_shows_on_the_dashboard_and_in_the_csv(app: AppProcess) -> None:
+    class_id, code = make_class(app, "Tuesday lab")
+    with learner(app, code.lower(), "Grace Hopper") as grace:
+        grace.get(f"/course/{STEP}").raise_for_status()
+        grace.post(f"/api/course/{STEP}/quiz/unknown-revision", json={"choices": ["a"]}).raise_for_status()
+    with instructor(app) as client:
+        page = BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        row = page.select_one("tr[data-learner]")
+        assert row.select_one("th").get_text() == "Grace Hopper"
+        assert row.select_one(f'td[data-step="{STEP}"]')["data-status"] in ("started", "done")
+        sheet = client.get(f"/instructor/classes/{class_id}/progress.csv")
+        assert sheet.headers["content-type"].startswith("text/csv")
+        rows = list(csv.reader(io.StringIO(sheet.text)))
+        header, data = rows[0], rows[1]
+        assert data[1] == "Grace Hopper"
+        assert data[header.index(f"{STEP} seen")] == "1"
+        assert data[header.index(f"{STEP} quizzes right")].startswith("1/")
+
+
+def test_reset_close_and_delete(app: AppProcess) -> None:
+    class_id, code = make_class(app, "Wednesday")
+    with learner(app, code, "Alan") as alan:
+        alan.get(f"/course/{STEP}").raise_for_status()
+        learner_id = alan.cookies[COOKIE]
+        with instructor(app) as client:
+            client.post(f"/instructor/learners/{learner_id}/reset", data={"class_id": class_id})
+            assert alan.get("/api/progress").json()["steps"][STEP]["seen"] is False
+            client.post(f"/instructor/classes/{class_id}/close")
+            late = httpx.post(app.base + "/join", data={"code": code, "display_name": "Late"}, timeout=30)
+            assert late.status_code == 400 and "closed to new learners" in late.text
+            client.post(f"/instructor/classes/{class_id}/delete")
+            assert client.get(f"/instructor/classes/{class_id}").status_code == 404
+            assert alan.get("/api/progress").json()["display_name"] is None
+
+
+def test_joining_with_a_bad_code_or_no_name_says_why(app: AppProcess) -> None:
+    _, code = make_class(app, "Thursday")
+    bad = httpx.post(app.base + "/join", data={"code": "NOPE00", "display_name": "X"}, timeout=30)
+    assert bad.status_code == 400
+    assert (
+        "no class with that code"
+        in BeautifulSoup(bad.text, "html.parser").select_one(".form-error").get_text()
+    )
+    nameless = httpx.post(app.base + "/join", data={"code": code, "display_name": "  "}, timeout=30)
+    assert nameless.status_code == 400 and "Enter the name" in nameless.text
+    link = httpx.get(f"{app.base}/join/{code}", timeout=30)
+    assert BeautifulSoup(link.text, "html.parser").select_one("input#join-code")["value"] == code
+
+
+def test_resume_on_another_device(app: AppProcess) -> None:
+    with httpx.Client(base_url=app.base, timeout=30) as laptop:
+        laptop.get(f"/course/{STEP}").raise_for_status()
+        laptop.put("/api/progress/name", json={"display_name": "Katherine"}).raise_for_status()
+        code = (
+            BeautifulSoup(laptop.get("/resume").text, "html.parser")
+            .select_one("[data-resume-code]")
+            .get_text()
+        )
+    with httpx.Client(base_url=app.base, timeout=30) as phone:
+        phone.get("/")
+        moved = phone.get(f"/resume/{code}")
+        assert moved.status_code == 303
+        assert phone.get("/api/progress").json()["display_name"] == "Katherine"
+        missing = phone.post("/resume", data={"code": "WRONGCODE1"})
+        assert missing.status_code == 404 and "No progress has that resume code" in missing.text
+
+
+async def test_a_full_class_is_refused_kindly(app: AppProcess) -> None:
+    _, code = make_class(app, "Tiny", cap="1")
+    with learner(app, code, "One") as one, learner(app, code, "Two") as two:
+        first = await McpClient.connect(app.ws_base + "/ws/demo-orders",
+                                        additional_headers={"Cookie": f"{COOKIE}={one.cookies[COOKIE]}"})  # fmt: skip
+        try:
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await McpClient.connect(app.ws_base + "/ws/demo-orders",
+                                        additional_headers={"Cookie": f"{COOKIE}={two.cookies[COOKIE]}"})  # fmt: skip
+            assert refused.value.response.status_code == 503
+            assert "Your class has 1 consoles open" in refused.value.response.body.decode()
+            console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                                   additional_headers={"Cookie": f"{COOKIE}={two.cookies[COOKIE]}"})  # fmt: skip
+            full = await console.recv()
+            assert full["type"] == "full" and "Try again in a minute" in full["message"]
+            assert full["retry_after_s"] == 60
+        finally:
+            await first.close()
+
+
+def metric(app: AppProcess, name: str, labels: str = "") -> float:
+    text = httpx.get(app.base + "/metrics", timeout=30).text
+    match = re.search(rf"^{re.escape(name)}{re.escape(labels)} (\S+)$", text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+async def test_metrics_move_when_sessions_start_and_end(app: AppProcess) -> None:
+    started = metric(app, "playground_sessions_started_total", '{server="demo-orders"}')
+    messages = metric(app, "playground_relay_messages_total", '{direction="client"}')
+    errors = metric(app, "playground_relay_errors_total", '{code="-32700"}')
+    assert metric(app, "playground_sandbox_layer", '{layer="seccomp"}') == 1.0
+    client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
+    try:
+        await client.call(1, "initialize", init_request()["params"])
+        await client.send("{broken")
+        await client.recv()
+        assert metric(app, "playground_live_sessions") >= 1
+        assert metric(app, "playground_sessions_started_total", '{server="demo-orders"}') == started + 1
+        assert metric(app, "playground_relay_messages_total", '{direction="client"}') == messages + 1
+        assert metric(app, "playground_relay_errors_total", '{code="-32700"}') == errors + 1
+        assert metric(app, "playground_session_start_seconds_count") >= 1
+    finally:
+        await client.close()
+
+
+def test_access_code_guards_every_page_and_the_relay(tmp_path: Path) -> None:
+    import asyncio
+
+    with AppProcess(tmp_path, access_code="open sesame", warm_pool_size=1) as app:
+        with httpx.Client(base_url=app.base, timeout=30) as visitor:
+            door = visitor.get("/course")
+            assert door.status_code == 303 and door.headers["location"] == "/access?next=/course"
+            assert visitor.get("/api/servers").status_code == 401
+            assert visitor.get("/healthz").status_code == 200
+            wrong = visitor.post("/access", data={"code": "guess", "next": "/course"})
+            assert wrong.status_code == 403
+            right = visitor.post("/access", data={"code": "open sesame", "next": "//evil.example/"})
+            assert right.status_code == 303 and right.headers["location"] == "/"  # no open redirect
+            assert visitor.get("/course").status_code == 200
+            access_cookie = visitor.cookies["playground_access"]
+
+        async def relay() -> None:
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await McpClient.connect(app.ws_base + "/ws/demo-orders")
+            assert refused.value.response.status_code == 401
+            client = await McpClient.connect(app.ws_base + "/ws/demo-orders",
+                                             additional_headers={"Cookie": f"playground_access={access_cookie}"})  # fmt: skip
+            await client.close()
+
+        asyncio.run(relay())
+
+
+def test_hosting_mode_prints_a_token_and_refuses_a_weak_sandbox(tmp_path: Path) -> None:
+    weak = AppProcess(tmp_path / "weak", host="0.0.0.0", sandbox=False)
+    with pytest.raises(RuntimeError, match="Refusing to start: a sandbox layer is missing"):
+        weak.start()
+    accepted = AppProcess(tmp_path / "accepted", host="0.0.0.0", sandbox=False, accept_weak_sandbox=True)
+    with accepted:
+        assert "Instructor dashboard token: " in accepted.log()
+        health = httpx.get(accepted.base + "/healthz", timeout=30).json()
+        assert health["status"] == "degraded" and health["sandbox"]["complete"] is False

@@ -1,0 +1,61 @@
+"""Operations: structured logs with the session id, and a graceful shutdown that ends every server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+from pathlib import Path
+
+import pytest
+
+from app.logs import JsonFormatter, configure
+from tests.support.appserver import AppProcess
+from tests.support.procs import processes_in_uid_range
+from tests.support.wsclient import McpClient
+
+
+def test_json_log_lines_carry_the_session() -> None:
+    record = logging.LogRecord("app.relay", logging.INFO, __file__, 1, "session %s started", ("abc",), None)
+    record.session, record.server = "abc", "demo-orders"
+    line = json.loads(JsonFormatter().format(record))
+    assert line["message"] == "session abc started"
+    assert (line["session"], line["server"], line["level"]) == ("abc", "demo-orders", "info")
+
+
+def test_an_unknown_log_format_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match='"text" or "json"'):
+        configure("xml")
+
+
+def test_sigterm_ends_every_server_and_logs_sessions_as_json(tmp_path: Path) -> None:
+    app = AppProcess(tmp_path, log_format="json", warm_pool_size=1)
+    app.start()
+    try:
+        low, high = app.uid_base, app.uid_base + 1000
+
+        async def hold() -> McpClient:
+            client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
+            await client.initialize()
+            return client
+
+        loop = asyncio.new_event_loop()
+        try:
+            client = loop.run_until_complete(hold())
+            assert processes_in_uid_range(low, high)
+            # uvicorn shuts down gracefully, then re-raises the signal it caught.
+            assert app.stop(signal.SIGTERM) in (0, -signal.SIGTERM)
+            assert "Application shutdown complete" in app.log()
+            # Graceful: every server ended before the app exited, not after.
+            assert not processes_in_uid_range(low, high)
+            loop.run_until_complete(client.closed())
+        finally:
+            loop.close()
+        lines = [json.loads(line) for line in app.log().splitlines() if line.startswith("{")]
+        started = [
+            line for line in lines if line["message"].startswith("session ") and "started" in line["message"]
+        ]
+        assert started and started[0]["server"] == "demo-orders" and started[0]["session"]
+    finally:
+        app.stop()
