@@ -136,7 +136,9 @@ def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
         out.append(finding("warning", f"This response's id {message.get('id')!r} matches no request you sent "
                            "and have not yet had answered.", "JSON-RPC 2.0"))  # fmt: skip
         return out
-    request = transcript.entries[entry.answers - 1]
+    request = transcript.entry(entry.answers)
+    if request is None:  # long ago, let go of
+        return [finding("info", f"Answers your request #{entry.answers}.", "")]
     out.append(
         finding(
             "info", f"Answers your {request.method} (#{request.seq}) after {entry.rtt_ms or 0:.1f} ms.", ""

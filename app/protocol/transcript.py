@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Direction = Literal["client", "server"]
+# Enough for any lesson many times over; bounds a console left running for hours.
+MAX_ENTRIES = 5000
 
 
 @dataclass
@@ -63,35 +65,50 @@ class Transcript:
     started_at: float = field(default_factory=time.time)  # wall clock, for the export
     revision: str | None = None  # the protocol revision in force, once known
     entries: list[Entry] = field(default_factory=list)
+    # A session that runs for hours keeps only its latest entries; seq numbers go on counting.
+    max_entries: int = MAX_ENTRIES
+    dropped: int = 0  # entries let go from the front
     _t0: float = field(default_factory=time.perf_counter, repr=False)
-    # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ): (seq, sent at).
-    _open_client: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
+    # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ).
+    _open_client: dict[str, Entry] = field(default_factory=dict, repr=False)
 
     def now_ms(self) -> float:
         """Milliseconds since the transcript began."""
         return (time.perf_counter() - self._t0) * 1000
 
     def _next(self) -> tuple[int, float]:
-        return len(self.entries) + 1, self.now_ms()
+        return self.dropped + len(self.entries) + 1, self.now_ms()
+
+    def _append(self, entry: Entry) -> None:
+        self.entries.append(entry)
+        if len(self.entries) > self.max_entries:
+            cut = max(self.max_entries // 10, 1)
+            del self.entries[:cut]
+            self.dropped += cut
+
+    def entry(self, seq: int) -> Entry | None:
+        """The entry numbered `seq`, unless it was let go."""
+        index = seq - 1 - self.dropped
+        return self.entries[index] if 0 <= index < len(self.entries) else None
 
     def add_client(self, line: str, message: Any) -> Entry:
         seq, at_ms = self._next()
         entry = Entry(seq, "client", at_ms, line, message)
-        self.entries.append(entry)
+        self._append(entry)
         if entry.is_request:
-            self._open_client[_id_key(message["id"])] = (seq, at_ms)
+            self._open_client[_id_key(message["id"])] = entry
         return entry
 
     def add_server(self, line: str, message: Any) -> Entry:
         seq, at_ms = self._next()
         entry = Entry(seq, "server", at_ms, line, message)
         if entry.is_response:
-            opened = self._open_client.pop(_id_key(message.get("id")), None)
-            if opened is not None:
-                entry.answers = opened[0]
-                entry.rtt_ms = at_ms - opened[1]
-                self._learn_revision(self.entries[opened[0] - 1], entry)
-        self.entries.append(entry)
+            request = self._open_client.pop(_id_key(message.get("id")), None)
+            if request is not None:
+                entry.answers = request.seq
+                entry.rtt_ms = at_ms - request.at_ms
+                self._learn_revision(request, entry)
+        self._append(entry)
         return entry
 
     def _learn_revision(self, request: Entry, response: Entry) -> None:
@@ -109,7 +126,7 @@ class Transcript:
 
     def unanswered(self) -> list[Entry]:
         """Client requests that have had no response yet, oldest first."""
-        return [self.entries[seq - 1] for seq, _ in self._open_client.values()]
+        return list(self._open_client.values())
 
     def client_messages(self) -> list[Entry]:
         return [e for e in self.entries if e.direction == "client"]
@@ -125,6 +142,7 @@ class Transcript:
             "server": self.server,
             "started_at": self.started_at,
             "revision": self.revision,
+            "dropped": self.dropped,
             "entries": [e.to_json() for e in self.entries],
         }
 

@@ -225,7 +225,7 @@ class EnvelopeWire(Wire):
     async def replay(self, after_seq: int) -> None:
         """After a reconnect: the entries the console missed, as sent/received frames."""
         transcript = self.session.transcript
-        for entry in transcript.entries[after_seq:]:
+        for entry in [e for e in transcript.entries if e.seq > after_seq]:
             if entry.direction == "client":
                 await self.send_json(
                     {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
