@@ -116,28 +116,14 @@ async def test_non_json_server_line_stderr_and_exit(app: AppProcess) -> None:
         await client.send(init_request())
         await client.recv_type("received")
         await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await client.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "garbled_line", "arguments": {}},
-            }
-        )
+        await client.start_tool(2, "garbled_line")
         garbled = await client.recv_type("received")
         assert garbled["message"] is None and garbled["answers"] is None
         assert (
             garbled["findings"][0]["level"] == "error"
             and "not a JSON-RPC message" in garbled["findings"][0]["text"]
         )
-        await client.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 3,
-                "method": "tools/call",
-                "params": {"name": "crash", "arguments": {"status": 4}},
-            }
-        )
+        await client.start_tool(3, "crash", status=4)
         stderr = await client.recv_type("stderr")
         assert "crashing on purpose" in stderr["text"]
         state = await client.recv_type("state")

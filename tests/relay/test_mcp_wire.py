@@ -195,14 +195,7 @@ async def test_an_unknown_server_is_refused_with_404(app: AppProcess) -> None:
 async def test_server_exit_closes_1011_with_the_status(app: AppProcess) -> None:
     client = await connect(app, server="demo-flaky")
     await client.initialize()
-    await client.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "crash", "arguments": {"status": 7}},
-        }
-    )
+    await client.start_tool(2, "crash", status=7)
     code, reason = await client.closed()
     assert code == 1011
     assert "exited with status 7" in reason
@@ -218,14 +211,7 @@ async def test_server_initiated_requests_pass_both_ways(app: AppProcess) -> None
         }
         await client.call(1, "initialize", init)
         await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await client.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "suggest_trip", "arguments": {"city": "Pune"}},
-            }
-        )
+        await client.start_tool(2, "suggest_trip", city="Pune")
         ask = await client.recv()
         assert ask["method"] == "sampling/createMessage"
         await client.send({"jsonrpc": "2.0", "id": ask["id"], "result": {

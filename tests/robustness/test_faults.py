@@ -35,14 +35,7 @@ async def test_kill_9_mid_request_answers_the_request_and_reports_the_signal(app
     client = await McpClient.connect(app.ws_base + "/ws/test-probe")
     await client.initialize()
     uid = json.loads(await client.tool(2, "whoami"))["uid"]
-    await client.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "spin", "arguments": {"seconds": 30}},
-        }
-    )
+    await client.start_tool(3, "spin", seconds=30)
     import os
 
     os.kill(server_pid(app, uid), signal.SIGKILL)
@@ -62,14 +55,7 @@ async def test_closing_the_websocket_mid_request_ends_the_instance_after_the_gra
     client = await McpClient.connect(app.ws_base + "/ws/test-probe")
     await client.initialize()
     uid = json.loads(await client.tool(2, "whoami"))["uid"]
-    await client.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "spin", "arguments": {"seconds": 30}},
-        }
-    )
+    await client.start_tool(3, "spin", seconds=30)
     await client.close()
     assert wait_until(lambda: uid not in instance_uids(app), 30)
 
@@ -77,14 +63,7 @@ async def test_closing_the_websocket_mid_request_ends_the_instance_after_the_gra
 async def test_a_line_over_the_cap_ends_the_session(app: AppProcess) -> None:
     client = await McpClient.connect(app.ws_base + "/ws/test-probe")
     await client.initialize()
-    await client.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "shout", "arguments": {"size": 100_000}},
-        }
-    )
+    await client.start_tool(2, "shout", size=100_000)
     orphan = await client.recv()
     assert orphan["id"] == 2 and orphan["error"]["code"] == -32002
     code, reason = await client.closed()
@@ -99,14 +78,7 @@ def test_a_stalled_server_is_reaped_as_idle(tmp_path: Path) -> None:
         async def stall() -> tuple[int | None, str]:
             client = await McpClient.connect(small.ws_base + "/ws/demo-flaky")
             await client.initialize()
-            await client.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 2,
-                    "method": "tools/call",
-                    "params": {"name": "slow_reply", "arguments": {"seconds": 10}},
-                }
-            )
+            await client.start_tool(2, "slow_reply", seconds=10)
             return await client.closed(timeout=60)
 
         code, reason = asyncio.run(stall())

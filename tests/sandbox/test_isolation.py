@@ -157,14 +157,7 @@ async def test_a_crash_is_reported_with_its_exit_status_and_a_new_session_starts
 ) -> None:
     client = await McpClient.connect(probe_app.ws_base + "/ws/test-probe")
     await client.initialize()
-    await client.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "crash", "arguments": {"code": 3}},
-        }
-    )
+    await client.start_tool(2, "crash", code=3)
     code, reason = await client.closed()
     assert code == 1011
     assert "exited with status 3" in reason
@@ -183,8 +176,7 @@ def test_the_cpu_limit_stops_a_spinning_server(tmp_path: Path) -> None:
         async def run() -> tuple[int | None, str]:
             client = await McpClient.connect(app.ws_base + "/ws/test-probe")
             await client.initialize()
-            await client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                               "params": {"name": "spin", "arguments": {"seconds": 60}}})  # fmt: skip
+            await client.start_tool(2, "spin", seconds=60)  # fmt: skip
             return await client.closed(timeout=60)
 
         code, reason = asyncio.run(run())

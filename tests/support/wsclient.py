@@ -52,6 +52,17 @@ class McpClient:
         await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 
+    async def start_tool(self, id_: int, name: str, **arguments: Any) -> None:
+        """Send a tools/call without waiting for its answer."""
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
+
     async def tool(self, id_: int, name: str, **arguments: Any) -> str:
         reply = await self.call(id_, "tools/call", {"name": name, "arguments": arguments})
         return reply["result"]["content"][0]["text"]
@@ -102,6 +113,16 @@ class EnvelopeClient:
 
     async def send(self, message: Any) -> None:
         await self.send_text(json.dumps(message, indent=2))
+
+    async def start_tool(self, id_: int, name: str, **arguments: Any) -> None:
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": id_,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
 
     async def close(self) -> None:
         await self.ws.close()
