@@ -58,11 +58,18 @@ class Hub:
             timer.cancel()
         return session
 
-    def detach(self, session: RelaySession) -> None:
-        """The connection dropped: keep the session for the grace period, then end it."""
+    def detach(self, session: RelaySession, *, deliberate: bool = False) -> None:
+        """The connection ended. A drop keeps the session for the grace period; a deliberate close
+        (the client said goodbye with 1000) ends it at once, so its place is free for the next page."""
         session.listener = None
         if session.closed:
             self.sessions.pop(session.id, None)
+            return
+        if deliberate:
+            self.sessions.pop(session.id, None)
+            task = asyncio.create_task(session.close(), name=f"close-{session.id}")
+            self._timers[session.id] = task
+            task.add_done_callback(lambda _: self._timers.pop(session.id, None))
             return
         self._timers[session.id] = asyncio.create_task(self._expire(session), name=f"grace-{session.id}")
 

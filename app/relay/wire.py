@@ -60,6 +60,7 @@ class Wire:
         self.limiter = RateLimiter(rate_limit)
         self._send_lock = asyncio.Lock()
         self.ended = False
+        self.peer_close_code: int | None = None  # how the client closed, when it did
 
     async def send_text(self, text: str) -> None:
         async with self._send_lock:
@@ -91,6 +92,7 @@ class Wire:
             except (WebSocketDisconnect, RuntimeError):
                 return
             if event["type"] == "websocket.disconnect":
+                self.peer_close_code = event.get("code")
                 return
             text = event.get("text")
             if text is None:  # a binary frame

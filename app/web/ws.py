@@ -20,6 +20,7 @@ router = APIRouter()
 MCP_SUBPROTOCOL = "mcp"
 ENVELOPE_SUBPROTOCOL = "playground.v1"
 CLOSE_TRY_AGAIN_LATER = 1013
+NORMAL_CLOSURE = 1000
 
 
 def origin_allowed(websocket: WebSocket, state: AppState) -> bool:
@@ -140,7 +141,7 @@ async def relay(websocket: WebSocket, name: str) -> None:
         await wire.run()
     finally:
         if session.listener is wire:
-            hub.detach(session)
+            hub.detach(session, deliberate=wire.peer_close_code == NORMAL_CLOSURE)
         if websocket.client_state == WebSocketState.CONNECTED and not wire.ended:
             try:
                 await websocket.close()

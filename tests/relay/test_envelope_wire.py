@@ -157,7 +157,8 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
     session = state["session"]
     await first.send(init_request())
     await first.recv_type("received")
-    await first.close()
+    first.ws.transport.abort()  # a Wi-Fi blip: the connection drops without a goodbye
+    await first.ws.wait_closed()
 
     again = await connect(app, query=f"?session={session}&last_seq=0", learner=LEARNER_A)
     try:
@@ -188,7 +189,8 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
 async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> None:
     first = await connect(app, learner=LEARNER_A)
     session = (await first.recv_type("state"))["session"]
-    await first.close()
+    first.ws.transport.abort()
+    await first.ws.wait_closed()
     thief = await connect(app, query=f"?session={session}", learner=LEARNER_B)
     try:
         state = await thief.recv_type("state")
@@ -209,3 +211,17 @@ async def test_a_full_relay_sends_full_then_closes_1013(tmp_path) -> None:  # no
             assert second.ws.close_code == 1013
         finally:
             await first.close()
+
+
+async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: AppProcess) -> None:
+    first = await connect(app, learner=LEARNER_A)
+    session = (await first.recv_type("state"))["session"]
+    await first.close()  # close code 1000: the page was left on purpose
+    again = await connect(app, query=f"?session={session}", learner=LEARNER_A)
+    try:
+        state = await again.recv_type("state")
+        assert state["session"] != session and state["resumed"] is False
+    finally:
+        await again.close()
+    gone = httpx.get(f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A})
+    assert gone.status_code == 404
