@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
@@ -17,3 +19,44 @@ async def home(request: Request) -> HTMLResponse:
     return templates.TemplateResponse(
         request, "home.html", {"title": "Learn MCP by talking to real servers", "demos": state.demos.values()}
     )
+
+
+# The revision each playground console starts with: the server's newest, in the era it speaks.
+PLAYGROUND_REVISIONS = {"demo-legacy": "2024-11-05", "demo-stateless": "2026-07-28"}
+DEFAULT_REVISION = "2025-11-25"
+DEFAULT_SERVER = "demo-orders"
+
+
+def starting_message(revision: str) -> str:
+    """The console's first message: the handshake, or server/discover in the stateless revision."""
+    if revision == "2026-07-28":
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": revision,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        message: dict = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
+    else:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                   "params": {"protocolVersion": revision, "capabilities": {},
+                              "clientInfo": {"name": "playground-console", "version": "1.0.0"}}}  # fmt: skip
+    return json.dumps(message, indent=2)
+
+
+@router.get("/playground", response_class=HTMLResponse)
+async def playground(request: Request, server: str | None = None) -> HTMLResponse:
+    """A free-standing console; `?server=` picks the demo server (an unknown name falls back)."""
+    demos = get_state(request).demos
+    name = server if server in demos else (DEFAULT_SERVER if DEFAULT_SERVER in demos else next(iter(demos)))
+    revision = PLAYGROUND_REVISIONS.get(name, DEFAULT_REVISION)
+    context = {
+        "title": "Playground",
+        "demos": list(demos.values()),
+        "demo": demos[name],
+        "unknown": server is not None and server not in demos,
+        "console_server": name,
+        "console_title": demos[name].title,
+        "console_rev": revision,
+        "console_message": starting_message(revision),
+        "console_wide": True,
+    }
+    return templates.TemplateResponse(request, "playground.html", context)

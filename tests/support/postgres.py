@@ -26,7 +26,9 @@ _names = itertools.count(1)
 def server_bin() -> str:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     if not found:
-        raise RuntimeError("PostgreSQL's server is not installed (Debian package postgresql); `make test` installs it")
+        raise RuntimeError(
+            "PostgreSQL's server is not installed (Debian package postgresql); `make test` installs it"
+        )
     return os.path.dirname(found[-1])
 
 
@@ -40,7 +42,10 @@ class PostgresServer:
 
     def _run(self, *args: str) -> None:
         subprocess.run(
-            ["runuser", "-u", "postgres", "--", *args], check=True, capture_output=True, timeout=START_TIMEOUT_S
+            ["runuser", "-u", "postgres", "--", *args],
+            check=True,
+            capture_output=True,
+            timeout=START_TIMEOUT_S,
         )
 
     def start(self) -> None:

@@ -1,0 +1,29 @@
+// Hands-on checks beside the console: `check` frames turn them green. A passed check stays passed
+// (it is recorded as progress), even when a later transcript, after a restart, no longer shows it.
+
+export class CheckList {
+  constructor(list, announce) {
+    this.list = list;
+    this.announce = announce;
+  }
+
+  update(frame) {
+    if (!this.list) return;
+    const item = [...this.list.querySelectorAll("li.check")].find((li) => li.dataset.check === frame.check);
+    if (!item) return;
+    const reason = item.querySelector(".check-reason");
+    const wasPassed = item.dataset.passed === "true";
+    if (wasPassed && !frame.passed) return;
+    if (reason) reason.textContent = frame.reason || "";
+    if (!frame.passed || wasPassed) return;
+    item.dataset.passed = "true";
+    const mark = item.querySelector(".mark");
+    if (mark) {
+      mark.className = "mark mark-done";
+      const hidden = mark.querySelector(".visually-hidden");
+      if (hidden) hidden.textContent = "Passed: ";
+    }
+    const goal = item.querySelector(".check-goal");
+    this.announce(`Check passed: ${goal ? goal.textContent : frame.check}`);
+  }
+}

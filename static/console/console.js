@@ -1,0 +1,304 @@
+// The playground console: wires the editor, the connection, the log, the diagram and the cards together.
+// It speaks the envelope frames of docs/websocket.md. Text from the server only ever goes in as text.
+
+import { CheckList } from "./checks.js";
+import { Connection } from "./connection.js";
+import { RequestCards } from "./cards.js";
+import { describe, Editor } from "./editor.js";
+import { addTryButtons, takeHandoff } from "./examples.js";
+import { MessageLog } from "./log.js";
+import { SequenceDiagram } from "./sequence.js";
+import { findTemplate, pretty, templateGroups } from "./templates.js";
+import { exportTranscript, fillTemplates, labels } from "./session.js";
+import { Waits } from "./waits.js";
+
+class Console {
+  constructor(root) {
+    this.root = root;
+    this.server = root.dataset.server;
+    this.step = root.dataset.step || null;
+    this.revision = root.dataset.rev || null;
+    const $ = (sel) => root.querySelector(sel);
+    this.ui = {
+      state: $("[data-console-state]"), facts: $(".session-facts"), send: $("[data-action=send]"),
+      newServer: $("[data-action=new-server]"), announcer: $("[data-console-announce]"), tools: $("[data-tool-feedback]"),
+      template: $("select[data-templates]"),
+    };
+    this.entries = []; // every frame of this page, for the export when the server's copy is gone
+    this.requests = new Map(); // client request seq -> method
+    this.serverRequests = new Map(); // JSON of a server request's id -> pair key
+    this.usedIds = new Set();
+    this.hadSession = false;
+
+    this.announce = (text) => { this.ui.announcer.textContent = text; };
+    this.editor = new Editor($("textarea.editor"), $("[data-editor-status]"), {
+      send: (text) => this.sendText(text),
+      note: (value, info) => this.idNote(value, info),
+    });
+    this.log = new MessageLog($("ol.log"), { edit: (text) => this.put(text) });
+    this.diagram = new SequenceDiagram($("[data-sequence]"));
+    this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
+    this.checks = new CheckList($("ul.checks"), this.announce);
+    this.waits = new Waits($("[data-wait]"), {
+      cancel: (id) => this.put(pretty({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "took too long" } })),
+    });
+    this.templates = templateGroups(this.server, this.revision);
+    fillTemplates(this.ui.template, this.templates, this.revision);
+    this.connection = new Connection(this.server, this.step, {
+      frame: (frame) => this.onFrame(frame),
+      status: (kind, detail) => this.onConnection(kind, detail),
+    });
+    this.bind();
+    this.connection.open(false);
+    window.addEventListener("pagehide", () => this.connection.close());
+  }
+
+  bind() {
+    const on = (action, fn) => this.root.querySelector(`[data-action=${action}]`).addEventListener("click", fn);
+    on("send", () => this.sendText(this.editor.text));
+    on("template", () => this.useTemplate());
+    on("next-id", () => this.nextId());
+    on("restart", () => this.restart());
+    on("new-server", () => this.newServer());
+    on("clear", () => { this.log.clear(); this.diagram.clear(); this.entries = []; this.announce("The log is cleared."); });
+    on("export", () => exportTranscript(this.connection.session, this.server, this.entries));
+    // Arrow keys scroll the log and the diagram here; they must not turn the lesson's page (course.js).
+    this.root.addEventListener("keydown", (event) => {
+      if (event.key === "ArrowLeft" || event.key === "ArrowRight") event.stopPropagation();
+    });
+  }
+
+  // ---- sending ----
+
+  sendText(text, fromCard = false) {
+    if (!this.connection.send({ type: "send", text })) {
+      this.setState("lost", "Not connected, so nothing was sent. The console is reconnecting; send again in a moment.");
+      return;
+    }
+    this.waits.startSending();
+    if (fromCard) this.editor.textarea.focus();
+  }
+
+  put(text) {
+    this.editor.setText(text);
+    this.editor.textarea.focus();
+    this.editor.textarea.scrollIntoView({ block: "nearest" });
+    this.announce("The message is in the editor. Ctrl+Enter sends it.");
+  }
+
+  get nextFreeId() {
+    let max = 0;
+    for (const key of this.usedIds) {
+      const n = Number(key);
+      if (Number.isInteger(n)) max = Math.max(max, n);
+    }
+    return max + 1;
+  }
+
+  useTemplate() {
+    const item = findTemplate(this.templates, this.ui.template.value);
+    if (!item) return;
+    this.put(pretty(item.build(this.nextFreeId)));
+  }
+
+  nextId() {
+    const result = this.editor.check();
+    if (!result.ok) return this.tell("Fix the JSON first: the next id goes into a valid message.");
+    if (!result.idSpan) return this.tell("This message has no id (a notification has none), so there is nothing to change.");
+    const id = this.nextFreeId;
+    const [a, b] = result.idSpan;
+    const text = this.editor.text;
+    this.editor.setText(text.slice(0, a) + String(id) + text.slice(b));
+    this.tell(`The id is now ${id}.`);
+  }
+
+  idNote(value, info) {
+    if (info.kind !== "request") return "";
+    if (this.usedIds.has(JSON.stringify(value.id))) {
+      return `The id ${JSON.stringify(value.id)} was already used in this session; “Next id” picks ${this.nextFreeId}.`;
+    }
+    return "";
+  }
+
+  tell(text) {
+    this.ui.tools.textContent = text;
+  }
+
+  restart() {
+    if (this.connection.send({ type: "restart" })) return;
+    this.newServer();
+  }
+
+  newServer() {
+    this.log.note("A new server: a fresh session and transcript start here.");
+    this.forget();
+    this.connection.open(false);
+  }
+
+  forget() {
+    this.diagram.clear();
+    this.cards.clear();
+    this.waits.reset();
+    this.requests.clear();
+    this.serverRequests.clear();
+    this.usedIds.clear();
+  }
+
+  // ---- what the relay says ----
+
+  onFrame(frame) {
+    if (["sent", "received", "relay_error", "stderr"].includes(frame.type)) this.entries.push(frame);
+    switch (frame.type) {
+      case "state": return this.onState(frame);
+      case "sent": return this.onSent(frame);
+      case "received": return this.onReceived(frame);
+      case "relay_error": return this.onRelayError(frame);
+      case "stderr": return this.log.stderr(frame);
+      case "check": return this.checks.update(frame);
+      case "full": return this.onFull(frame);
+      default: return undefined;
+    }
+  }
+
+  onState(frame) {
+    const facts = { session: frame.session, status: frame.status, revision: frame.revision || this.revision || "not negotiated yet" };
+    this.showFacts(facts);
+    if (frame.status === "starting") {
+      this.connection.lastSeq = 0; // a restart begins a fresh transcript
+      this.log.note("Restarting: the old server ends, a fresh one starts.");
+      this.forget();
+      this.setState("starting", "Starting a fresh server…");
+    } else if (frame.status === "ready") {
+      if (frame.resumed) {
+        this.setState("ready", `Reconnected to your ${this.server}: nothing was lost.`);
+        this.log.note("Reconnected: the same server and transcript.");
+      } else {
+        if (this.hadSession && this.lostBefore) {
+          this.log.note("Your previous server had ended while you were away; this is a new one.", "warn");
+          this.forget();
+        }
+        this.setState("ready", `Ready: your own ${this.server} is running. Send a message.`);
+      }
+      this.hadSession = true;
+      this.lostBefore = false;
+      this.editor.check();
+    } else if (frame.status === "exited") {
+      const why = (frame.exit_status && frame.exit_status.text) || frame.reason || "it stopped";
+      this.waits.reset();
+      this.log.note(`The server ${why}.`, "error");
+      this.setState("exited", `The server ${why}. Its session is over: start a new server to go on.`);
+    }
+  }
+
+  onSent(frame) {
+    const message = frame.message || {};
+    const info = describe(message);
+    let pairKey = null;
+    let label = info.kind === "response" ? "reply" : message.method || "message";
+    if (info.kind === "request") {
+      pairKey = `c:${frame.seq}`;
+      this.requests.set(frame.seq, message.method);
+      this.usedIds.add(JSON.stringify(message.id));
+    } else if (info.kind === "response") {
+      const key = JSON.stringify(message.id);
+      pairKey = this.serverRequests.get(key) || null;
+      label = "error" in message ? `error ${message.error && message.error.code}` : "result";
+      this.cards.answered(message.id);
+    }
+    this.waits.sent(frame.seq, message);
+    this.log.sent(frame, labels.sent(message, info));
+    this.diagram.add({ seq: frame.seq, dir: "c2s", label, kind: info.kind, pairKey });
+    if (!frame.replayed) this.announce(`Sent: ${labels.sent(message, info)}.`);
+    this.editor.check(); // the id note may change
+  }
+
+  onReceived(frame) {
+    const message = frame.message;
+    const info = message ? describe(message) : { kind: "other" };
+    let pairKey = null;
+    let label;
+    if (frame.answers) {
+      this.waits.answered(frame.answers);
+      pairKey = `c:${frame.answers}`;
+      label = "error" in message ? `error ${message.error && message.error.code}` : `result`;
+      if (this.requests.get(frame.answers) === "initialize" && message.result) this.showFacts({ revision: message.result.protocolVersion });
+    } else if (info.kind === "request") {
+      pairKey = `s:${JSON.stringify(message.id)}:${frame.seq}`;
+      this.serverRequests.set(JSON.stringify(message.id), pairKey);
+      label = message.method;
+      this.cards.add(message); // a replayed one arrived while the connection was down: still unanswered
+    } else {
+      label = message ? message.method || "reply to no request" : "not JSON";
+    }
+    const words = labels.received(message, info, frame, this.requests);
+    this.log.received(frame, words);
+    this.diagram.add({ seq: frame.seq, dir: "s2c", label, kind: info.kind === "response" && "error" in message ? "error" : info.kind, pairKey });
+    if (!frame.replayed) this.announce(`Received: ${words}.`);
+  }
+
+  onRelayError(frame) {
+    this.waits.refused();
+    if (frame.id !== null && frame.id !== undefined) {
+      // The relay answered for a request the server can no longer answer.
+      for (const [seq, request] of this.waits.pending) {
+        if (JSON.stringify(request.id) === JSON.stringify(frame.id)) this.waits.answered(seq);
+      }
+    }
+    const err = frame.error || {};
+    this.log.relayError(frame);
+    this.diagram.add({ dir: "relay", label: `${err.code} ${err.message}`, kind: "error" });
+    this.announce(`The relay refused the message: ${err.message}.`);
+  }
+
+  onFull(frame) {
+    const wait = Math.max(1, Number(frame.retry_after_s) || 30);
+    this.setState("full", `${frame.message || "The playground is full."} Trying again in ${wait} s…`);
+    setTimeout(() => this.connection.open(false), wait * 1000);
+  }
+
+  onConnection(kind, detail) {
+    if (kind === "connecting") this.setState("connecting", `Starting your ${this.server}…`);
+    else if (kind === "reconnecting") this.setState("reconnecting", `Reconnecting (attempt ${detail.attempt})…`);
+    else if (kind === "lost") {
+      this.lostBefore = true;
+      this.waits.refused();
+      this.setState("lost", `The connection dropped. Reconnecting in ${(detail.delayMs / 1000).toFixed(1)} s; your transcript is kept.`);
+    } else if (kind === "closed") {
+      if (detail.code === 1013) return; // onFull already said it and will retry
+      if (detail.code === 1000) {
+        this.log.note(`The session ended: ${detail.reason || "closed"}.`, "warn");
+        this.setState("exited", `The session ended (${detail.reason || "closed"}). Start a new server to go on.`);
+      } else if (this.ui.state.dataset.state !== "exited") {
+        this.setState("exited", `The server stopped: ${detail.reason || "no reason given"}. Start a new server to go on.`);
+      }
+    }
+  }
+
+  setState(state, text) {
+    const el = this.ui.state;
+    el.dataset.state = state;
+    el.textContent = text;
+    this.root.dataset.state = state;
+    this.ui.send.disabled = false; // sending while not ready says why instead of doing nothing
+    this.ui.newServer.hidden = state !== "exited";
+    if (state === "exited") this.ui.newServer.focus({ preventScroll: true });
+  }
+
+  showFacts(facts) {
+    for (const [key, value] of Object.entries(facts)) {
+      const slot = this.ui.facts.querySelector(`[data-fact=${key}]`);
+      if (slot && value) slot.textContent = String(value);
+    }
+  }
+}
+
+function start() {
+  const root = document.querySelector("section.console[data-server]");
+  const app = root ? new Console(root) : null;
+  if (root) root.consoleApp = app; // lets the browser tests simulate a dropped connection
+  addTryButtons(document, app ? (text) => app.put(text) : null);
+  const handoff = app && takeHandoff();
+  if (handoff) app.put(handoff);
+}
+
+start();

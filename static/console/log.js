@@ -1,0 +1,143 @@
+// The message log: one entry per message both ways, relay errors, stderr lines and session events.
+// Everything from the server is put in with textContent (jsonView builds text nodes too).
+
+import { jsonView } from "./jsonview.js";
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+export function button(label, onClick, className = "small secondary") {
+  const b = el("button", className, label);
+  b.type = "button";
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/** Copy text to the clipboard; falls back to a selection where the Clipboard API is not allowed. */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = el("textarea", "visually-hidden");
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok;
+  }
+}
+
+const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
+
+export class MessageLog {
+  /**
+   * @param {HTMLOListElement} list
+   * @param {{edit: Function, announce: Function}} on edit(text) puts a message in the editor
+   */
+  constructor(list, on) {
+    this.list = list;
+    this.on = on;
+    this.count = 0;
+  }
+
+  /** Scroll the log (not the page) so the newest entry starts at its top. */
+  reveal(li) {
+    requestAnimationFrame(() => { this.list.scrollTop = li.offsetTop; });
+  }
+
+  clear() {
+    this.list.replaceChildren();
+    this.count = 0;
+  }
+
+  entry(kind, { seq = null, label, time = null, rtt = null, direction }) {
+    const li = el("li", `log-entry log-${kind}`);
+    li.dataset.kind = kind;
+    if (seq !== null) li.dataset.seq = String(seq);
+    const head = el("div", "log-head");
+    head.append(el("span", "log-dir", direction));
+    if (seq !== null) head.append(el("span", "log-seq", `#${seq}`));
+    head.append(el("span", "log-label", label));
+    if (time !== null) head.append(el("span", "log-time", seconds(time)));
+    if (rtt !== null && rtt !== undefined) head.append(el("span", "log-rtt", `${rtt.toFixed(1)} ms round trip`));
+    li.append(head);
+    this.list.append(li);
+    this.count += 1;
+    this.reveal(li);
+    return li;
+  }
+
+  body(li, message, raw) {
+    const actions = el("div", "log-actions");
+    const text = raw;
+    actions.append(button("Copy", async (event) => {
+      const ok = await copyText(text);
+      event.target.textContent = ok ? "Copied" : "Copy failed";
+      setTimeout(() => { event.target.textContent = "Copy"; }, 1500);
+    }));
+    actions.append(button("Edit in the editor", () => this.on.edit(message === null ? raw : JSON.stringify(message, null, 2))));
+    li.querySelector(".log-head").append(actions);
+    li.append(message === null ? el("pre", "log-raw", raw) : jsonView(message));
+  }
+
+  findings(li, findings) {
+    if (!findings || findings.length === 0) return;
+    const ul = el("ul", "findings");
+    for (const f of findings) {
+      const item = el("li", `finding finding-${f.level}`);
+      item.append(el("span", "finding-level", f.level), el("span", "finding-text", f.text));
+      if (f.ref) item.append(el("span", "finding-ref", f.ref));
+      ul.append(item);
+    }
+    li.append(ul);
+  }
+
+  sent(frame, label) {
+    const li = this.entry("sent", { seq: frame.seq, label, time: frame.at_ms, direction: "→ sent" });
+    this.body(li, frame.message, frame.line);
+    this.findings(li, frame.findings);
+    if (frame.replayed) li.dataset.replayed = "true";
+    return li;
+  }
+
+  received(frame, label) {
+    const li = this.entry("received", { seq: frame.seq, label, time: frame.at_ms, rtt: frame.rtt_ms, direction: "← received" });
+    if (frame.message === null) li.append(el("p", "log-note", "This line is not JSON: a client cannot read it."));
+    this.body(li, frame.message, frame.raw);
+    this.findings(li, frame.findings);
+    if (frame.replayed) li.dataset.replayed = "true";
+    if (frame.message && "error" in frame.message) li.classList.add("is-error");
+    return li;
+  }
+
+  relayError(frame) {
+    const err = frame.error || {};
+    const li = this.entry("relay_error", { label: `relay error ${err.code}: ${err.message}`, time: frame.at_ms, direction: "⨯ relay" });
+    li.classList.add("is-error");
+    if (frame.explanation) li.append(el("p", "log-note", frame.explanation));
+    const data = err.data || {};
+    if (data.line !== undefined) li.append(el("p", "log-note", `Where: line ${data.line}, column ${data.column}.`));
+    this.body(li, { jsonrpc: "2.0", id: frame.id ?? null, error: err }, JSON.stringify({ jsonrpc: "2.0", id: frame.id ?? null, error: err }));
+    return li;
+  }
+
+  stderr(frame) {
+    const li = this.entry("stderr", { label: "server log (stderr)", time: frame.at_ms, direction: "stderr" });
+    li.append(el("pre", "log-raw", frame.text));
+    return li;
+  }
+
+  note(text, kind = "info") {
+    const li = el("li", `log-entry log-note-entry note-${kind}`, text);
+    li.dataset.kind = "note";
+    this.list.append(li);
+    this.reveal(li);
+    return li;
+  }
+}

@@ -1,0 +1,102 @@
+// The session as a sequence diagram: two lanes, an arrow per message, a request and its response
+// in the same colour (hover or focus one to highlight both), notifications dashed. Plain SVG.
+
+const NS = "http://www.w3.org/2000/svg";
+const WIDTH = 520;
+const CLIENT_X = 70;
+const SERVER_X = WIDTH - 70;
+const TOP = 46;
+const ROW = 34;
+const PAIR_COLOURS = 6; // .pair-0 ... .pair-5 in style.css
+
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS(NS, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+export class SequenceDiagram {
+  constructor(container) {
+    this.container = container;
+    this.rows = [];
+    this.pairs = new Map(); // pair key -> colour index
+    this.nextColour = 0;
+    this.root = svg("svg", { class: "sequence", role: "img", "aria-labelledby": "sequence-title", viewBox: `0 0 ${WIDTH} ${TOP + ROW}` });
+    this.title = svg("title", { id: "sequence-title" }, "Sequence diagram: no messages yet");
+    this.root.append(this.title);
+    this.lanes = svg("g", { class: "lanes" });
+    this.arrows = svg("g", { class: "arrows" });
+    this.root.append(this.lanes, this.arrows);
+    container.append(this.root);
+    this.draw();
+  }
+
+  clear() {
+    this.rows = [];
+    this.pairs.clear();
+    this.nextColour = 0;
+    this.arrows.replaceChildren();
+    this.draw();
+  }
+
+  colourFor(pairKey) {
+    if (!pairKey) return null;
+    if (!this.pairs.has(pairKey)) {
+      this.pairs.set(pairKey, this.nextColour % PAIR_COLOURS);
+      this.nextColour += 1;
+    }
+    return this.pairs.get(pairKey);
+  }
+
+  /**
+   * @param {{seq?: number, dir: "c2s"|"s2c"|"relay", label: string, kind: string, pairKey?: string}} row
+   */
+  add(row) {
+    const y = TOP + ROW * this.rows.length + ROW / 2;
+    this.rows.push(row);
+    const colour = this.colourFor(row.pairKey);
+    const g = svg("g", { class: `arrow kind-${row.kind}${colour === null ? "" : ` pair-${colour}`}`, tabindex: "0" });
+    if (row.pairKey) g.dataset.pair = row.pairKey;
+    const toServer = row.dir !== "s2c";
+    const x1 = toServer ? CLIENT_X : SERVER_X;
+    const x2 = row.dir === "relay" ? WIDTH / 2 : toServer ? SERVER_X : CLIENT_X;
+    const tip = toServer ? -1 : 1;
+    const line = svg("line", { x1, y1: y, x2: x2 + tip * 8, y2: y, class: "shaft" });
+    if (row.kind === "notification") line.setAttribute("stroke-dasharray", "6 4");
+    const head = row.dir === "relay"
+      ? svg("path", { d: `M${x2 - 6} ${y - 6} L${x2 + 6} ${y + 6} M${x2 + 6} ${y - 6} L${x2 - 6} ${y + 6}`, class: "cross" })
+      : svg("polygon", { points: `${x2},${y} ${x2 + tip * 10},${y - 5} ${x2 + tip * 10},${y + 5}`, class: "head" });
+    const label = svg("text", { x: (x1 + x2) / 2, y: y - 6, "text-anchor": "middle", class: "label" }, row.label);
+    const seq = row.seq ? svg("text", { x: 8, y: y + 4, class: "seq" }, `#${row.seq}`) : null;
+    const hover = svg("title", {}, `${row.seq ? `#${row.seq} ` : ""}${toServer ? "client → server" : "server → client"}: ${row.label}`);
+    g.append(hover, line, head, label);
+    if (seq) g.append(seq);
+    const highlight = (on) => {
+      if (!row.pairKey) return;
+      for (const other of this.arrows.querySelectorAll("g.arrow")) {
+        if (other.dataset.pair === row.pairKey) other.classList.toggle("highlight", on);
+      }
+    };
+    g.addEventListener("mouseenter", () => highlight(true));
+    g.addEventListener("mouseleave", () => highlight(false));
+    g.addEventListener("focus", () => highlight(true));
+    g.addEventListener("blur", () => highlight(false));
+    this.arrows.append(g);
+    this.draw();
+    this.container.scrollTop = this.container.scrollHeight;
+  }
+
+  draw() {
+    const height = TOP + ROW * Math.max(this.rows.length, 1) + 8;
+    this.root.setAttribute("viewBox", `0 0 ${WIDTH} ${height}`);
+    this.root.setAttribute("height", String(height));
+    this.title.textContent = `Sequence diagram: ${this.rows.length} message${this.rows.length === 1 ? "" : "s"} between you (client) and the server`;
+    this.lanes.replaceChildren(
+      svg("text", { x: CLIENT_X, y: 18, "text-anchor": "middle", class: "lane-title" }, "you (client)"),
+      svg("text", { x: SERVER_X, y: 18, "text-anchor": "middle", class: "lane-title" }, "server"),
+      svg("line", { x1: CLIENT_X, y1: 28, x2: CLIENT_X, y2: height - 4, class: "lane" }),
+      svg("line", { x1: SERVER_X, y1: 28, x2: SERVER_X, y2: height - 4, class: "lane" }),
+    );
+  }
+}

@@ -1,0 +1,93 @@
+// Feedback on every wait: a message on its way, requests waiting for their reply, and what a long
+// silence means. The status line is announced; the ticking seconds are not.
+
+const SLOW_MS = 10000; // after this, explain what a time-out means
+
+export class Waits {
+  /**
+   * @param {HTMLElement} line role=status element
+   * @param {{cancel: Function}} on cancel(id) puts notifications/cancelled for that id in the editor
+   */
+  constructor(line, on) {
+    this.line = line;
+    this.on = on;
+    this.sending = false;
+    this.pending = new Map(); // seq -> {method, id, started}
+    this.ticker = null;
+  }
+
+  startSending() {
+    this.sending = true;
+    this.render();
+  }
+
+  sent(seq, message) {
+    this.sending = false;
+    if (message && typeof message.method === "string" && "id" in message) {
+      this.pending.set(seq, { method: message.method, id: message.id, started: performance.now(), slow: false });
+    }
+    this.render();
+  }
+
+  refused() {
+    this.sending = false;
+    this.render();
+  }
+
+  answered(seq) {
+    if (this.pending.delete(seq)) this.render();
+  }
+
+  reset() {
+    this.sending = false;
+    this.pending.clear();
+    this.render();
+  }
+
+  render() {
+    clearInterval(this.ticker);
+    this.line.replaceChildren();
+    this.line.dataset.waiting = String(this.sending || this.pending.size > 0);
+    if (this.sending) {
+      this.line.textContent = "Sending…";
+      return;
+    }
+    const [seq, oldest] = [...this.pending.entries()][0] || [];
+    if (!oldest) return;
+    const more = this.pending.size > 1 ? ` (and ${this.pending.size - 1} more)` : "";
+    const text = document.createElement("span");
+    text.textContent = `Waiting for the reply to ${oldest.method} (id ${JSON.stringify(oldest.id)})${more}… `;
+    const clock = document.createElement("span");
+    clock.className = "wait-clock";
+    clock.setAttribute("aria-hidden", "true");
+    this.line.append(text, clock);
+    const tick = () => {
+      const ms = performance.now() - oldest.started;
+      clock.textContent = `${(ms / 1000).toFixed(1)} s`;
+      if (ms > SLOW_MS && !oldest.slow) {
+        oldest.slow = true;
+        this.explainSlow(seq, oldest);
+      }
+    };
+    tick();
+    this.ticker = setInterval(tick, 250);
+  }
+
+  explainSlow(seq, request) {
+    const p = document.createElement("p");
+    p.className = "wait-slow";
+    p.textContent = `No reply after ${SLOW_MS / 1000} s. MCP sets no deadline: a server may be slow or may never answer. `
+      + "A client decides how long to wait, then tells the server it gave up with notifications/cancelled. ";
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "link-button";
+    b.textContent = `Put notifications/cancelled for id ${JSON.stringify(request.id)} in the editor`;
+    b.addEventListener("click", () => {
+      this.pending.delete(seq);
+      this.on.cancel(request.id);
+      this.render();
+    });
+    p.append(b);
+    this.line.append(p);
+  }
+}

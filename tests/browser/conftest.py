@@ -1,0 +1,123 @@
+"""Real-browser tests: Debian Chromium driven by Playwright against the real app on a loopback port.
+
+One app and one browser serve the whole package; each test gets a fresh browser context (a new
+learner cookie). Every request a page makes is recorded, and a test fails if one leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import Browser, Page, Playwright, expect, sync_playwright
+
+from tests.support.appserver import ROOT, AppProcess
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+ARTIFACTS = ROOT / "test-artifacts"
+# Generous: two busy cores start sandboxed servers while Chromium renders.
+EXPECT_TIMEOUT_MS = 20_000
+LOCAL_SCHEMES = {"data", "blob", "about"}
+
+
+def _require_chromium() -> None:
+    if CHROMIUM.exists():
+        return
+    message = f"{CHROMIUM} is missing: `make test` installs it (apt-get install chromium)"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="package")
+def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    """The real app, with the test-only `test-probe` server registered too."""
+    _require_chromium()
+    app = AppProcess(
+        tmp_path_factory.mktemp("browser-app"), extra_demo_modules=["tests.fixtures.probe_server"]
+    )
+    app.start()
+    yield app
+    app.stop()
+
+
+@pytest.fixture(scope="package")
+def playwright_driver() -> Iterator[Playwright]:
+    _require_chromium()
+    with sync_playwright() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="package")
+def browser(playwright_driver: Playwright) -> Iterator[Browser]:
+    browser = playwright_driver.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture(scope="package")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+class PageProbe:
+    """What a page did that a test may assert on afterwards."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.frames_sent: list[str] = []
+
+    def outside(self) -> list[str]:
+        return [
+            url for url in self.requests
+            if urlsplit(url).scheme not in LOCAL_SCHEMES and urlsplit(url).hostname != "127.0.0.1"
+        ]  # fmt: skip
+
+
+def _new_page(browser: Browser, app: AppProcess, color_scheme: str, probe: PageProbe) -> Page:
+    context = browser.new_context(
+        base_url=app.base, viewport={"width": 1400, "height": 950}, color_scheme=color_scheme,  # type: ignore[arg-type]
+        permissions=["clipboard-read", "clipboard-write"],
+    )  # fmt: skip
+    context.set_default_timeout(EXPECT_TIMEOUT_MS)
+    page = context.new_page()
+    page.on("request", lambda request: probe.requests.append(request.url))
+    page.on("websocket", lambda ws: probe.requests.append(ws.url))
+    page.on(
+        "websocket", lambda ws: ws.on("framesent", lambda payload: probe.frames_sent.append(str(payload)))
+    )
+    page.on("pageerror", lambda error: probe.errors.append(str(error)))
+    return page
+
+
+@pytest.fixture
+def probe() -> PageProbe:
+    return PageProbe()
+
+
+@pytest.fixture
+def page(browser: Browser, browser_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
+    yield from _page(browser, browser_app, probe, "light")
+
+
+@pytest.fixture
+def dark_page(browser: Browser, browser_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
+    yield from _page(browser, browser_app, probe, "dark")
+
+
+def _page(browser: Browser, app: AppProcess, probe: PageProbe, scheme: str) -> Iterator[Page]:
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
+    page = _new_page(browser, app, scheme, probe)
+    yield page
+    page.context.close()
+    assert probe.outside() == [], f"the page made requests outside 127.0.0.1: {probe.outside()}"
+    assert probe.errors == [], f"JavaScript errors on the page: {probe.errors}"

@@ -1,0 +1,258 @@
+"""The console on a lesson step and on /playground, in a real browser."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import PageProbe
+
+INITIALIZE_STEP = "/course/initialize-handshake/request"
+
+
+def ready(page: Page) -> None:
+    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+
+
+def log_entry(page: Page, kind: str):
+    return page.locator(f"ol.log li.log-entry[data-kind={kind}]")
+
+
+def test_send_the_prefilled_initialize_and_the_check_turns_green(page: Page, artifacts: Path) -> None:
+    page.goto(INITIALIZE_STEP)
+    ready(page)
+    editor = page.locator("#console-message")
+    assert json.loads(editor.input_value())["method"] == "initialize"
+    check = page.locator('li.check[data-check="initialize-answered"]')
+    expect(check).to_have_attribute("data-passed", "false")
+    editor.focus()
+    page.keyboard.press("Control+Enter")
+    reply = log_entry(page, "received").first
+    expect(reply).to_contain_text("result for initialize")
+    expect(reply.locator(".log-rtt")).to_contain_text("ms round trip")
+    expect(check).to_have_attribute("data-passed", "true")
+    expect(check.locator(".mark")).to_have_class("mark mark-done")
+    expect(page.locator("svg.sequence g.arrow")).to_have_count(2)
+    expect(page.locator('[data-fact="revision"]')).to_have_text("2025-06-18")
+    page.screenshot(path=artifacts / "step-initialize-after-send.png")
+    page.locator("section.console").screenshot(path=artifacts / "console-after-initialize.png")
+
+
+def send(page: Page, text: str) -> None:
+    """Type a message in the editor, exactly, and send it with the keyboard."""
+    editor = page.locator("#console-message")
+    editor.fill(text)
+    editor.press("Control+Enter")
+
+
+def test_invalid_json_shows_where_it_breaks_without_a_round_trip_and_is_sent_as_typed(
+    page: Page, probe: PageProbe
+) -> None:
+    page.goto("/playground")
+    ready(page)
+    text = '{"jsonrpc": "2.0",\n  "id": 1,\n  "method": "ping",,\n}'
+    page.locator("#console-message").fill(text)
+    error = page.locator("[data-editor-status] .json-error")
+    expect(error).to_contain_text("line 3, column 20")
+    expect(error).to_have_attribute("data-line", "3")
+    expect(page.locator("#console-message")).to_have_attribute("aria-invalid", "true")
+    assert probe.frames_sent == []  # the position came from the page, not from the relay
+    error.get_by_role("button", name="Go to the error").click()
+    assert page.evaluate("document.querySelector('#console-message').selectionStart") == text.index(",,") + 1
+    page.locator("[data-action=send]").click()
+    refusal = log_entry(page, "relay_error")
+    expect(refusal).to_contain_text("-32700")
+    assert [json.loads(f) for f in probe.frames_sent] == [{"type": "send", "text": text}]
+    expect(page.locator("#console-message")).to_have_value(text)  # never replaced by an older valid message
+
+
+def test_answer_a_quiz_in_place(page: Page, artifacts: Path) -> None:
+    page.goto("/course/initialize-handshake/capabilities")
+    quiz = page.locator("form#quiz-after-initialize-result")
+    quiz.get_by_label("The server sends").check()
+    quiz.get_by_role("button", name="Check my answer").click()
+    expect(quiz.locator(".quiz-verdict")).to_contain_text("Not quite")
+    quiz.get_by_label("The client sends").check()
+    quiz.get_by_role("button", name="Check my answer").click()
+    expect(quiz.locator(".quiz-verdict.right")).to_contain_text("Correct")
+    assert page.url.endswith("/course/initialize-handshake/capabilities")  # answered in place
+    quiz.screenshot(path=artifacts / "quiz-answered.png")
+
+
+def test_server_output_is_shown_as_text_and_runs_nothing(page: Page, artifacts: Path) -> None:
+    page.goto("/playground?server=test-probe")
+    ready(page)
+    page.locator("#console-message").press("Control+Enter")  # the prefilled initialize
+    expect(log_entry(page, "received")).to_have_count(1)
+    send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    send(
+        page,
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "html_text", "arguments": {}}}',
+    )
+    reply = log_entry(page, "received").nth(1)
+    expect(reply).to_contain_text('<img src=x onerror=\\"window.__xss = 1\\">')
+    expect(log_entry(page, "stderr")).to_contain_text('<img src=x onerror="window.__xss = 1">')
+    assert page.evaluate("window.__xss") is None
+    expect(page.locator("section.console img")).to_have_count(0)
+    expect(page.locator("section.console script")).to_have_count(0)
+    page.locator("section.console").screenshot(path=artifacts / "console-markup-as-text.png")
+
+
+def test_a_server_request_becomes_a_card_answered_by_editing_a_reply(page: Page, artifacts: Path) -> None:
+    page.goto("/playground?server=demo-assistant")
+    ready(page)
+    page.select_option("#console-template", "initialize-2025-11-25")  # declares sampling, roots, elicitation
+    page.locator("[data-action=template]").click()
+    page.locator("#console-message").press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(1)
+    send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    send(
+        page,
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "suggest_trip", "arguments": {"city": "Pune"}}}',
+    )
+    card = page.locator('.request-card[data-method="sampling/createMessage"]')
+    expect(card).to_be_visible()
+    reply = card.get_by_label("Your reply")
+    expect(reply).to_be_focused()
+    prefilled = json.loads(reply.input_value())
+    assert prefilled["result"]["role"] == "assistant" and prefilled["result"]["model"] == "learner"
+    prefilled["result"]["content"]["text"] = "See the Aga Khan Palace."
+    reply.fill(json.dumps(prefilled, indent=2))
+    card.screenshot(path=artifacts / "server-request-card.png")
+    card.get_by_role("button", name="Send reply").click()
+    result = log_entry(page, "received").filter(has_text="result for tools/call")
+    expect(result).to_contain_text("See the Aga Khan Palace.")
+    expect(card).to_have_class("request-card answered")
+    pairs = page.locator("svg.sequence g.arrow[data-pair]")
+    expect(pairs).to_have_count(6)  # initialize, tools/call and sampling, each with its reply
+
+
+def test_a_dropped_connection_reconnects_and_keeps_transcript_and_checks(page: Page) -> None:
+    page.goto(INITIALIZE_STEP)
+    ready(page)
+    session = page.locator('[data-fact="session"]').inner_text()
+    page.locator("#console-message").press("Control+Enter")
+    check = page.locator('li.check[data-check="initialize-answered"]')
+    expect(check).to_have_attribute("data-passed", "true")
+    page.evaluate("document.querySelector('section.console').consoleApp.connection.drop()")
+    expect(page.locator("[data-console-state]")).to_contain_text("Reconnected")
+    expect(page.locator('[data-fact="session"]')).to_have_text(session)
+    expect(log_entry(page, "sent")).to_have_count(1)
+    expect(check).to_have_attribute("data-passed", "true")
+    send(page, '{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
+    pong = log_entry(page, "received").nth(1)
+    expect(pong).to_contain_text("result for ping")
+    expect(pong).to_have_attribute("data-seq", "4")  # the same transcript goes on
+
+
+def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
+    page.goto("/playground?server=demo-flaky")
+    ready(page)
+    first = page.locator('[data-fact="session"]').inner_text()
+    page.locator("#console-message").press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(1)
+    send(
+        page,
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 2}}}',
+    )
+    expect(page.locator("[data-wait]")).to_contain_text("Waiting for the reply to tools/call (id 2)")
+    expect(log_entry(page, "received")).to_have_count(2)
+    expect(page.locator("[data-wait]")).to_have_text("")
+    send(
+        page,
+        '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "crash", "arguments": {"status": 3}}}',
+    )
+    state = page.locator("[data-console-state]")
+    expect(state).to_have_attribute("data-state", "exited")
+    expect(state).to_contain_text("status 3")
+    expect(log_entry(page, "stderr")).to_contain_text("crashing on purpose")
+    new_server = page.get_by_role("button", name="Start a new server")
+    expect(new_server).to_be_focused()
+    new_server.press("Enter")
+    ready(page)
+    expect(page.locator('[data-fact="session"]')).not_to_have_text(first)
+
+
+def test_try_it_templates_and_next_id(page: Page) -> None:
+    page.goto(INITIALIZE_STEP)
+    ready(page)
+    example = page.locator("pre[data-example]").first
+    example.locator("xpath=following-sibling::button[1]").click()
+    editor = page.locator("#console-message")
+    expect(editor).to_be_focused()
+    assert editor.input_value() == example.inner_text().strip()
+    editor.press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(1)
+    page.select_option("#console-template", "tools-list")
+    page.get_by_role("button", name="Use template").click()
+    assert json.loads(editor.input_value()) == {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    typed = '{ "jsonrpc": "2.0",\n  "id": 1,   "method": "ping" }'
+    editor.fill(typed)
+    expect(page.locator("[data-editor-status]")).to_contain_text("already used")
+    page.get_by_role("button", name="Next id").click()
+    expect(editor).to_have_value(typed.replace('"id": 1', '"id": 2'))  # only the id changed
+
+
+def test_screenshots_of_the_main_pages(page: Page, artifacts: Path, probe: PageProbe) -> None:
+    page.goto("/")
+    page.screenshot(path=artifacts / "home.png", full_page=True)
+    page.goto("/course")
+    page.screenshot(path=artifacts / "course-map.png", full_page=True)
+    page.goto("/playground")
+    ready(page)
+    page.locator("#console-message").press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(1)
+    send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    send(page, '{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}')
+    expect(log_entry(page, "received")).to_have_count(2)
+    page.screenshot(path=artifacts / "playground.png", full_page=True)
+    assert probe.requests and probe.outside() == []
+
+
+def test_dark_mode_playground(dark_page: Page, artifacts: Path) -> None:
+    page = dark_page
+    page.goto("/playground?server=demo-stateless")
+    ready(page)
+    page.locator("#console-message").press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(1)
+    page.locator("#console-message").fill('{"jsonrpc": "2.0", "id": 2, "method": "tools/list", }')
+    expect(page.locator("[data-editor-status] .json-error")).to_contain_text("trailing commas")
+    page.screenshot(path=artifacts / "playground-dark.png", full_page=True)
+    page.goto(INITIALIZE_STEP)
+    ready(page)
+    page.screenshot(path=artifacts / "step-dark.png")
+
+
+def test_restart_and_export_the_transcript(page: Page) -> None:
+    page.goto("/playground")
+    ready(page)
+    session = page.locator('[data-fact="session"]').inner_text()
+    page.locator("#console-message").press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(1)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Export the transcript (JSON)").click()
+    transcript = json.loads(Path(download.value.path()).read_text())
+    assert transcript["session"] == session
+    assert [e["direction"] for e in transcript["entries"]] == ["client", "server"]
+    page.get_by_role("button", name="Restart the server").click()
+    expect(page.locator("ol.log li.note-info").filter(has_text="Restarting")).to_have_count(1)
+    ready(page)
+    expect(page.locator("svg.sequence g.arrow")).to_have_count(0)
+    send(page, '{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
+    expect(log_entry(page, "sent").nth(1)).to_have_attribute("data-seq", "1")  # a fresh transcript
+    expect(page.locator('[data-fact="session"]')).to_have_text(session)
+
+
+def test_arrow_keys_inside_the_console_do_not_turn_the_page(page: Page) -> None:
+    page.goto(INITIALIZE_STEP)
+    ready(page)
+    turned = page.evaluate(
+        """() => {
+            const event = new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true, cancelable: true});
+            document.querySelector("ol.log").dispatchEvent(event);
+            return event.defaultPrevented;
+        }"""
+    )
+    assert turned is False
