@@ -1,15 +1,16 @@
 // Feedback on every wait: a message on its way, requests waiting for their reply, and what a long
 // silence means. The status line is announced; the ticking seconds are not.
 
-const SLOW_MS = 10000; // after this, explain what a time-out means
+const SLOW_MS = 10000; // after this, explain what a time-out means (the page may set another)
 
 export class Waits {
   /**
    * @param {HTMLElement} line role=status element
    * @param {{cancel: Function}} on cancel(id) puts notifications/cancelled for that id in the editor
    */
-  constructor(line, on) {
+  constructor(line, on, slowMs = SLOW_MS) {
     this.line = line;
+    this.slowMs = slowMs;
     this.on = on;
     this.sending = false;
     this.pending = new Map(); // seq -> {method, id, started}
@@ -64,7 +65,7 @@ export class Waits {
     const tick = () => {
       const ms = performance.now() - oldest.started;
       clock.textContent = `${(ms / 1000).toFixed(1)} s`;
-      if (ms > SLOW_MS && !oldest.slow) {
+      if (ms > this.slowMs && !oldest.slow) {
         oldest.slow = true;
         this.explainSlow(seq, oldest);
       }
@@ -76,7 +77,7 @@ export class Waits {
   explainSlow(seq, request) {
     const p = document.createElement("p");
     p.className = "wait-slow";
-    p.textContent = `No reply after ${SLOW_MS / 1000} s. MCP sets no deadline: a server may be slow or may never answer. `
+    p.textContent = `No reply after ${Math.round(this.slowMs / 1000)} s. MCP sets no deadline: a server may be slow or may never answer. `
       + "A client decides how long to wait, then tells the server it gave up with notifications/cancelled. ";
     const b = document.createElement("button");
     b.type = "button";

@@ -41,7 +41,9 @@ def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess
     """The real app, with the test-only `test-probe` server registered too."""
     _require_chromium()
     app = AppProcess(
-        tmp_path_factory.mktemp("browser-app"), extra_demo_modules=["tests.fixtures.probe_server"]
+        tmp_path_factory.mktemp("browser-app"),
+        extra_demo_modules=["tests.fixtures.probe_server"],
+        reply_timeout_s=1,  # so the "no reply yet" explanation shows within a test
     )
     app.start()
     yield app

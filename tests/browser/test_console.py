@@ -155,9 +155,11 @@ def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
     expect(log_entry(page, "received")).to_have_count(1)
     send(
         page,
-        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 2}}}',
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 4}}}',
     )
     expect(page.locator("[data-wait]")).to_contain_text("Waiting for the reply to tools/call (id 2)")
+    # Past the reply time-out (1 s in these tests) the console says what a time-out means.
+    expect(page.locator("[data-wait]")).to_contain_text("No reply after 1 s. MCP sets no deadline")
     expect(log_entry(page, "received")).to_have_count(2)
     expect(page.locator("[data-wait]")).to_have_text("")
     send(
