@@ -187,6 +187,8 @@ def test_the_cpu_limit_stops_a_spinning_server(tmp_path: Path) -> None:
 def test_open_and_close_100_sessions_leaves_nothing_behind(tmp_path: Path) -> None:
     import asyncio
 
+    import httpx
+
     with AppProcess(tmp_path, warm_pool_size=2) as app:
         low, high = app.uid_base, app.uid_base + 1000
 
@@ -197,13 +199,18 @@ def test_open_and_close_100_sessions_leaves_nothing_behind(tmp_path: Path) -> No
                     await client.initialize()
                 await client.close()
 
-        baseline_pool = 2 * 2  # demo-orders' pool of 2, each instance a keeper and a server
+        def only_warm_pools_left() -> bool:
+            # Each warm instance is a keeper and a server; an exited one is reaped (no zombie).
+            pools = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
+            procs = processes_in_uid_range(low, high)
+            return (
+                len(procs) == 2 * sum(pools.values())
+                and pools["demo-orders"] == 2
+                and not any(p.zombie for p in procs)
+            )
+
         asyncio.run(cycles())
-        settled = wait_until(lambda: len(processes_in_uid_range(low, high)) <= baseline_pool + 2 * 1 * 10, 60)
-        assert settled
-        # Once the pools are full again, only warm instances remain: each uid a keeper and a server.
-        procs = processes_in_uid_range(low, high)
-        assert not [p for p in procs if p.zombie]
+        assert wait_until(only_warm_pools_left, 60), processes_in_uid_range(low, high)
         app.stop()
         assert wait_until(lambda: not processes_in_uid_range(low, high), 30), processes_in_uid_range(
             low, high
