@@ -192,7 +192,7 @@ def parse_quiz(block: Block) -> Quiz:
     return Quiz(quiz_id, render_inline(question), kind, tuple(parsed), block.line)
 
 
-EXPECT_KEYS = {"before", "send", "reply", "caption"}
+EXPECT_KEYS = {"before", "send", "send-line", "reply", "caption", "answer", "along"}
 
 
 def parse_expect(block: Block, default_server: str | None, servers: Collection[str]) -> Expect:
@@ -200,11 +200,23 @@ def parse_expect(block: Block, default_server: str | None, servers: Collection[s
     server = _server(block, block.info.attrs.get("server", default_server), servers)
     rev, invalid = block.revision()
     data = block.yaml()
-    if not isinstance(data, dict) or "send" not in data or "reply" not in data:
-        raise block.error("```expect holds a YAML mapping with send and reply (and maybe before, caption)")
+    if not isinstance(data, dict) or ("send" in data) == ("send-line" in data) or "reply" not in data:
+        raise block.error(
+            "```expect holds a YAML mapping with send (or send-line) and reply "
+            "(and maybe before, answer, along, caption)"
+        )
     _known_keys(block, data, EXPECT_KEYS, "expect")
-    message = _message(block, data["send"], "send")
-    check_message(block, message, rev, invalid)
+    message: dict[str, Any] | None = None
+    send_line: str | None = None
+    if "send" in data:
+        message = _message(block, data["send"], "send")
+        check_message(block, message, rev, invalid)
+    else:
+        send_line = data["send-line"]
+        if not isinstance(send_line, str) or "\n" in send_line or not invalid:
+            raise block.error(
+                "send-line is one line of text sent exactly as written (bad input): mark the block invalid"
+            )
     before = data.get("before") or []
     if not isinstance(before, list):
         raise block.error("before is a list of messages sent first")
@@ -218,12 +230,38 @@ def parse_expect(block: Block, default_server: str | None, servers: Collection[s
         reply = _json(block, reply, "reply")
     if reply is not None and not isinstance(reply, dict):
         raise block.error("reply is a JSON object (the parts the reply must contain) or none")
-    if reply is not None and "id" not in message:
+    if reply is not None and message is not None and "id" not in message:
         raise block.error("a notification gets no reply: write reply: none")
     caption = data.get("caption")
     if caption is not None and not isinstance(caption, str):
         raise block.error("caption is a line of text")
-    return Expect(server, earlier, message, reply, block.line, rev, invalid, caption)
+    answers = _answers(block, data.get("answer") or {}, rev or DEFAULT_INVALID_REVISION)
+    along = data.get("along") or []
+    if not isinstance(along, list):
+        raise block.error("along is a list of messages the server sends before its reply")
+    patterns = tuple(_message(block, m, "along") for m in along)
+    return Expect(
+        server, earlier, message, reply, block.line, rev, invalid, caption, send_line, answers, patterns
+    )
+
+
+def _answers(block: Block, value: Any, rev: str) -> tuple[tuple[str, dict[str, Any]], ...]:
+    """`answer:` maps a server request's method to the client's reply: {"result": ...} or {"error": ...}."""
+    if not isinstance(value, dict):
+        raise block.error(
+            'answer maps a method the server asks to the reply, e.g. roots/list: {"result": {...}}'
+        )
+    answers = []
+    for method, body in value.items():
+        body = _json(block, body, "answer") if isinstance(body, str) else body
+        if not isinstance(body, dict) or len(body) != 1 or not ({"result", "error"} & set(body)):
+            raise block.error(f"the answer to {method} is an object with result or error")
+        response = {"jsonrpc": "2.0", "id": 1, **body}
+        problems = validate_message(response, rev, reply_to=method, sender="client")
+        if problems:
+            raise block.error(f"the answer to {method} is not valid for revision {rev}: {problems[0]}")
+        answers.append((str(method), body))
+    return tuple(answers)
 
 
 def _message(block: Block, value: Any, name: str) -> dict[str, Any]:

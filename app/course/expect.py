@@ -18,6 +18,7 @@ STOP_TIMEOUT_S = 10.0
 # Server-sent notifications or requests skipped while waiting for one reply.
 MAX_SKIPPED = 50
 PROBE_ID = "expect-no-reply-probe"
+ANY_ID = object()  # a raw line has no id of its own: its reply is the next response
 
 
 class Channel(Protocol):
@@ -25,11 +26,24 @@ class Channel(Protocol):
 
     def send(self, message: dict[str, Any]) -> None: ...
 
+    def send_line(self, line: str) -> None: ...
+
     def receive(self) -> Any: ...
 
 
 class ExpectFailed(AssertionError):
     pass
+
+
+class NotJson(str):
+    """A line the server wrote that is not JSON (an `along` pattern can never match it)."""
+
+
+def parse_line(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return NotJson(line.rstrip("\n"))
 
 
 def contains(actual: Any, pattern: Any, path: str = "reply") -> str | None:
@@ -60,11 +74,24 @@ def contains(actual: Any, pattern: Any, path: str = "reply") -> str | None:
     return None
 
 
-def _reply_to(channel: Channel, request_id: Any) -> dict[str, Any]:
+def _reply_to(
+    channel: Channel, request_id: Any, expect: Expect | None = None, seen: list[Any] | None = None
+) -> dict[str, Any]:
+    """The next response (to `request_id`, unless it is ANY_ID), answering server requests on the way."""
+    answers = dict(expect.answers) if expect else {}
     for _ in range(MAX_SKIPPED):
         message = channel.receive()
-        if isinstance(message, dict) and "method" not in message and message.get("id") == request_id:
+        if not isinstance(message, dict):
+            if seen is not None:
+                seen.append(message)
+            continue
+        if "method" not in message and (request_id is ANY_ID or message.get("id") == request_id):
             return message
+        if seen is not None:
+            seen.append(message)
+        method = message.get("method")
+        if "id" in message and method in answers:
+            channel.send({"jsonrpc": "2.0", "id": message["id"], **answers[method]})
     raise ExpectFailed(f"no reply to id {request_id!r} among {MAX_SKIPPED} messages")
 
 
@@ -73,8 +100,12 @@ def run_expect(expect: Expect, channel: Channel) -> None:
     for message in expect.before:
         channel.send(message)
         if "id" in message:
-            _reply_to(channel, message["id"])
-    channel.send(expect.send)
+            _reply_to(channel, message["id"], expect)
+    if expect.send_line is not None:
+        channel.send_line(expect.send_line)
+    else:
+        assert expect.send is not None
+        channel.send(expect.send)
     if expect.reply is None:
         # Nothing may come back: a ping sent right after must get the next reply.
         channel.send({"jsonrpc": "2.0", "id": PROBE_ID, "method": "ping"})
@@ -82,7 +113,15 @@ def run_expect(expect: Expect, channel: Channel) -> None:
         if not (isinstance(first, dict) and first.get("id") == PROBE_ID):
             raise ExpectFailed(f"expected no reply, but the server sent {json.dumps(first)}")
         return
-    reply = _reply_to(channel, expect.send["id"])
+    seen: list[Any] = []
+    request_id = ANY_ID if expect.send is None else expect.send["id"]
+    reply = _reply_to(channel, request_id, expect, seen)
+    for pattern in expect.along:
+        if all(contains(message, pattern, "message") is not None for message in seen):
+            raise ExpectFailed(
+                f"the server sent no message containing {json.dumps(pattern)} before its reply; "
+                f"it sent {json.dumps(seen)}"
+            )
     problem = contains(reply, expect.reply)
     if problem:
         raise ExpectFailed(f"{problem}; the whole reply was {json.dumps(reply)}")
@@ -109,8 +148,11 @@ class ProcessChannel:
         self.lines.put(None)
 
     def send(self, message: dict[str, Any]) -> None:
+        self.send_line(json.dumps(message))
+
+    def send_line(self, line: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
     def receive(self) -> Any:
@@ -120,7 +162,7 @@ class ProcessChannel:
             raise ExpectFailed(f"the server sent nothing for {REPLY_TIMEOUT_S} s") from None
         if line is None:
             raise ExpectFailed(f"the server exited with status {self.proc.wait()}")
-        return json.loads(line)
+        return parse_line(line)
 
     def close(self) -> None:
         assert self.proc.stdin is not None

@@ -57,16 +57,22 @@ class Expect:
     """A claim about the live server: send `before` then `send`; the reply must contain `reply`.
 
     `reply` None means the server must send nothing back (checked by a ping that follows).
+    `send_line` replaces `send` with an exact line of text (bad input: not JSON, a batch, ...).
+    `answers` are the client's replies to requests the server sends meanwhile, by method;
+    `along` are messages the server must send between `send` and the reply.
     """
 
     server: str
     before: tuple[dict[str, Any], ...]
-    send: dict[str, Any]
+    send: dict[str, Any] | None
     reply: dict[str, Any] | None
     line: int
     revision: str | None
     invalid: bool = False
     caption: str | None = None
+    send_line: str | None = None
+    answers: tuple[tuple[str, dict[str, Any]], ...] = ()
+    along: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -49,14 +49,28 @@ def _expect_html(expect: Expect) -> Markup:
         names = ", ".join(str(m.get("method", "a response")) for m in expect.before)
         before = f'<p class="expect-before">After sending: <code>{escape(names)}</code></p>'
     caption = f"<figcaption>{escape(expect.caption)}</figcaption>" if expect.caption else ""
-    send = code_block(pretty_json(expect.send), "json", {"data-example": "send"})
+    if expect.send is not None:
+        send = code_block(pretty_json(expect.send), "json", {"data-example": "send"})
+    else:
+        send = code_block(expect.send_line or "", "text", {"data-example": "line"})
+    meanwhile = ""
+    for method, body in expect.answers:
+        meanwhile += (
+            f'<p class="exchange-label">When the server asks <code>{escape(method)}</code>, you answer</p>'
+            + code_block(pretty_json(body), "json")
+        )
+    if expect.along:
+        meanwhile += '<p class="exchange-label">Before its reply, the server also sends</p>'
+        meanwhile += "".join(code_block(pretty_json(m), "json") for m in expect.along)
+    if meanwhile:
+        meanwhile = f'<div class="exchange-meanwhile">{meanwhile}</div>'
     if expect.reply is None:
         reply = '<p class="expect-none">The server sends nothing back.</p>'
     else:
         reply = code_block(pretty_json(expect.reply), "json")
     return Markup(
         f'<figure class="exchange" data-expect>{caption}{before}'
-        f'<div class="exchange-send"><p class="exchange-label">You send</p>{send}</div>'
+        f'<div class="exchange-send"><p class="exchange-label">You send</p>{send}</div>{meanwhile}'
         f'<div class="exchange-reply"><p class="exchange-label">The server replies '
         f"(the parts that matter)</p>{reply}</div></figure>\n"
     )

@@ -131,6 +131,9 @@ def validate_message(
         jsonrpc_message_adapter.validate_python(message)
     except ValidationError as exc:
         return [f"not a JSON-RPC 2.0 message: {_first_error(exc)}"]
+    id_problem = _id_problem(message)
+    if id_problem:
+        return [id_problem]
     method = message.get("method")
     try:
         if method is not None:
@@ -145,6 +148,18 @@ def validate_message(
     except ValidationError as exc:
         return [f"{method}: {_first_error(exc)}"]
     return table_problems(message, revision, method)
+
+
+def _id_problem(message: dict[str, Any]) -> str | None:
+    """MCP ids are strings or integers; null only in an error response (to an unreadable request)."""
+    if "id" not in message:
+        return None
+    value = message["id"]
+    if value is None and "error" in message:
+        return None
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    return f"an id is a string or an integer, not {json.dumps(value)}"
 
 
 def _kind(message: dict[str, Any]) -> str:

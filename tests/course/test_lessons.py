@@ -9,7 +9,7 @@ import pytest
 
 from app.config import PROJECT_ROOT
 from app.course.catalog import Catalog
-from app.course.expect import ExpectFailed, contains, run_expect
+from app.course.expect import ExpectFailed, contains, parse_line, run_expect
 from app.course.models import Example, Expect
 from app.course.revisions import parse_strict_json, validate_message
 from app.demos import load_registry
@@ -56,12 +56,17 @@ class StdioChannel:
     def send(self, message: dict[str, Any]) -> None:
         self.server.send(message)
 
+    def send_line(self, line: str) -> None:
+        assert self.server.proc.stdin is not None
+        self.server.proc.stdin.write(line + "\n")
+        self.server.proc.stdin.flush()
+
     def receive(self) -> Any:
         assert self.server.proc.stdout is not None
         line = self.server.proc.stdout.readline()
         if not line:
             raise ExpectFailed("the server closed its output")
-        return json.loads(line)
+        return parse_line(line)
 
 
 @pytest.mark.parametrize("item", EXPECTS, ids=where)

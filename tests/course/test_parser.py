@@ -107,7 +107,7 @@ def line_of(text: str, needle: str) -> int:
         ),
         (("    correct: true\n", ""), "```quiz", "exactly one correct"),
         (("question: Pick b.", "question: Pick: b: c"), "question:", "not valid YAML"),
-        (("reply: {", "replies: {"), "```expect", "send and reply"),
+        (("reply: {", "replies: {"), "```expect", "send (or send-line) and reply"),
     ],
 )
 def test_a_mistake_is_reported_with_its_line(change: tuple[str, str], needle: str, message: str) -> None:
@@ -187,3 +187,32 @@ def test_the_catalog_orders_lessons_by_number_and_finds_steps(tmp_path: Path) ->
     assert step is not None and step.title == "Second step"
     assert catalog.step("tiny/none") is None and catalog.step("nope") is None
     assert catalog.neighbours(catalog.step("tiny/first")) == (catalog.step("early/second"), step)
+
+
+def test_expect_send_line_answer_and_along(tmp_path) -> None:
+    from app.course.blocks import Block, Info, parse_expect
+    from app.course.models import LessonError
+
+    def block(info: str, body: str) -> Block:
+        return Block(tmp_path / "x.md", 1, Info.parse(info), body)
+
+    raw = parse_expect(
+        block("expect invalid server=demo-orders", "send-line: '[1]'\nreply: none\n"), None, ()
+    )
+    assert raw.send is None and raw.send_line == "[1]" and raw.reply is None
+    with pytest.raises(LessonError, match="mark the block invalid"):
+        parse_expect(
+            block("expect rev=2025-11-25 server=demo-orders", "send-line: 'x'\nreply: none\n"), None, ()
+        )
+    body = (
+        'send: {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "t", "arguments": {}}}\n'
+        'answer:\n  roots/list: {"result": {"roots": []}}\n'
+        'along:\n  - {"method": "roots/list"}\n'
+        'reply: {"id": 2}\n'
+    )
+    full = parse_expect(block("expect rev=2025-11-25 server=demo-assistant", body), None, ())
+    assert full.answers == (("roots/list", {"result": {"roots": []}}),)
+    assert full.along == ({"method": "roots/list"},)
+    bad = body.replace('{"result": {"roots": []}}', '{"result": {"roots": 5}}')
+    with pytest.raises(LessonError, match="the answer to roots/list is not valid"):
+        parse_expect(block("expect rev=2025-11-25 server=demo-assistant", bad), None, ())

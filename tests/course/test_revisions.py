@@ -134,3 +134,15 @@ def test_every_rule_names_a_known_revision_and_a_reachable_place() -> None:
 def test_strict_json_refuses_nan() -> None:
     with pytest.raises(ValueError):
         parse_strict_json('{"a": NaN}')
+
+
+@pytest.mark.parametrize("bad_id", [None, 1.5, True, [1], {"n": 1}])
+def test_an_id_is_a_string_or_an_integer(bad_id: object) -> None:
+    problems = validate_message({"jsonrpc": "2.0", "id": bad_id, "method": "ping"}, "2025-11-25")
+    assert problems and "an id is a string or an integer" in problems[0]
+
+
+def test_a_null_id_is_allowed_only_in_an_error_response() -> None:
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    assert validate_message(error, "2025-11-25") == []
+    assert validate_message({"jsonrpc": "2.0", "id": "a", "method": "ping"}, "2025-11-25") == []

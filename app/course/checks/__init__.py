@@ -1,0 +1,172 @@
+"""Hands-on checks: named predicates over a learner's live session transcript.
+
+A lesson lists check names in a ```checks block; the WebSocket route calls `evaluate(step,
+transcript)` after every message and pushes each result as a `check` frame. A reason says what
+is still missing while a check fails, and what was seen once it passes.
+
+The registry and the helpers for reading a transcript live here; the checks themselves live in
+one module per lesson (imported at the bottom, which registers them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from app.course.models import Step
+from app.protocol.transcript import Entry, Transcript
+
+Outcome = tuple[bool, str]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    goal: str  # what the learner should do: the checklist item on the step page (Markdown inline)
+    predicate: Callable[[Transcript], Outcome]
+
+    def run(self, transcript: Transcript) -> CheckResult:
+        passed, reason = self.predicate(transcript)
+        return CheckResult(self.name, passed, reason)
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def check(
+    name: str, goal: str
+) -> Callable[[Callable[[Transcript], Outcome]], Callable[[Transcript], Outcome]]:
+    def register(predicate: Callable[[Transcript], Outcome]) -> Callable[[Transcript], Outcome]:
+        if name in REGISTRY:
+            raise ValueError(f"two hands-on checks are named {name!r}")
+        REGISTRY[name] = Check(name, goal, predicate)
+        return predicate
+
+    return register
+
+
+def get(name: str) -> Check | None:
+    return REGISTRY.get(name)
+
+
+def evaluate(step: Step, transcript: Transcript) -> list[CheckResult]:
+    """Every check of `step` against the transcript, in the lesson's order."""
+    return [REGISTRY[name].run(transcript) for name in step.checks]
+
+
+# --- Reading a transcript -------------------------------------------------------------------
+
+
+def requests(t: Transcript, method: str) -> list[Entry]:
+    """The client's requests of `method`, oldest first."""
+    return [e for e in t.client_messages() if e.is_request and e.method == method]
+
+
+def exchanges(t: Transcript, method: str) -> Iterator[tuple[Entry, Entry | None]]:
+    """Each client request of `method` with its response (None while unanswered), newest first."""
+    for request in reversed(requests(t, method)):
+        yield request, t.response_to(request)
+
+
+def result_of(response: Entry | None) -> dict[str, Any] | None:
+    if response is None or not isinstance(response.message, dict):
+        return None
+    result = response.message.get("result")
+    return result if isinstance(result, dict) else None
+
+
+def error_of(response: Entry | None) -> dict[str, Any] | None:
+    if response is None or not isinstance(response.message, dict):
+        return None
+    error = response.message.get("error")
+    return error if isinstance(error, dict) else None
+
+
+def params_of(entry: Entry) -> dict[str, Any]:
+    params = entry.message.get("params") if isinstance(entry.message, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
+def error_words(error: dict[str, Any]) -> str:
+    return f"error {error.get('code')} ({error.get('message')})"
+
+
+def first_text(result: dict[str, Any]) -> str:
+    """The first text item of a tool result's `content`, shortened for a reason line."""
+    for item in result.get("content") or []:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            text = " ".join(item["text"].split())
+            return text if len(text) <= 120 else text[:117] + "..."
+    return ""
+
+
+def server_notifications(t: Transcript, method: str, after: int = 0) -> list[Entry]:
+    return [e for e in t.server_messages() if e.is_notification and e.method == method and e.seq > after]
+
+
+def waiting(request: Entry, what: str | None = None) -> str:
+    return (
+        f"Waiting for the reply to your {what or '`' + str(request.method) + '`'} (message #{request.seq})."
+    )
+
+
+def first_good_initialize(t: Transcript) -> tuple[Entry, Entry] | None:
+    for request in requests(t, "initialize"):
+        response = t.response_to(request)
+        result = result_of(response)
+        if response is not None and result is not None and isinstance(result.get("serverInfo"), dict):
+            return request, response
+    return None
+
+
+NO_INITIALIZE = "You have not sent an `initialize` request yet."
+NOT_A_REQUEST = (
+    "Your `initialize` has no `id`, so it is a notification and the server will not answer it. Add an id."
+)
+
+
+def no_initialize_reason(t: Transcript) -> str:
+    if any(e.is_notification and e.method == "initialize" for e in t.client_messages()):
+        return NOT_A_REQUEST
+    return NO_INITIALIZE
+
+
+# Importing the lesson modules registers their checks.
+from app.course.checks import (  # noqa: E402
+    changes,
+    client_features,
+    errors,
+    handshake,
+    jsonrpc,
+    resources,
+    stateless,
+    tools,
+    transports,
+)
+
+__all__ = [
+    "REGISTRY",
+    "Check",
+    "CheckResult",
+    "Outcome",
+    "changes",
+    "check",
+    "client_features",
+    "errors",
+    "evaluate",
+    "get",
+    "handshake",
+    "jsonrpc",
+    "resources",
+    "stateless",
+    "tools",
+    "transports",
+]

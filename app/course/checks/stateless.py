@@ -1,0 +1,148 @@
+"""Lesson 10, the stateless revision: server/discover, the `_meta` envelope, -32022, input_required."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.course.checks import (
+    Outcome,
+    check,
+    error_of,
+    error_words,
+    exchanges,
+    params_of,
+    requests,
+    result_of,
+    waiting,
+)
+from app.protocol.transcript import Entry, Transcript
+
+VERSION = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+
+
+def _meta(entry: Entry) -> dict[str, Any]:
+    meta = params_of(entry).get("_meta")
+    return meta if isinstance(meta, dict) else {}
+
+
+@check(
+    "server-discover-answered",
+    "Ask `server/discover`, with the `_meta` envelope, and read what the server supports.",
+)
+def server_discover_answered(t: Transcript) -> Outcome:
+    seen = list(exchanges(t, "server/discover"))
+    for _, response in seen:
+        result = result_of(response)
+        if result is not None and isinstance(result.get("supportedVersions"), list):
+            versions = ", ".join(map(str, result["supportedVersions"]))
+            return True, f"The server supports {versions}, with no handshake."
+    if not seen:
+        return False, "You have not sent `server/discover` yet."
+    request, response = seen[0]
+    if response is None:
+        return False, waiting(request)
+    error = error_of(response) or {}
+    if VERSION not in _meta(request) or CAPABILITIES not in _meta(request):
+        return False, f"The server answered {error_words(error)}: `params._meta` needs both envelope keys."
+    return False, f"The server answered {error_words(error)}."
+
+
+@check(
+    "envelope-request-answered",
+    "Send a request other than `server/discover`, with both `_meta` envelope keys, and get a result.",
+)
+def envelope_request_answered(t: Transcript) -> Outcome:
+    asked = [e for e in t.client_messages() if e.is_request and e.method != "server/discover"]
+    for request in reversed(asked):
+        result = result_of(t.response_to(request))
+        if result is not None and VERSION in _meta(request):
+            return True, (
+                f"`{request.method}` carried its own revision ({_meta(request)[VERSION]}) and got a "
+                f"result of type {result.get('resultType')!r}."
+            )
+    if not asked:
+        return False, "Send `tools/list` (or another request) with the `_meta` envelope in params."
+    request = asked[-1]
+    response = t.response_to(request)
+    if response is None:
+        return False, waiting(request)
+    missing = [key for key in (VERSION, CAPABILITIES) if key not in _meta(request)]
+    if missing:
+        return (
+            False,
+            f"`params._meta` lacks {', '.join(missing)}: the server refused with {error_words(error_of(response) or {})}.",
+        )
+    return False, f"The server answered {error_words(error_of(response) or {})}."
+
+
+@check(
+    "unsupported-version-seen", "Ask for a revision the server does not support and read the `-32022` error."
+)
+def unsupported_version_seen(t: Transcript) -> Outcome:
+    asked = [e for e in t.client_messages() if e.is_request]
+    for request in reversed(asked):
+        error = error_of(t.response_to(request))
+        if error is not None and error.get("code") == -32022:
+            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            return (
+                True,
+                f"You asked for {data.get('requested')!r}; the server supports {data.get('supported')}.",
+            )
+    if not asked:
+        return False, 'Send a request whose envelope names an older revision, such as "2025-11-25".'
+    if t.response_to(asked[-1]) is None:
+        return False, waiting(asked[-1])
+    return False, "The server accepted the revision you named. Put one it does not support in the envelope."
+
+
+@check(
+    "input-required-completed",
+    "Get an `input_required` result, then retry the same call with `inputResponses` and `requestState`.",
+)
+def input_required_completed(t: Transcript) -> Outcome:
+    calls = list(exchanges(t, "tools/call"))
+    interim = [(r, s) for r, s in calls if (result_of(s) or {}).get("resultType") == "input_required"]
+    if not interim:
+        if calls and calls[0][1] is None:
+            return False, waiting(calls[0][0])
+        if calls and error_of(calls[0][1]) is not None:
+            return False, (
+                f"The call was refused with {error_words(error_of(calls[0][1]) or {})}. "
+                'Declare `"elicitation": {}` in the envelope\'s clientCapabilities.'
+            )
+        return False, "Call `transfer` with elicitation declared, and get an `input_required` result."
+    first = min(s.seq for _, s in interim if s is not None)
+    retries = [(r, s) for r, s in calls if r.seq > first and "inputResponses" in params_of(r)]
+    for request, response in retries:
+        result = result_of(response)
+        if result is not None and result.get("resultType", "complete") == "complete":
+            return True, f"The retry (message #{request.seq}) completed the call."
+    if retries:
+        request, response = retries[0]
+        if response is None:
+            return False, waiting(request)
+        return False, (
+            "The retry did not complete. Send the same call again with `inputResponses` (keyed as in "
+            "`inputRequests`) and the `requestState` you were given."
+        )
+    return False, "Now retry the same `tools/call`, adding `inputResponses` and the `requestState` you got."
+
+
+@check(
+    "legacy-fallback",
+    "Probe an older server with `server/discover`, get `-32601`, and fall back to `initialize`.",
+)
+def legacy_fallback(t: Transcript) -> Outcome:
+    probes = [(r, s) for r, s in exchanges(t, "server/discover") if error_of(s) is not None]
+    if not probes:
+        pending = requests(t, "server/discover")
+        if pending and t.response_to(pending[-1]) is None:
+            return False, waiting(pending[-1])
+        return False, "Send `server/discover` first: the probe a dual-era client makes."
+    after = min(s.seq for _, s in probes if s is not None)
+    for request, response in exchanges(t, "initialize"):
+        result = result_of(response)
+        if request.seq > after and result is not None:
+            return True, f"The probe failed, and the handshake agreed on {result.get('protocolVersion')}."
+    return False, "The server does not know `server/discover`: fall back to `initialize`."

@@ -1,0 +1,46 @@
+"""Every step of the course can be reached from the course map by following links."""
+
+from __future__ import annotations
+
+from urllib.parse import urljoin, urlparse
+
+import httpx
+from bs4 import BeautifulSoup
+
+from app.config import PROJECT_ROOT
+from app.course.catalog import Catalog
+
+CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+
+
+def test_every_step_is_reachable_from_the_course_map(live_app) -> None:
+    wanted = {step.url for step in CATALOG.steps()}
+    seen: set[str] = set()
+    queue = ["/course"]
+    with httpx.Client(base_url=live_app.base, timeout=30) as client:
+        while queue:
+            path = queue.pop()
+            if path in seen:
+                continue
+            seen.add(path)
+            page = client.get(path)  # a lesson's address redirects to a step: follow it as a link
+            if page.is_redirect:
+                queue.append(urlparse(urljoin(live_app.base + path, page.headers["location"])).path)
+                continue
+            assert page.status_code == 200, path
+            for link in BeautifulSoup(page.text, "html.parser").select("a[href]"):
+                target = urlparse(urljoin(live_app.base + path, link["href"]))
+                if target.netloc == urlparse(live_app.base).netloc and target.path.startswith("/course"):
+                    queue.append(target.path)
+    assert wanted - seen == set()
+
+
+def test_the_course_is_complete() -> None:
+    assert len(CATALOG.lessons) >= 8
+    steps = list(CATALOG.steps())
+    assert len(steps) >= 40
+    for lesson in CATALOG.lessons:
+        assert lesson.steps[-1].parts[-1].quiz is not None, f"{lesson.slug} ends with a quiz"
+        for step in lesson.steps:
+            if step.console is not None:
+                assert step.checks, step.slug
