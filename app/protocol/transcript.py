@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Direction = Literal["client", "server"]
+Direction = Literal["client", "server", "relay"]
 # Enough for any lesson many times over; bounds a console left running for hours.
 MAX_ENTRIES = 5000
 
@@ -20,7 +20,9 @@ class Entry:
     """One line on the wire. `message` is the parsed JSON (None when the line was not JSON)."""
 
     seq: int
-    direction: Direction  # "client": sent to the server; "server": written by the server
+    # "client": sent to the server; "server": written by the server; "relay": a bad client frame the
+    # relay answered itself (`line` is what the client sent, `message` the relay's error reply).
+    direction: Direction
     at_ms: float  # since the transcript began
     line: str
     message: Any
@@ -98,6 +100,16 @@ class Transcript:
         if entry.is_request:
             self._open_client[_id_key(message["id"])] = entry
         return entry
+
+    def add_relay_error(self, text: str, reply: dict[str, Any]) -> Entry:
+        """A frame the relay refused: it never reached the server; `reply` is what the client got."""
+        seq, at_ms = self._next()
+        entry = Entry(seq, "relay", at_ms, text, reply)
+        self._append(entry)
+        return entry
+
+    def relay_errors(self) -> list[Entry]:
+        return [e for e in self.entries if e.direction == "relay"]
 
     def add_server(self, line: str, message: Any) -> Entry:
         seq, at_ms = self._next()

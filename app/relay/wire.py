@@ -27,6 +27,8 @@ from app.sandbox.errors import SandboxError
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 10.0
+# How much of a refused frame the transcript keeps.
+REFUSED_TEXT_KEPT = 2000
 # Checks run after every message; a slow predicate must not stall the pump for long.
 CheckHook = Callable[[Transcript], Awaitable[list[dict[str, Any]]]]
 
@@ -96,14 +98,18 @@ class Wire:
                 return
             text = event.get("text")
             if text is None:  # a binary frame
-                await self.refuse(binary_frame_error())
+                data = event.get("bytes") or b""
+                await self.refuse(binary_frame_error(), f"(a binary frame of {len(data)} bytes)")
                 continue
             await self.on_text(text)
 
-    async def refuse(self, error: FrameError) -> None:
-        """Answer a bad frame (each mode in its own way) and count it."""
+    async def refuse(self, error: FrameError, text: str | None = None) -> None:
+        """Answer a bad frame (each mode in its own way), count it, and record what was refused."""
         self.session.metrics.relay_errors.labels(str(error.code)).inc()
-        await self.on_bad_frame(error)
+        seq = None
+        if text is not None:
+            seq = self.session.transcript.add_relay_error(_clip(text), error.reply()).seq
+        await self.on_bad_frame(error, seq)
 
     def admit(self, text: str) -> Frame | FrameError:
         wait = self.limiter.check()
@@ -114,8 +120,13 @@ class Wire:
     async def on_text(self, text: str) -> None:
         raise NotImplementedError
 
-    async def on_bad_frame(self, error: FrameError) -> None:
+    async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
         raise NotImplementedError
+
+
+def _clip(text: str) -> str:
+    # A refused frame may be megabytes; the transcript keeps enough to show what it was.
+    return text if len(text) <= REFUSED_TEXT_KEPT else text[:REFUSED_TEXT_KEPT] + "…"
 
 
 def _close_reason(reason: str) -> str:
@@ -128,14 +139,14 @@ class McpWire(Wire):
     async def on_text(self, text: str) -> None:
         result = self.admit(text)
         if isinstance(result, FrameError):
-            await self.refuse(result)
+            await self.refuse(result, text)
             return
         try:
             await self.session.send(result)
         except SandboxError:
             pass  # the exit is being reported by the session; the connection closes with 1011
 
-    async def on_bad_frame(self, error: FrameError) -> None:
+    async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
         await self.send_json(error.reply())
 
     async def on_server_entry(self, entry: Entry) -> None:
@@ -173,7 +184,7 @@ class EnvelopeWire(Wire):
             return
         result = self.admit(frame["text"])
         if isinstance(result, FrameError):
-            await self.refuse(result)
+            await self.refuse(result, frame["text"])
             return
         findings = explain.client_findings(result.message, self.session.transcript)
         try:
@@ -203,11 +214,13 @@ class EnvelopeWire(Wire):
         error = FrameError(code, reason, explanation)
         await self.refuse(error)
 
-    async def on_bad_frame(self, error: FrameError) -> None:
+    async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
         await self.send_json(
-            {"type": "relay_error", "at_ms": round(self.session.transcript.now_ms(), 3),
+            {"type": "relay_error", "seq": seq, "at_ms": round(self.session.transcript.now_ms(), 3),
              "error": error.reply()["error"], "id": error.id, "explanation": error.explanation}
         )  # fmt: skip
+        if seq is not None:  # a refused message is part of the transcript: checks may look at it
+            await self._run_checks()
 
     async def on_server_entry(self, entry: Entry) -> None:
         await self.send_json(
@@ -232,6 +245,13 @@ class EnvelopeWire(Wire):
                 await self.send_json(
                     {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
                      "line": entry.line, "findings": [], "replayed": True}
+                )  # fmt: skip
+            elif entry.direction == "relay":
+                error = entry.message["error"]
+                await self.send_json(
+                    {"type": "relay_error", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "error": error,
+                     "id": entry.message.get("id"), "explanation": error["data"].get("reason", ""),
+                     "replayed": True}
                 )  # fmt: skip
             else:
                 await self.send_json(

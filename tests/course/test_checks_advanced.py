@@ -19,6 +19,20 @@ from tests.course.checkhelp import (
 )
 
 
+def test_relay_refused_bad_input() -> None:
+    t = Transcript(server="demo-orders")
+    fails("relay-refused-bad-input", t, "Send the broken message first")
+    bad = '{"jsonrpc": "2.0", "id": 1, "method": "ping",}'
+    reply = {"jsonrpc": "2.0", "id": None,
+             "error": {"code": -32700, "message": "Parse error", "data": {"from": "relay", "reason": "trailing"}}}  # fmt: skip
+    t.add_relay_error(bad, reply)
+    fails("relay-refused-bad-input", t, "Now fix the message and send it again")
+    t.add_client("p", req(1, "ping"))
+    fails("relay-refused-bad-input", t, "Now fix the message")  # sent, not yet answered
+    t.add_server("r", res(1, {}))
+    passes("relay-refused-bad-input", t, "your fixed ping (#2) reached the server")
+
+
 def test_garbled_line_seen() -> None:
     t = Transcript(server="demo-flaky")
     t.add_server("oops: this line is not JSON\n", None)

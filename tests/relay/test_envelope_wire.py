@@ -54,22 +54,35 @@ async def test_state_then_sent_and_received_paired_with_round_trip(
 
 
 async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess) -> None:
-    client = await connect(app)
+    client = await connect(app, learner=LEARNER_A)
     try:
-        await client.recv_type("state")
+        session = (await client.recv_type("state"))["session"]
         await client.send_text('{"jsonrpc": "2.0", "id": 1, "method": "ping",}')
         error = await client.recv_type("relay_error")
-        assert error["error"]["code"] == -32700
+        assert error["error"]["code"] == -32700 and error["seq"] == 1
         assert "line 1" in error["explanation"] and "Nothing was sent" in error["explanation"]
-        await client.ws.send("not even an envelope")
-        assert (await client.recv_type("relay_error"))["explanation"].startswith("The console speaks frames")
+        await client.ws.send("not even an envelope")  # the console's own mistakes are not the learner's
+        not_envelope = await client.recv_type("relay_error")
+        assert (
+            not_envelope["explanation"].startswith("The console speaks frames")
+            and not_envelope["seq"] is None
+        )
         await client.ws.send(json.dumps({"type": "send"}))
         assert "needs" in (await client.recv_type("relay_error"))["explanation"]
         await client.ws.send(b"\x01\x02")
-        assert (await client.recv_type("relay_error"))["error"]["data"]["reason"] == "binary frame"
+        binary = await client.recv_type("relay_error")
+        assert binary["error"]["data"]["reason"] == "binary frame" and binary["seq"] == 2
         await client.send({"jsonrpc": "2.0", "id": 5, "method": "ping"})
-        assert (await client.recv_type("sent"))["seq"] == 1  # nothing bad was recorded or sent
+        assert (await client.recv_type("sent"))["seq"] == 3
         assert (await client.recv_type("received"))["message"] == {"jsonrpc": "2.0", "id": 5, "result": {}}
+        transcript = httpx.get(
+            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A}
+        ).json()
+        kinds = [(e["direction"], e["line"][:12]) for e in transcript["entries"]]
+        # The refused frames are on record, marked as the relay's; only the ping reached the server.
+        assert kinds[0] == ("relay", '{"jsonrpc": ') and kinds[1] == ("relay", "(a binary fr")
+        assert [e["direction"] for e in transcript["entries"]][2:] == ["client", "server"]
+        assert transcript["entries"][0]["message"]["error"]["code"] == -32700
     finally:
         await client.close()
 
@@ -223,5 +236,7 @@ async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: AppPr
         assert state["session"] != session and state["resumed"] is False
     finally:
         await again.close()
-    gone = httpx.get(f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A})
+    gone = httpx.get(
+        f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A}
+    )
     assert gone.status_code == 404

@@ -6,6 +6,29 @@ from app.course.checks import Outcome, check, params_of
 from app.protocol.transcript import Transcript
 
 
+@check(
+    "relay-refused-bad-input",
+    "Send a message that is not valid JSON-RPC, read the relay's answer, then send a fixed one.",
+)
+def relay_refused_bad_input(t: Transcript) -> Outcome:
+    refused = t.relay_errors()
+    if not refused:
+        return False, "Send the broken message first: the relay answers it, the server never sees it."
+    first = refused[0]
+    error = first.message["error"]
+    answered = [e for e in t.client_messages() if e.is_request and e.seq > first.seq and t.response_to(e)]
+    if not answered:
+        return False, (
+            f"The relay answered message #{first.seq} with {error['code']} {error['message']} "
+            f"({error['data'].get('reason')}). Now fix the message and send it again."
+        )
+    fixed = answered[0]
+    return True, (
+        f"The relay refused message #{first.seq} with {error['code']}; your fixed {fixed.method} "
+        f"(#{fixed.seq}) reached the server and was answered."
+    )
+
+
 @check("garbled-line-seen", "Make the server write a line that is not JSON (the tool `garbled_line`).")
 def garbled_line_seen(t: Transcript) -> Outcome:
     for entry in t.server_messages():
