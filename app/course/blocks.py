@@ -17,7 +17,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIO
 
 from app.course.models import Choice, Console, Example, Expect, LessonError, Quiz
 from app.course.render import pretty_json, render_inline
-from app.course.revisions import parse_strict_json, validate_message
+from app.protocol.revisions import parse_strict_json, validate_message
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SPECIAL = ("console", "checks", "quiz", "expect")

@@ -12,6 +12,7 @@ from mcp_types import methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from app.protocol.jsonrpc import ERROR_NAMES, UNSUPPORTED_VERSION
+from app.protocol.revisions import table_problems
 from app.protocol.transcript import Entry, Transcript
 
 Finding = dict[str, str]
@@ -111,6 +112,9 @@ def client_findings(message: dict[str, Any], transcript: Transcript) -> list[Fin
         methods.validate_client_request(method, version, message.get("params"))
     except pydantic.ValidationError as exc:
         out.extend(_describe_validation(exc, version))
+    # mcp_types checks older revisions against 2025-11-25 shapes; our table knows what they lacked.
+    for problem in table_problems(message, version, method):
+        out.append(finding("warning", f"{problem[0].upper()}{problem[1:]}.", f"spec {version}"))
     return out
 
 
@@ -150,7 +154,12 @@ def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
         name = ERROR_NAMES.get(code, "")
         hint = ERROR_HINTS.get(code, "An error defined by the server.")
         out.append(finding("error", f"Error {code}{' ' + name if name else ''}: {hint}", "JSON-RPC 2.0"))
-    elif request.method == "initialize":
+    else:
+        revision = transcript.revision
+        if revision is not None:
+            for problem in table_problems(message, revision, request.method):
+                out.append(finding("warning", f"The server's reply has {problem}.", f"spec {revision}"))
+    if request.method == "initialize" and isinstance(message.get("result"), dict):
         asked = (request.message.get("params") or {}).get("protocolVersion")
         got = (message.get("result") or {}).get("protocolVersion")
         if asked != got:

@@ -11,8 +11,8 @@ from app.config import PROJECT_ROOT
 from app.course.catalog import Catalog
 from app.course.expect import ExpectFailed, contains, parse_line, run_expect
 from app.course.models import Example, Expect
-from app.course.revisions import parse_strict_json, validate_message
 from app.demos import load_registry
+from app.protocol.revisions import parse_strict_json, validate_message
 from tests.support.stdio import StdioServer
 
 DEMOS = load_registry()

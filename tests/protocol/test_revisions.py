@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.course.revisions import RULES, parse_strict_json, validate_message
+from app.protocol.revisions import RULES, parse_strict_json, validate_message
 
 INIT = {
     "jsonrpc": "2.0",

@@ -1,0 +1,69 @@
+"""The plain-language findings the console shows beside each message."""
+
+from __future__ import annotations
+
+from app.protocol.explain import client_findings, server_findings
+from app.protocol.transcript import Transcript
+
+
+def init(version: str, **client_info: str) -> dict:
+    info = {"name": "t", "version": "1", **client_info}
+    return {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": info}}  # fmt: skip
+
+
+def texts(findings: list[dict]) -> list[str]:
+    return [f["text"] for f in findings]
+
+
+def negotiated(version: str) -> Transcript:
+    t = Transcript("demo-orders")
+    t.add_client("i", init(version))
+    t.add_server("r", {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": version}})
+    return t
+
+
+def test_an_older_revision_is_read_with_our_table_of_differences() -> None:
+    findings = client_findings(init("2024-11-05", title="Nice Client"), Transcript("demo-orders"))
+    assert any("exists only from 2025-06-18, not in 2024-11-05" in t for t in texts(findings))
+    assert all(f["level"] != "error" for f in findings)  # valid in 2025-11-25 shapes, just too new
+    assert not client_findings(init("2025-06-18", title="Nice Client"), Transcript("demo-orders"))
+
+
+def test_a_reply_using_fields_the_revision_lacks_is_pointed_out() -> None:
+    t = negotiated("2024-11-05")
+    t.add_client("l", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    reply = t.add_server("r", {"jsonrpc": "2.0", "id": 2, "result": {"tools": [
+        {"name": "x", "title": "X", "inputSchema": {"type": "object"}}]}})  # fmt: skip
+    assert any("The server's reply has a tool title" in t for t in texts(server_findings(reply, t)))
+
+
+def test_missing_client_info_is_an_error_and_never_released_revisions_are_named() -> None:
+    message = init("2025-06-18")
+    del message["params"]["clientInfo"]
+    assert "params.clientInfo is required in 2025-06-18." in texts(client_findings(message, Transcript("x")))
+    warned = texts(client_findings(init("2024-10-07"), Transcript("x")))
+    assert any("never a released MCP revision" in t for t in warned)
+
+
+def test_lifecycle_and_notification_advice() -> None:
+    fresh = Transcript("demo-orders")
+    early = texts(client_findings({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, fresh))
+    assert any("only ping should be sent" in t for t in early)
+    assert not client_findings({"jsonrpc": "2.0", "id": 3, "method": "ping"}, fresh)
+    note = texts(client_findings({"jsonrpc": "2.0", "method": "notifications/whatever"}, fresh))
+    assert any("no reply" in t for t in note) and any(
+        "ignores notifications it does not know" in t for t in note
+    )
+    unknown = texts(
+        client_findings({"jsonrpc": "2.0", "id": 4, "method": "no/such"}, negotiated("2025-11-25"))
+    )
+    assert any("-32601" in t for t in unknown)
+
+
+def test_a_server_line_that_is_not_json_and_a_stray_response() -> None:
+    t = negotiated("2025-11-25")
+    garbled = t.add_server("oops", None)
+    assert server_findings(garbled, t)[0]["level"] == "error"
+    stray = t.add_server("s", {"jsonrpc": "2.0", "id": "nobody", "result": {}})
+    assert "matches no request" in server_findings(stray, t)[0]["text"]
