@@ -42,10 +42,18 @@ BLOCKED_SYSCALLS = (
 )  # fmt: skip
 
 
-def build_read_only_root(paths: Iterable[str]) -> None:
+def scratch_dir(paths: Iterable[str]) -> str:
+    """Where each instance gets its private tmpfs: /tmp, unless the project itself lives under /tmp
+    (a checkout in /tmp/...), which a tmpfs there would hide from the server."""
+    under_tmp = any(p == "/tmp" or p.startswith("/tmp/") for p in (os.path.realpath(p) for p in paths))
+    return "/scratch" if under_tmp else "/tmp"
+
+
+def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
     """Give this process (the fork server) a private, read-only root holding only `paths`.
 
-    Done once at fork-server start: every instance inherits the view, then adds its own /tmp.
+    Done once at fork-server start: every instance inherits the view, then mounts its own tmpfs
+    on `scratch` (an empty directory made here).
     """
     k.unshare(k.CLONE_NEWNS)
     k.mount(None, "/", None, k.MS_REC | k.MS_PRIVATE)
@@ -66,7 +74,7 @@ def build_read_only_root(paths: Iterable[str]) -> None:
         target = f"{root}/dev/{dev}"
         open(target, "w").close()
         k.mount(f"/dev/{dev}", target, None, k.MS_BIND)
-    os.makedirs(root + "/tmp", mode=0o755)
+    os.makedirs(root + scratch, mode=0o755, exist_ok=True)
     os.makedirs(root + "/.old", mode=0o700)
     k.pivot_root(root, root + "/.old")
     os.chdir("/")
@@ -75,17 +83,21 @@ def build_read_only_root(paths: Iterable[str]) -> None:
     k.mount(None, "/", None, k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
 
 
-def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool) -> None:
-    """In the instance's first process: new namespaces and a private, size-capped /tmp."""
+def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool, scratch: str | None) -> None:
+    """In the instance's first process: new namespaces and a private, size-capped tmpfs on `scratch`
+    (None: no tmpfs, when the root could not be built and the only candidate would hide the project)."""
     flags = k.CLONE_NEWNS | k.CLONE_NEWNET | k.CLONE_NEWIPC | k.CLONE_NEWUTS
     if pid_namespace:
         flags |= k.CLONE_NEWPID  # applies to the children: the server becomes PID 1
     k.unshare(flags)
+    if scratch is None:
+        os.chdir("/")
+        return
     k.mount(
-        "tmpfs", "/tmp", "tmpfs", k.MS_NOSUID | k.MS_NODEV | k.MS_NOEXEC,
+        "tmpfs", scratch, "tmpfs", k.MS_NOSUID | k.MS_NODEV | k.MS_NOEXEC,
         f"size={limits.tmpfs_bytes},mode=0700,uid={uid},gid={uid}",
     )  # fmt: skip
-    os.chdir("/tmp")
+    os.chdir(scratch)
 
 
 def set_rlimits(limits: Limits) -> None:

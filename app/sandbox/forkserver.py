@@ -24,6 +24,7 @@ import selectors
 import signal
 import socket
 import sys
+import tempfile
 import traceback
 
 from app.demos import load_registry
@@ -56,6 +57,7 @@ class ForkServer:
         self.modules = {name: demo.load() for name, demo in self.registry.items()}
         self.layers: dict[str, str] = {}
         self.seccomp = None
+        self.scratch: str | None = "/tmp"  # where instances get their private tmpfs
 
     # --- start-up -------------------------------------------------------------------------------
 
@@ -68,11 +70,18 @@ class ForkServer:
             self.seccomp = confine.build_seccomp_filter()
         except Exception as exc:  # libseccomp absent or unusable
             self.layers["seccomp"] = f"missing: {exc}"
+        paths = self._visible_paths()
+        wanted = confine.scratch_dir(paths)
         try:
-            confine.build_read_only_root(self._visible_paths())
+            confine.build_read_only_root(paths, wanted)
             self.layers["filesystem"] = "ok"
+            self.scratch = wanted
         except OSError as exc:
             self.layers["filesystem"] = f"missing: {exc}"
+            self.scratch = "/tmp" if wanted == "/tmp" else None  # never hide the project under a tmpfs
+        # Instances inherit this environment: temporary files go to their own tmpfs.
+        os.environ["TMPDIR"] = os.environ["HOME"] = self.scratch or "/tmp"
+        tempfile.tempdir = None  # mkdtemp above cached /tmp; let instances look again
         self.layers.update(self._probe_layers())
 
     def _preimport(self) -> None:
@@ -118,7 +127,10 @@ class ForkServer:
                 except Exception as exc:
                     results[name] = f"missing: {exc}"
 
-            attempt("namespaces", lambda: confine.enter_namespaces(uid, self.limits, pid_namespace=False))
+            attempt(
+                "namespaces",
+                lambda: confine.enter_namespaces(uid, self.limits, pid_namespace=False, scratch=self.scratch),
+            )
             attempt("pid_namespace", self._probe_pid_namespace)
             attempt("rlimits", lambda: confine.set_rlimits(self.limits))
             attempt("uid", lambda: confine.drop_privileges(uid))
@@ -249,7 +261,9 @@ class ForkServer:
         os.closerange(4, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         confine.die_with_parent(forkserver)
         if self.has("namespaces"):
-            confine.enter_namespaces(uid, self.limits, pid_namespace=self.has("pid_namespace"))
+            confine.enter_namespaces(
+                uid, self.limits, pid_namespace=self.has("pid_namespace"), scratch=self.scratch
+            )
         keeper = os.getpid()
         child = os.fork()
         if child == 0:

@@ -109,10 +109,16 @@ async def test_the_file_system_is_read_only_and_narrow(probe: McpClient, tmp_pat
     assert (await probe.tool(4, "read_file", path=str(marker))).startswith("failed")
     for path in ("/etc/shadow", "/etc/passwd", "/root/.bashrc", "/proc/1/environ"):
         assert (await probe.tool(5, "read_file", path=path)).startswith("failed"), path
-    # Its own /tmp is writable, private and capped.
-    assert await probe.tool(6, "write_file", path="/tmp/scratch") == "ok: written"
-    assert not Path("/tmp/scratch").exists() or Path("/tmp/scratch").read_text() != "escaped"
-    assert (await probe.tool(7, "write_bytes", path="/tmp/big", size=3 * 1024 * 1024)).startswith("failed")
+    # Its own temporary folder (a tmpfs on /tmp, or /scratch when the project itself lives under /tmp)
+    # is writable, private and capped.
+    scratch = await probe.tool(6, "scratch_dir")
+    assert scratch in ("/tmp", "/scratch")
+    marker_name = f"probe-{os.getpid()}"
+    assert await probe.tool(7, "write_file", path=f"{scratch}/{marker_name}") == "ok: written"
+    assert not Path(f"{scratch}/{marker_name}").exists()  # not on the host
+    assert (await probe.tool(8, "write_bytes", path=f"{scratch}/big", size=3 * 1024 * 1024)).startswith(
+        "failed"
+    )
 
 
 async def test_exec_of_a_shell_fails(probe: McpClient) -> None:
