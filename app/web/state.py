@@ -33,7 +33,6 @@ class AppState:
     hub: Hub | None = None
     ready: bool = False
     instructor_token: str | None = None
-    extras: dict[str, object] = field(default_factory=dict)
     catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
     progress: ProgressStore = field(init=False)
     metrics: Metrics = field(default_factory=Metrics)
