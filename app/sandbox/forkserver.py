@@ -38,6 +38,15 @@ def _send(sock: socket.socket, message: dict) -> None:
     sock.send(json.dumps(message).encode())
 
 
+def _read_all(fd: int) -> bytes:
+    """Read a pipe until its writer closes it (or dies), then close it."""
+    data = b""
+    while chunk := os.read(fd, 65536):
+        data += chunk
+    os.close(fd)
+    return data
+
+
 def _exit_like(status: int) -> None:
     """Leave the way the server left: same exit code, or killed by the same signal."""
     if os.WIFSIGNALED(status):
@@ -140,10 +149,7 @@ class ForkServer:
             os.write(write, json.dumps(results).encode())
             os._exit(0)
         os.close(write)
-        data = b""
-        while chunk := os.read(read, 65536):
-            data += chunk
-        os.close(read)
+        data = _read_all(read)
         os.waitpid(pid, 0)
         return json.loads(data or b"{}")
 
@@ -243,10 +249,7 @@ class ForkServer:
             finally:
                 os._exit(70)
         os.close(report_write)
-        data = b""
-        while chunk := os.read(report_read, 64):
-            data += chunk
-        os.close(report_read)
+        data = _read_all(report_read)
         return pid, int(data) if data else 0
 
     def _keeper(self, server: str, uid: int, fds: list[int], report: int) -> None:

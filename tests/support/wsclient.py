@@ -19,6 +19,15 @@ def init_request(id_: int = 1, version: str = "2025-06-18", **extra: Any) -> dic
     return {"jsonrpc": "2.0", "id": id_, "method": "initialize", "params": params}
 
 
+def tool_call(id_: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": id_,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
 class McpClient:
     """Subprotocol `mcp`: one JSON-RPC message per text frame."""
 
@@ -54,14 +63,7 @@ class McpClient:
 
     async def start_tool(self, id_: int, name: str, **arguments: Any) -> None:
         """Send a tools/call without waiting for its answer."""
-        await self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": id_,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": arguments},
-            }
-        )
+        await self.send(tool_call(id_, name, arguments))
 
     async def tool(self, id_: int, name: str, **arguments: Any) -> str:
         reply = await self.call(id_, "tools/call", {"name": name, "arguments": arguments})
@@ -115,14 +117,7 @@ class EnvelopeClient:
         await self.send_text(json.dumps(message, indent=2))
 
     async def start_tool(self, id_: int, name: str, **arguments: Any) -> None:
-        await self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": id_,
-                "method": "tools/call",
-                "params": {"name": name, "arguments": arguments},
-            }
-        )
+        await self.send(tool_call(id_, name, arguments))
 
     async def close(self) -> None:
         await self.ws.close()
