@@ -119,7 +119,11 @@ async def relay(websocket: WebSocket, name: str) -> None:
         resumed = False
     else:
         resumed = True
-    await websocket.accept(subprotocol=subprotocol, headers=[(b"x-playground-session", session.id.encode())])
+    try:
+        await websocket.accept(subprotocol=subprotocol, headers=[(b"x-playground-session", session.id.encode())])
+    except (OSError, RuntimeError):  # the client left during the handshake: its server goes too
+        hub.detach(session, deliberate=True)
+        return
     settings = state.settings
     if mode == MCP_SUBPROTOCOL:
         wire = McpWire(websocket, session, max_message_bytes=settings.max_message_bytes,
