@@ -143,6 +143,7 @@ async def class_page(state: Instructor, request: Request, class_id: str) -> HTML
     live = state.manager.count_for_class(class_id) if state.manager else 0
     cap = klass.max_sessions or state.settings.max_sessions_per_class
     context = {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
+               "lessons": state.catalog.lessons,
                "live": live, "cap": cap, "now": time.time()}  # fmt: skip
     return templates.TemplateResponse(request, "instructor_class.html", context)
 

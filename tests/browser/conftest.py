@@ -25,6 +25,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 # Generous: two busy cores start sandboxed servers while Chromium renders.
 EXPECT_TIMEOUT_MS = 20_000
 LOCAL_SCHEMES = {"data", "blob", "about"}
+INSTRUCTOR_TOKEN = "browser-tests-instructor-token"
 
 
 def _require_chromium() -> None:
@@ -44,6 +45,7 @@ def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess
         tmp_path_factory.mktemp("browser-app"),
         extra_demo_modules=["tests.fixtures.probe_server"],
         reply_timeout_s=1,  # so the "no reply yet" explanation shows within a test
+        instructor_token=INSTRUCTOR_TOKEN,
     )
     app.start()
     yield app
@@ -109,6 +111,12 @@ def probe() -> PageProbe:
 @pytest.fixture
 def page(browser: Browser, browser_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
     yield from _page(browser, browser_app, probe, "light")
+
+
+@pytest.fixture
+def second_page(browser: Browser, browser_app: AppProcess) -> Iterator[Page]:
+    """Another browser (its own cookies): a second person in the same test."""
+    yield from _page(browser, browser_app, PageProbe(), "light")
 
 
 @pytest.fixture

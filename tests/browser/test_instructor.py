@@ -1,0 +1,47 @@
+"""An instructor and a learner in two browsers: create a class, join it, see the progress."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import INSTRUCTOR_TOKEN
+
+STEP = "/course/initialize-handshake/request"
+
+
+def test_a_class_from_creation_to_the_learners_progress(
+    page: Page, second_page: Page, artifacts: Path
+) -> None:
+    teacher, learner = page, second_page
+    teacher.goto("/instructor")
+    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
+    teacher.get_by_role("button", name="Open the dashboard").click()
+    teacher.get_by_label("Name").fill("Browser lab")
+    teacher.get_by_role("button", name="Create the class").click()
+    code = teacher.locator("[data-join-code]").inner_text()
+    assert len(code) == 6
+
+    learner.goto(f"/join/{code}")
+    learner.get_by_label("Your name", exact=True).fill("Ada")
+    learner.get_by_role("button", name="Join").click()
+    expect(learner).to_have_url(re.compile(r"/course\?joined=1$"))
+    learner.goto(STEP)
+    learner.locator("#console-message").press("Control+Enter")
+    expect(learner.locator('li.check[data-check="initialize-answered"]')).to_have_attribute(
+        "data-passed", "true"
+    )
+
+    teacher.reload()
+    row = teacher.locator("tr[data-learner]")
+    expect(row.locator("th")).to_have_text("Ada")
+    cell = row.locator('td[data-step="initialize-handshake/request"]')
+    expect(cell).to_have_attribute("data-status", "started")  # one of the step's two checks passed
+    expect(cell).to_have_attribute("title", re.compile(r"checks 1/2$"))
+    expect(row.locator("a[data-session]")).to_have_text("demo-orders")  # the console is live
+    teacher.screenshot(path=str(artifacts / "instructor-class.png"), full_page=True)
+    row.locator("a[data-session]").click()
+    expect(teacher.locator("ol.transcript li.client").first).to_contain_text('"method":"initialize"')
+    teacher.screenshot(path=str(artifacts / "instructor-transcript.png"), full_page=True)
