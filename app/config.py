@@ -37,10 +37,12 @@ class Settings(BaseSettings):
         ),
     )
     access_code: str | None = Field(
-        None, description="A site-wide code every visitor must enter once, for a public deployment. Unset: open."
+        None,
+        description="A site-wide code every visitor must enter once, for a public deployment. Unset: open.",
     )
     max_sessions_per_class: int = Field(
-        120, description="Default cap on live sessions of one class (an instructor can set another per class)."
+        120,
+        description="Default cap on live sessions of one class (an instructor can set another per class).",
     )
     log_format: str = Field("text", description='Log lines as "text" or as "json" (one object per line).')
     allowed_origins: list[str] = Field(

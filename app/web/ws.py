@@ -120,7 +120,9 @@ async def relay(websocket: WebSocket, name: str) -> None:
     else:
         resumed = True
     try:
-        await websocket.accept(subprotocol=subprotocol, headers=[(b"x-playground-session", session.id.encode())])
+        await websocket.accept(
+            subprotocol=subprotocol, headers=[(b"x-playground-session", session.id.encode())]
+        )
     except (OSError, RuntimeError):  # the client left during the handshake: its server goes too
         hub.detach(session, deliberate=True)
         return
