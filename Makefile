@@ -46,6 +46,7 @@ check-lessons: install
 lint: install
 	$(PY) -m ruff check app tests bench
 	$(PY) -m ruff format --check app tests bench
+	$(PY) -m mypy app
 
 format: install
 	$(PY) -m ruff check --fix app tests bench

@@ -84,7 +84,11 @@ class Server:
             asked = params.get("protocolVersion")
             version = asked if asked in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
             self.initialized = True
-            reply = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": SERVER_INFO}
+            reply: dict[str, Any] = {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": SERVER_INFO,
+            }
             write_message(result(id_, reply))
         elif method == "ping":
             write_message(result(id_, {}))

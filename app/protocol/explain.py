@@ -44,13 +44,23 @@ def finding(level: str, text: str, ref: str = "") -> Finding:
 
 def _request_version(message: dict[str, Any], transcript: Transcript) -> str:
     """The revision a client message should be read against."""
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
-    if isinstance(meta.get(META_VERSION), str) and meta[META_VERSION] in KNOWN_PROTOCOL_VERSIONS:
-        return meta[META_VERSION]
-    if message.get("method") == "initialize" and params.get("protocolVersion") in HANDSHAKE_PROTOCOL_VERSIONS:
-        return params["protocolVersion"]
+    params = _object(message.get("params"))
+    meta_version = _object(params.get("_meta")).get(META_VERSION)
+    if isinstance(meta_version, str) and meta_version in KNOWN_PROTOCOL_VERSIONS:
+        return meta_version
+    asked = params.get("protocolVersion")
+    if (
+        message.get("method") == "initialize"
+        and isinstance(asked, str)
+        and asked in HANDSHAKE_PROTOCOL_VERSIONS
+    ):
+        return asked
     return transcript.revision or LATEST_HANDSHAKE_VERSION
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one: learners send anything."""
+    return value if isinstance(value, dict) else {}
 
 
 def _describe_validation(exc: pydantic.ValidationError, version: str) -> list[Finding]:
@@ -151,8 +161,10 @@ def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
     error = message.get("error")
     if isinstance(error, dict):
         code = error.get("code")
-        name = ERROR_NAMES.get(code, "")
-        hint = ERROR_HINTS.get(code, "An error defined by the server.")
+        name = ERROR_NAMES.get(code, "") if isinstance(code, int) else ""
+        hint = (
+            ERROR_HINTS.get(code, "An error defined by the server.") if isinstance(code, int) else "An error."
+        )
         out.append(finding("error", f"Error {code}{' ' + name if name else ''}: {hint}", "JSON-RPC 2.0"))
     else:
         revision = transcript.revision

@@ -82,14 +82,14 @@ class Instance:
                 os.close(fd)
         loop = asyncio.get_running_loop()
         # One message per line and no line cap in the SDK: our own cap, plus room for the newline.
-        self._stdout = asyncio.StreamReader(limit=self.max_line_bytes + 1)
+        stdout = self._stdout = asyncio.StreamReader(limit=self.max_line_bytes + 1)
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(self._stdout), os.fdopen(out_r, "rb", 0)
+            lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(out_r, "rb", 0)
         )
         self._transports.append(transport)
-        self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
+        stderr = self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(self._stderr), os.fdopen(err_r, "rb", 0)
+            lambda: asyncio.StreamReaderProtocol(stderr), os.fdopen(err_r, "rb", 0)
         )
         self._transports.append(transport)
         w_transport, w_protocol = await loop.connect_write_pipe(
@@ -181,6 +181,8 @@ class Instance:
             self._signal(signal.SIGKILL)
 
     def _signal(self, sig: int) -> None:
+        if self.pid is None:
+            return
         try:
             os.killpg(self.pid, sig)  # the keeper leads the group; the server is in it
         except ProcessLookupError:

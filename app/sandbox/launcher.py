@@ -188,8 +188,13 @@ class Launcher:
                 socket.send_fds(self._sock, [packet], fds)
                 return
             except BlockingIOError:
-                ready = loop.create_future()
-                loop.add_writer(self._sock, lambda f=ready: f.done() or f.set_result(None))
+                ready: asyncio.Future[None] = loop.create_future()
+
+                def writable(future: asyncio.Future[None] = ready) -> None:
+                    if not future.done():
+                        future.set_result(None)
+
+                loop.add_writer(self._sock, writable)
                 try:
                     await ready
                 finally:

@@ -6,6 +6,7 @@ import logging
 import secrets
 import sys
 from dataclasses import dataclass, field
+from functools import partial
 
 from fastapi import Request
 
@@ -100,7 +101,7 @@ class AppState:
         assert manager is not None
         self.metrics.live_sessions.set_function(lambda: len(manager.live))
         for name in self.demos:
-            self.metrics.warm_pool.labels(name).set_function(lambda name=name: manager.pool_size(name))
+            self.metrics.warm_pool.labels(name).set_function(partial(manager.pool_size, name))
         for layer, why in manager.layers.items():
             self.metrics.sandbox_layer.labels(layer).set(1 if why == "ok" else 0)
 

@@ -75,8 +75,8 @@ async def relay(websocket: WebSocket, name: str) -> None:
     if name not in state.demos:
         await deny(websocket, 404, f"There is no demo server named {name!r}.")
         return
-    hub = state.hub
-    assert hub is not None
+    hub, manager = state.hub, state.manager
+    assert hub is not None and manager is not None  # set in the lifespan, before any connection
     params = websocket.query_params
     session = None
     if params.get("session"):
@@ -84,7 +84,7 @@ async def relay(websocket: WebSocket, name: str) -> None:
     class_id, class_cap = state.class_of(learner)
     if session is None:
         try:
-            state.manager.check_capacity(learner, class_id, class_cap)
+            manager.check_capacity(learner, class_id, class_cap)
         except CapacityError as exc:
             state.metrics.refusals.labels(exc.reason).inc()
             if mode == MCP_SUBPROTOCOL:
@@ -127,6 +127,7 @@ async def relay(websocket: WebSocket, name: str) -> None:
         hub.detach(session, deliberate=True)
         return
     settings = state.settings
+    wire: McpWire | EnvelopeWire
     if mode == MCP_SUBPROTOCOL:
         wire = McpWire(websocket, session, max_message_bytes=settings.max_message_bytes,
                        rate_limit=settings.max_messages_per_10s)  # fmt: skip

@@ -84,7 +84,7 @@ def unsupported_version_seen(t: Transcript) -> Outcome:
     for request in reversed(asked):
         error = error_of(t.response_to(request))
         if error is not None and error.get("code") == -32022:
-            data = error.get("data") if isinstance(error.get("data"), dict) else {}
+            data: dict[str, Any] = error["data"] if isinstance(error.get("data"), dict) else {}
             return (
                 True,
                 f"You asked for {data.get('requested')!r}; the server supports {data.get('supported')}.",
