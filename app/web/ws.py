@@ -51,11 +51,14 @@ def make_check_hook(state: AppState, step_slug: str | None, learner: str) -> Che
         return None
     from app.course import checks
 
+    recorded: set[str] = set()  # a pass is written once per connection, not after every message
+
     async def hook(transcript: Transcript) -> list[dict]:
         frames = []
         for result in checks.evaluate(step, transcript):
-            if result.passed and getattr(state, "progress", None) is not None:
+            if result.passed and result.name not in recorded:
                 state.progress.record_check(learner, step_slug, result.name)
+                recorded.add(result.name)
             frames.append({"type": "check", "step": step_slug, "check": result.name, "passed": result.passed,
                            "reason": result.reason})  # fmt: skip
         return frames
