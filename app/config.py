@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     max_processes: int = Field(
         32, description="Processes and threads one instance's uid may run (RLIMIT_NPROC)."
     )
-    tmpfs_size_mb: int = Field(4, description="Size of the private, writable /tmp of each instance.")
+    tmpfs_size_mb: int = Field(4, description="Size of the private, writable tmpfs (/tmp) of each instance.")
     server_max_line_bytes: int = Field(
         1024 * 1024, description="Longest line a demo server may write; a longer one ends the session."
     )
