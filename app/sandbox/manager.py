@@ -240,7 +240,7 @@ class SessionManager:
     # --- reaping ---------------------------------------------------------------------------------
 
     async def _reap_loop(self) -> None:
-        interval = min(REAP_INTERVAL_S, max(self.idle_timeout_s / 4, 0.05))
+        interval = min(REAP_INTERVAL_S, max(min(self.idle_timeout_s, self.max_session_s) / 4, 0.05))
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()

@@ -259,3 +259,29 @@ def test_an_idle_session_is_reaped(tmp_path: Path) -> None:
         code, reason = asyncio.run(idle())
     assert code == 1000
     assert "without a message" in reason
+
+
+def test_a_busy_session_still_ends_at_the_longest_session_time(tmp_path: Path) -> None:
+    import asyncio
+
+    import websockets
+
+    with AppProcess(tmp_path, max_session_s=1.5, idle_timeout_s=600, max_messages_per_10s=100_000) as app:
+
+        async def busy() -> tuple[int | None, str]:
+            client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
+            await client.initialize()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            n = 10
+            try:
+                while loop.time() < deadline:  # never idle: a ping after every reply
+                    n += 1
+                    await client.call(n, "ping")
+            except websockets.ConnectionClosed as exc:
+                return (exc.rcvd.code, exc.rcvd.reason) if exc.rcvd else (None, "")
+            return None, "still open after 60 s"
+
+        code, reason = asyncio.run(busy())
+    assert code == 1000
+    assert "longest session time" in reason
