@@ -83,3 +83,22 @@ def test_a_stalled_server_is_reaped_as_idle(tmp_path: Path) -> None:
 
         code, reason = asyncio.run(stall())
     assert code == 1000 and "without a message" in reason
+
+
+def test_a_server_over_its_total_output_cap_is_ended(tmp_path: Path) -> None:
+    import asyncio
+
+    with AppProcess(tmp_path, **PROBE, server_max_output_bytes=150_000) as small:
+
+        async def flood() -> tuple[int | None, str]:
+            client = await McpClient.connect(small.ws_base + "/ws/test-probe")
+            await client.initialize()
+            # The reply line carries the text twice (content and structuredContent): ~60 kB, then ~120 kB.
+            assert len(await client.tool(2, "shout", size=30_000)) == 30_000  # under the cap so far
+            await client.start_tool(3, "shout", size=60_000)
+            orphan = await client.recv()
+            assert orphan["id"] == 3 and orphan["error"]["code"] == -32002
+            return await client.closed()
+
+        code, reason = asyncio.run(flood())
+    assert code == 1011 and "more than 150000 bytes in this session" in reason
