@@ -52,6 +52,13 @@ class Settings(BaseSettings):
 
     # Sandbox and sessions.
     sandbox: bool = Field(True, description="Run every demo server in the sandbox. Off only for development.")
+    rootless_sandbox: bool = Field(
+        False,
+        description=(
+            "Build the sandbox inside a user namespace, as the app does by itself when not run as root "
+            "(instances then share the app's uid). Set it to try that mode as root."
+        ),
+    )
     accept_weak_sandbox: bool | None = Field(
         None,
         description=(

@@ -64,7 +64,9 @@ def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
         target = root + path
         os.makedirs(target, mode=0o755, exist_ok=True)
         k.mount(path, target, None, k.MS_BIND | k.MS_REC)
-        k.mount(None, target, None, k.MS_BIND | k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+        kept = k.mount_flags(path)  # inside a user namespace, flags the mount had may not be dropped
+        flags = k.MS_BIND | k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV | kept
+        k.mount(None, target, None, flags)
     for name in ("bin", "lib", "lib64", "sbin"):  # Debian's merged-/usr links
         host = "/" + name
         if os.path.islink(host) and not os.path.exists(root + host):
@@ -81,6 +83,28 @@ def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
     k.umount("/.old", k.MNT_DETACH)
     os.rmdir("/.old")
     k.mount(None, "/", None, k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+
+
+def enter_user_namespace(outside_uid: int, outside_gid: int) -> None:
+    """Rootless mode: become root of a new user namespace, which is `outside_uid` on the host.
+
+    Root there may unshare the other namespaces, mount and pivot_root; nothing it does reaches
+    past the namespace. Only one uid is mapped, so every instance shares it.
+    """
+    k.unshare(k.CLONE_NEWUSER)
+    with open("/proc/self/setgroups", "w") as handle:
+        handle.write("deny")
+    with open("/proc/self/uid_map", "w") as handle:
+        handle.write(f"0 {outside_uid} 1")
+    with open("/proc/self/gid_map", "w") as handle:
+        handle.write(f"0 {outside_gid} 1")
+
+
+def drop_capabilities() -> None:
+    """Rootless mode, where there is no other uid to become: keep the uid, lose every capability."""
+    k.drop_bounding_capabilities()
+    k.clear_capabilities()
+    k.prctl(k.PR_SET_NO_NEW_PRIVS, 1)
 
 
 def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool, scratch: str | None) -> None:
@@ -100,15 +124,19 @@ def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool, scratch: 
     os.chdir(scratch)
 
 
-def set_rlimits(limits: Limits) -> None:
-    for which, value in (
+def set_rlimits(limits: Limits, *, per_uid: bool = True) -> None:
+    """`per_uid` False (rootless mode): no RLIMIT_NPROC, which counts every process of the uid, and
+    there the uid is the app's own, shared with everything else its user runs."""
+    values = [
         (resource.RLIMIT_AS, limits.memory_bytes),
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-        (resource.RLIMIT_NPROC, limits.processes),
         (resource.RLIMIT_CORE, 0),
-    ):
+    ]
+    if per_uid:
+        values.append((resource.RLIMIT_NPROC, limits.processes))
+    for which, value in values:
         resource.setrlimit(which, (value, value))
 
 

@@ -67,6 +67,9 @@ class ForkServer:
         self.layers: dict[str, str] = {}
         self.seccomp = None
         self.scratch: str | None = "/tmp"  # where instances get their private tmpfs
+        # Rootless: not started as root, so the sandbox lives in a user namespace and every
+        # instance shares the app's uid (no per-instance uid, no per-uid process limit).
+        self.rootless: bool = config.get("rootless", False)
 
     # --- start-up -------------------------------------------------------------------------------
 
@@ -75,6 +78,11 @@ class ForkServer:
         if not self.config["sandbox"]:
             self.layers = {layer: "off: the sandbox setting is off" for layer in confine.LAYERS}
             return
+        if self.rootless:
+            try:
+                confine.enter_user_namespace(self.config["outside_uid"], self.config["outside_gid"])
+            except OSError as exc:  # no user namespaces here: every layer below will say so
+                print(f"fork server: no user namespace: {exc}", file=sys.stderr, flush=True)
         try:  # before the root turns read-only: ctypes needs a writable /tmp to load libseccomp
             self.seccomp = confine.build_seccomp_filter()
         except Exception as exc:  # libseccomp absent or unusable
@@ -136,14 +144,24 @@ class ForkServer:
                 except Exception as exc:
                     results[name] = f"missing: {exc}"
 
+            owner = self._owner(uid)
             attempt(
                 "namespaces",
-                lambda: confine.enter_namespaces(uid, self.limits, pid_namespace=False, scratch=self.scratch),
+                lambda: confine.enter_namespaces(
+                    owner, self.limits, pid_namespace=False, scratch=self.scratch
+                ),
             )
             attempt("pid_namespace", self._probe_pid_namespace)
-            attempt("rlimits", lambda: confine.set_rlimits(self.limits))
-            attempt("uid", lambda: confine.drop_privileges(uid))
-            results["capabilities"] = results["uid"]
+            attempt("rlimits", lambda: confine.set_rlimits(self.limits, per_uid=not self.rootless))
+            if self.rootless:
+                results["uid"] = (
+                    f"missing: rootless mode (a user namespace): every instance runs as the app's uid "
+                    f"{self.config['outside_uid']} and shares its process limit"
+                )
+                attempt("capabilities", confine.drop_capabilities)
+            else:
+                attempt("uid", lambda: confine.drop_privileges(uid))
+                results["capabilities"] = results["uid"]
             if self.seccomp is not None:
                 attempt("seccomp", self.seccomp.load)
             os.write(write, json.dumps(results).encode())
@@ -265,7 +283,7 @@ class ForkServer:
         confine.die_with_parent(forkserver)
         if self.has("namespaces"):
             confine.enter_namespaces(
-                uid, self.limits, pid_namespace=self.has("pid_namespace"), scratch=self.scratch
+                self._owner(uid), self.limits, pid_namespace=self.has("pid_namespace"), scratch=self.scratch
             )
         keeper = os.getpid()
         child = os.fork()
@@ -281,10 +299,17 @@ class ForkServer:
         _, status = os.waitpid(child, 0)
         _exit_like(status)
 
+    def _owner(self, uid: int) -> int:
+        """Who owns the instance's tmpfs: its uid, or in rootless mode the one uid there is."""
+        return 0 if self.rootless else uid
+
     def _lock_down(self, uid: int, parent: int) -> None:
         if self.has("rlimits"):
-            confine.set_rlimits(self.limits)
-        if self.has("uid"):
+            confine.set_rlimits(self.limits, per_uid=not self.rootless)
+        if self.rootless:
+            if self.has("capabilities"):
+                confine.drop_capabilities()
+        elif self.has("uid"):
             confine.drop_privileges(uid)
         confine.die_with_parent(parent)
         if self.has("seccomp") and self.seccomp is not None:

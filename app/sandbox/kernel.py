@@ -13,6 +13,7 @@ CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
 
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -22,6 +23,14 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_RELATIME = 1 << 21
+
+# statvfs f_flag bits, and the mount flags they stand for: a remount inside a user namespace must
+# keep the flags the mount already had, or the kernel refuses it.
+_STATVFS_TO_MOUNT = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024: MS_NOATIME,
+                     2048: MS_NODIRATIME, 4096: MS_RELATIME}  # fmt: skip
 MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
@@ -61,6 +70,32 @@ def pivot_root(new_root: str, put_old: str) -> None:
 
 def prctl(option: int, arg2: int = 0) -> None:
     _check(_libc.prctl(option, ctypes.c_ulong(arg2), 0, 0, 0), f"prctl {option}")
+
+
+def mount_flags(path: str) -> int:
+    """The per-mount flags of the mount holding `path`."""
+    bits = os.statvfs(path).f_flag
+    return sum(flag for bit, flag in _STATVFS_TO_MOUNT.items() if bits & bit)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def clear_capabilities() -> None:
+    """Empty this thread's effective, permitted and inheritable sets (capset(2), version 3)."""
+    header = _CapHeader(0x20080522, 0)
+    data = (_CapData * 2)()
+    number = {"x86_64": 126, "aarch64": 91}[os.uname().machine]
+    _check(_libc.syscall(number, ctypes.byref(header), data), "capset")
 
 
 def drop_bounding_capabilities() -> None:

@@ -65,11 +65,20 @@ class ExitStatus:
 class Launcher:
     """Owns the fork-server process. One per app."""
 
-    def __init__(self, *, limits: Limits, sandbox: bool, extra_modules: list[str], uid_probe: int) -> None:
+    def __init__(
+        self,
+        *,
+        limits: Limits,
+        sandbox: bool,
+        extra_modules: list[str],
+        uid_probe: int,
+        rootless: bool = False,
+    ) -> None:
         self.limits = limits
         self.sandbox = sandbox
         self.extra_modules = extra_modules
         self.uid_probe = uid_probe
+        self.rootless = rootless or os.geteuid() != 0  # without root, only a user namespace can sandbox
         self.layers: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
@@ -92,6 +101,9 @@ class Launcher:
             "sandbox": self.sandbox,
             "extra_modules": self.extra_modules,
             "uid_probe": self.uid_probe,
+            "rootless": self.rootless,
+            "outside_uid": os.geteuid(),
+            "outside_gid": os.getegid(),
         }
         # Started from the event loop's (main) thread: the parent-death signal follows the thread.
         self.process = subprocess.Popen(

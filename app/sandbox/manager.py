@@ -55,6 +55,7 @@ class SessionManager:
         uid_base: int,
         max_line_bytes: int,
         max_output_bytes: int,
+        rootless: bool = False,
     ) -> None:
         self.servers = servers
         self.max_sessions = max_sessions
@@ -68,7 +69,7 @@ class SessionManager:
         # One uid per instance, live or warm; the range's first uid is for the start-up probe.
         self._free_uids = deque(range(uid_base + 1, uid_base + 1 + max_sessions + pool_total + 16))
         self.launcher = Launcher(
-            limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base
+            limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base, rootless=rootless
         )
         self._pools: dict[str, deque[Instance]] = defaultdict(deque)
         self._refilling: dict[str, int] = defaultdict(int)

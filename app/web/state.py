@@ -69,6 +69,7 @@ class AppState:
             uid_base=s.uid_base,
             max_line_bytes=s.server_max_line_bytes,
             max_output_bytes=s.server_max_output_bytes,
+            rootless=s.rootless_sandbox,
         )
         await self.manager.start()
         missing = self.manager.missing_layers()

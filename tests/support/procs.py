@@ -48,6 +48,28 @@ def processes_in_uid_range(low: int, high: int) -> list[HostProcess]:
     return found
 
 
+def descendants(root: int) -> list[HostProcess]:
+    """Every process below `root`, as /proc shows them now."""
+    parents: dict[int, int] = {}
+    statuses: dict[int, dict[str, str]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as handle:
+                status = dict(line.split(":\t", 1) for line in handle.read().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        statuses[int(name)] = {k: v.strip() for k, v in status.items()}
+        parents[int(name)] = int(statuses[int(name)]["PPid"])
+    found, frontier = [], {root}
+    while frontier:
+        children = {pid for pid, parent in parents.items() if parent in frontier}
+        found.extend(HostProcess(pid, statuses[pid]) for pid in children)
+        frontier = children
+    return found
+
+
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:  # noqa: ANN001
     """Poll `predicate` until it is true or `timeout` passes; return its last value."""
     deadline = time.monotonic() + timeout
