@@ -79,9 +79,15 @@ def _switch_to(request: Request, code: str) -> Response:
     return response
 
 
-@router.get("/resume/{code}")
+@router.get("/resume/{code}", response_class=HTMLResponse)
 async def resume_link(request: Request, code: str) -> Response:
-    return _switch_to(request, code)
+    """A link only asks: switching who you are takes a click, so a link planted elsewhere cannot."""
+    progress = get_state(request).progress
+    learner = progress.learner_for_resume_code(code)
+    if learner is None:
+        return _switch_to(request, code)  # says the code is unknown
+    name = progress.learner(learner).display_name
+    return _page(request, "resume_confirm.html", title="Continue on this device", code=code, name=name)
 
 
 @router.post("/resume")

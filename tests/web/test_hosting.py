@@ -131,11 +131,17 @@ def test_resume_on_another_device(app: AppProcess) -> None:
         )
     with httpx.Client(base_url=app.base, timeout=30) as phone:
         phone.get("/")
-        moved = phone.get(f"/resume/{code}")
+        asked = phone.get(f"/resume/{code}")  # a link only asks
+        assert asked.status_code == 200
+        confirm = BeautifulSoup(asked.text, "html.parser")
+        assert confirm.select_one("[data-resume-name]").get_text() == "Katherine"
+        assert phone.get("/api/progress").json()["display_name"] is None  # not switched yet
+        moved = phone.post("/resume", data={"code": confirm.select_one("input[name=code]")["value"]})
         assert moved.status_code == 303
         assert phone.get("/api/progress").json()["display_name"] == "Katherine"
         missing = phone.post("/resume", data={"code": "WRONGCODE1"})
         assert missing.status_code == 404 and "No progress has that resume code" in missing.text
+        assert phone.get("/resume/WRONGCODE1").status_code == 404
 
 
 async def test_a_full_class_is_refused_kindly(app: AppProcess) -> None:
