@@ -31,42 +31,34 @@ class HostProcess:
             return None
 
 
-def processes_in_uid_range(low: int, high: int) -> list[HostProcess]:
+def all_processes() -> list[HostProcess]:
+    """Every process /proc shows now (one that ends while we look is left out)."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/status") as handle:
-                status = dict(line.split(":\t", 1) for line in handle.read().splitlines() if ":\t" in line)
+                lines = handle.read().splitlines()
         except OSError:
-            continue  # it ended while we looked
-        status = {k: v.strip() for k, v in status.items()}
-        uid = int(status["Uid"].split()[0])
-        if low <= uid < high:
-            found.append(HostProcess(int(name), status))
+            continue
+        status = {k: v.strip() for k, v in (line.split(":\t", 1) for line in lines if ":\t" in line)}
+        found.append(HostProcess(int(name), status))
     return found
+
+
+def processes_in_uid_range(low: int, high: int) -> list[HostProcess]:
+    return [p for p in all_processes() if low <= p.uids[0] < high]
 
 
 def descendants(root: int) -> list[HostProcess]:
     """Every process below `root`, as /proc shows them now."""
-    parents: dict[int, int] = {}
-    statuses: dict[int, dict[str, str]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/status") as handle:
-                status = dict(line.split(":\t", 1) for line in handle.read().splitlines() if ":\t" in line)
-        except OSError:
-            continue
-        statuses[int(name)] = {k: v.strip() for k, v in status.items()}
-        parents[int(name)] = int(statuses[int(name)]["PPid"])
+    processes = all_processes()
     found, frontier = [], {root}
     while frontier:
-        children = {pid for pid, parent in parents.items() if parent in frontier}
-        found.extend(HostProcess(pid, statuses[pid]) for pid in children)
-        frontier = children
+        children = [p for p in processes if int(p.status["PPid"]) in frontier]
+        found.extend(children)
+        frontier = {p.pid for p in children}
     return found
 
 

@@ -78,13 +78,7 @@ class RawClient:
     # -- reading -----------------------------------------------------------------------------------
     def read_line(self, timeout: float = READ_TIMEOUT_S) -> str:
         """The next stdout line, without its newline; fails if none comes in time or stdout closes."""
-        try:
-            line = self._stdout.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no line from the server within {timeout} s") from None
-        if line is None:
-            raise AssertionError("the server closed its stdout")
-        return line
+        return _next_line(self._stdout, "stdout", timeout)
 
     def read(self, timeout: float = READ_TIMEOUT_S) -> Message:
         return json.loads(self.read_line(timeout))
@@ -105,13 +99,7 @@ class RawClient:
         return response
 
     def stderr_line(self, timeout: float = READ_TIMEOUT_S) -> str:
-        try:
-            line = self._stderr.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError(f"no stderr line within {timeout} s") from None
-        if line is None:
-            raise AssertionError("the server closed its stderr")
-        return line
+        return _next_line(self._stderr, "stderr", timeout)
 
     def wait_exit(self, timeout: float = READ_TIMEOUT_S) -> int:
         return self.proc.wait(timeout)
@@ -155,3 +143,14 @@ def _pump(pipe: IO[bytes], sink: queue.Queue[str | None]) -> None:
         sink.put(raw.decode("utf-8", errors="replace").rstrip("\n"))
     sink.put(None)
     pipe.close()
+
+
+def _next_line(lines: queue.Queue, stream: str, timeout: float) -> str:
+    """The next line a reader thread queued; None in the queue means the stream closed."""
+    try:
+        line = lines.get(timeout=timeout)
+    except queue.Empty:
+        raise AssertionError(f"no {stream} line from the server within {timeout} s") from None
+    if line is None:
+        raise AssertionError(f"the server closed its {stream}")
+    return line
