@@ -7,7 +7,6 @@ Order matters: namespaces and mounts need root, so privileges are dropped last, 
 
 from __future__ import annotations
 
-import errno
 import os
 import resource
 import sys
@@ -25,21 +24,11 @@ LAYERS = (
     "uid",  # an unprivileged uid of its own from the reserved range
     "capabilities",  # no capabilities, empty bounding set, no_new_privs
     "rlimits",  # memory, CPU seconds, open files, file size, processes
-    "seccomp",  # no exec, no internet/netlink/packet sockets, no namespace or mount calls
+    "seccomp",  # an allow-list of system calls (app/sandbox/syscalls.py); AF_UNIX sockets only
 )
 
 # Devices a Python process may open; everything else under /dev stays invisible.
 DEVICES = ("null", "zero", "random", "urandom")
-
-# Address families a server may not create sockets of (asyncio still needs AF_UNIX socketpairs).
-BLOCKED_FAMILIES = {"AF_INET": 2, "AF_INET6": 10, "AF_NETLINK": 16, "AF_PACKET": 17}
-BLOCKED_SYSCALLS = (
-    "execve", "execveat", "ptrace", "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-    "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "process_vm_readv",
-    "process_vm_writev", "kexec_load", "init_module", "finit_module", "delete_module", "reboot",
-    "swapon", "swapoff", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "open_by_handle_at", "name_to_handle_at", "mknod", "mknodat",
-)  # fmt: skip
 
 
 def scratch_dir(paths: Iterable[str]) -> str:
@@ -156,20 +145,12 @@ def die_with_parent(expected_parent: int) -> None:
         os._exit(137)
 
 
-def build_seccomp_filter():  # -> pyseccomp.SyscallFilter
-    """Built once in the fork server; each instance loads its own copy after fork."""
-    import pyseccomp as sc
+def build_seccomp_filter() -> tuple[k.SeccompProgram, list[str]]:
+    """Built once in the fork server (an allow-list, app/sandbox/syscalls.py); each instance loads
+    the compiled program after fork. The list names rules that could not be built."""
+    from app.sandbox import syscall_filter
 
-    filt = sc.SyscallFilter(sc.ALLOW)
-    for name in BLOCKED_SYSCALLS:
-        try:
-            filt.add_rule(sc.ERRNO(errno.EPERM), name)
-        except (OSError, ValueError):
-            pass  # a call this architecture does not have
-    for family in BLOCKED_FAMILIES.values():
-        filt.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.EQ, family))
-        filt.add_rule(sc.ERRNO(errno.EACCES), "socketpair", sc.Arg(0, sc.EQ, family))
-    return filt
+    return syscall_filter.compile_program()
 
 
 def log(message: str) -> None:

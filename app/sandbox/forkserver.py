@@ -28,7 +28,7 @@ import tempfile
 import traceback
 
 from app.demos import load_registry
-from app.sandbox import confine
+from app.sandbox import confine, kernel
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
@@ -65,7 +65,8 @@ class ForkServer:
         self.registry = load_registry(config["extra_modules"])
         self.modules = {name: demo.load() for name, demo in self.registry.items()}
         self.layers: dict[str, str] = {}
-        self.seccomp = None
+        self.seccomp: kernel.SeccompProgram | None = None
+        self.seccomp_problem: str | None = None  # why the seccomp layer is not whole, if it is not
         self.scratch: str | None = "/tmp"  # where instances get their private tmpfs
         # Rootless: not started as root, so the sandbox lives in a user namespace and every
         # instance shares the app's uid (no per-instance uid, no per-uid process limit).
@@ -84,9 +85,11 @@ class ForkServer:
             except OSError as exc:  # no user namespaces here: every layer below will say so
                 print(f"fork server: no user namespace: {exc}", file=sys.stderr, flush=True)
         try:  # before the root turns read-only: ctypes needs a writable /tmp to load libseccomp
-            self.seccomp = confine.build_seccomp_filter()
+            self.seccomp, problems = confine.build_seccomp_filter()
+            if problems:  # the filter still loads (stricter than meant), but the layer is not whole
+                self.seccomp_problem = "missing: rules that could not be built: " + "; ".join(problems)
         except Exception as exc:  # libseccomp absent or unusable
-            self.layers["seccomp"] = f"missing: {exc}"
+            self.seccomp_problem = f"missing: {exc}"
         paths = self._visible_paths()
         wanted = confine.scratch_dir(paths)
         try:
@@ -100,6 +103,8 @@ class ForkServer:
         os.environ["TMPDIR"] = os.environ["HOME"] = self.scratch or "/tmp"
         tempfile.tempdir = None  # mkdtemp above cached /tmp; let instances look again
         self.layers.update(self._probe_layers())
+        if self.seccomp_problem is not None:
+            self.layers["seccomp"] = self.seccomp_problem
 
     def _preimport(self) -> None:
         # Whatever a server imports lazily must be loaded now: the sandboxed uid cannot read
@@ -173,8 +178,6 @@ class ForkServer:
 
     @staticmethod
     def _probe_pid_namespace() -> None:
-        from app.sandbox import kernel
-
         kernel.unshare(kernel.CLONE_NEWPID)
         child = os.fork()
         if child == 0:
