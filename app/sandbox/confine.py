@@ -24,6 +24,7 @@ LAYERS = (
     "uid",  # an unprivileged uid of its own from the reserved range
     "capabilities",  # no capabilities, empty bounding set, no_new_privs
     "rlimits",  # memory, CPU seconds, open files, file size, processes
+    "cgroups",  # a cgroup per instance (memory, processes, CPU); optional: "not available" on some hosts
     "seccomp",  # an allow-list of system calls (app/sandbox/syscalls.py); AF_UNIX sockets only
 )
 
@@ -48,10 +49,14 @@ def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
     k.mount(None, "/", None, k.MS_REC | k.MS_PRIVATE)
     root = tempfile.mkdtemp(prefix="playground-root-")
     k.mount("tmpfs", root, "tmpfs", k.MS_NOSUID | k.MS_NODEV, "size=64k,mode=0755")
-    binds = sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+    binds = _outermost(os.path.realpath(p) for p in paths if os.path.exists(p))
     for path in binds:
         target = root + path
-        os.makedirs(target, mode=0o755, exist_ok=True)
+        if os.path.isdir(path):
+            os.makedirs(target, mode=0o755, exist_ok=True)
+        else:  # a single module file: its folder stays hidden
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            open(target, "w").close()
         k.mount(path, target, None, k.MS_BIND | k.MS_REC)
         kept = k.mount_flags(path)  # inside a user namespace, flags the mount had may not be dropped
         flags = k.MS_BIND | k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV | kept
@@ -72,6 +77,15 @@ def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
     k.umount("/.old", k.MNT_DETACH)
     os.rmdir("/.old")
     k.mount(None, "/", None, k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """The paths, less any inside another: a folder's bind already shows what is in it."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(path.startswith(outer.rstrip("/") + "/") for outer in kept):
+            kept.append(path)
+    return kept
 
 
 def enter_user_namespace(outside_uid: int, outside_gid: int) -> None:

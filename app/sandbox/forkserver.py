@@ -18,6 +18,7 @@ Both drop to the instance's uid; when either dies the other goes too (parent-dea
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import selectors
@@ -25,13 +26,18 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 import traceback
 
 from app.demos import load_registry
-from app.sandbox import confine, kernel
+from app.sandbox import cgroups, confine, kernel
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
+# How soon to try again to remove a cgroup whose last process was still leaving.
+CGROUP_RETRY_S = 0.2
+# At shutdown, how long to wait for the killed instances to leave their cgroups.
+SHUTDOWN_CGROUP_WAIT_S = 2.0
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -71,6 +77,10 @@ class ForkServer:
         # Rootless: not started as root, so the sandbox lives in a user namespace and every
         # instance shares the app's uid (no per-instance uid, no per-uid process limit).
         self.rootless: bool = config.get("rootless", False)
+        self.cgroups: cgroups.Cgroups | None = None
+        self._cgroup_ids = itertools.count(1)
+        self._instance_cgroups: dict[int, str] = {}  # keeper pid -> its cgroup's name
+        self._leftover_cgroups: set[str] = set()  # instances gone, cgroups not yet removable
 
     # --- start-up -------------------------------------------------------------------------------
 
@@ -79,6 +89,11 @@ class ForkServer:
         if not self.config["sandbox"]:
             self.layers = {layer: "off: the sandbox setting is off" for layer in confine.LAYERS}
             return
+        try:  # as the user we were started as, before the root turns private
+            self.cgroups = cgroups.Cgroups.setup(self.limits)
+            self.layers["cgroups"] = "ok"
+        except (cgroups.CgroupsUnavailable, OSError) as exc:
+            self.layers["cgroups"] = f"not available: {exc}"
         if self.rootless:
             try:
                 confine.enter_user_namespace(self.config["outside_uid"], self.config["outside_gid"])
@@ -128,8 +143,10 @@ class ForkServer:
 
         paths = {sys.base_prefix, sys.prefix, "/usr", os.path.dirname(app.__file__)}
         for module in self.modules.values():
-            top = sys.modules[module.__name__.split(".")[0]]
-            paths.add(os.path.dirname(top.__file__ or ""))
+            # Only the demo's own package or file: an instructor's module may live in a folder
+            # (a home directory) holding much else.
+            package_dirs = getattr(module, "__path__", None)
+            paths.update(package_dirs if package_dirs is not None else [module.__file__ or ""])
         paths.update(p for p in sys.path if p.startswith(sys.prefix) or p.startswith(sys.base_prefix))
         return sorted(p for p in paths if p)
 
@@ -195,7 +212,7 @@ class ForkServer:
         wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
-        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        signal.signal(signal.SIGTERM, lambda *_: self._shut_down())
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
@@ -203,7 +220,11 @@ class ForkServer:
         selector.register(self.sock, selectors.EVENT_READ, "control")
         selector.register(wake_read, selectors.EVENT_READ, "children")
         while True:
-            for key, _ in selector.select():
+            # Cgroups of instances whose last process was still leaving: try again shortly.
+            timeout = CGROUP_RETRY_S if self._leftover_cgroups else None
+            if self._leftover_cgroups:
+                self._remove_cgroups(list(self._leftover_cgroups))
+            for key, _ in selector.select(timeout):
                 if key.data == "children":
                     while True:
                         try:
@@ -223,6 +244,9 @@ class ForkServer:
                 return
             if pid == 0:
                 return
+            name = self._instance_cgroups.pop(pid, None)
+            if name is not None:
+                self._remove_cgroups([name])
             _send(
                 self.sock,
                 {
@@ -238,8 +262,8 @@ class ForkServer:
             data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_PACKET, 3)
         except InterruptedError:
             return
-        if not data:  # the app is gone; every keeper dies with us (parent-death signal)
-            sys.exit(0)
+        if not data:  # the app is gone; so are we, and every instance with us
+            self._shut_down()
         request = json.loads(data)
         if request.get("op") != "spawn" or len(fds) != 3 or request.get("server") not in self.modules:
             for fd in fds:
@@ -256,28 +280,72 @@ class ForkServer:
             for fd in fds:
                 os.close(fd)
 
+    def _remove_cgroups(self, names: list[str]) -> None:
+        assert self.cgroups is not None
+        for name in names:
+            try:
+                removed = self.cgroups.remove(name)
+            except OSError as exc:
+                print(f"fork server: cannot remove cgroup {name}: {exc}", file=sys.stderr, flush=True)
+                removed = True  # nothing more to try
+            if removed:
+                self._leftover_cgroups.discard(name)
+            else:
+                self._leftover_cgroups.add(name)
+
+    def _shut_down(self) -> None:
+        """End every instance, remove their cgroups, and exit."""
+        for pid in list(self._instance_cgroups):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.cgroups is not None:
+            for pid, name in list(self._instance_cgroups.items()):
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+                self._leftover_cgroups.add(name)
+            deadline = time.monotonic() + SHUTDOWN_CGROUP_WAIT_S
+            while self._leftover_cgroups and time.monotonic() < deadline:
+                self._remove_cgroups(list(self._leftover_cgroups))  # servers may still be leaving
+                if self._leftover_cgroups:
+                    time.sleep(CGROUP_RETRY_S / 10)
+            self.cgroups.close()
+        os._exit(0)
+
     # --- one instance ---------------------------------------------------------------------------
 
     def _spawn(self, server: str, uid: int, fds: list[int]) -> tuple[int, int]:
+        cgroup, procs = None, []
+        if self.cgroups is not None:
+            cgroup = f"i{next(self._cgroup_ids)}"
+            procs = self.cgroups.create(cgroup)  # an OSError fails this spawn, as it should
         report_read, report_write = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(report_read)
-                self._keeper(server, uid, fds, report_write)
+                self._keeper(server, uid, fds, report_write, procs)
             except BaseException:
                 traceback.print_exc()
             finally:
                 os._exit(70)
+        for fd in procs:
+            os.close(fd)
+        if cgroup is not None:
+            self._instance_cgroups[pid] = cgroup
         os.close(report_write)
         data = _read_all(report_read)
         return pid, int(data) if data else 0
 
-    def _keeper(self, server: str, uid: int, fds: list[int], report: int) -> None:
+    def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int]) -> None:
         forkserver = os.getppid()
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        cgroups.join(cgroup_procs)  # before the server is forked: it is born inside the cgroups
         os.setsid()  # own session and process group: the app ends the whole group
         for target, fd in enumerate(fds):
             os.dup2(fd, target)

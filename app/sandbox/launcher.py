@@ -23,6 +23,12 @@ READY_TIMEOUT_S = 60.0
 SPAWN_TIMEOUT_S = 15.0
 MAX_PACKET = 65536
 
+# Layers that add to others rather than stand alone: on a host that cannot offer one ("not
+# available: ..."), the app starts, hosting mode too, and /healthz still shows why.
+OPTIONAL_LAYERS = frozenset({"cgroups"})
+# Without a uid range from the app (Launcher(uid_range=...)), the one the probe uid starts, this long.
+DEFAULT_UID_SPAN = 1024
+
 # What a server's environment holds: nothing of the app's own environment (secrets, tokens).
 ENV_ALLOW = ("LANG", "LC_ALL", "TZ")
 
@@ -38,6 +44,29 @@ def child_environment(project_root: str) -> dict[str, str]:
         LANG=env.get("LANG", "C.UTF-8"),
     )
     return env
+
+
+def subordinate_id_overlap(ids: range, files: tuple[str, ...] = ("/etc/subuid", "/etc/subgid")) -> str:
+    """Where `ids` overlaps a user's subordinate ids ("" when nowhere).
+
+    A user given those ids may map them in a user namespace of their own, and so own (signal, trace)
+    a process the sandbox runs under one of them.
+    """
+    found = []
+    for path in files:
+        try:
+            with open(path) as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            continue  # no such file: nobody has subordinate ids
+        for line in lines:
+            parts = line.strip().split(":")
+            if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+                continue
+            start, count = int(parts[1]), int(parts[2])
+            if start < ids.stop and ids.start < start + count:
+                found.append(f"{path} ({parts[0]}: {start}-{start + count - 1})")
+    return ", ".join(found)
 
 
 class ExitStatus:
@@ -73,12 +102,19 @@ class Launcher:
         extra_modules: list[str],
         uid_probe: int,
         rootless: bool = False,
+        uid_range: range | None = None,
     ) -> None:
         self.limits = limits
         self.sandbox = sandbox
         self.extra_modules = extra_modules
         self.uid_probe = uid_probe
         self.rootless = rootless or os.geteuid() != 0  # without root, only a user namespace can sandbox
+        # Every uid an instance may get, and the probe's: checked against /etc/subuid and /etc/subgid.
+        self.uid_range = (
+            range(uid_probe, max(uid_range.stop, uid_probe + 1))
+            if uid_range
+            else range(uid_probe, uid_probe + DEFAULT_UID_SPAN)
+        )
         self.layers: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self._sock: socket.socket | None = None
@@ -133,7 +169,20 @@ class Launcher:
             raise SandboxError("The demo servers could not be started.", reason="forkserver",
                                log_message="the fork server exited during start-up (see its stderr above)")  # fmt: skip
         self.layers = ready["layers"]
+        if self.layers.get("uid") == "ok":
+            overlap = subordinate_id_overlap(self.uid_range)
+            if overlap:
+                self.layers["uid"] = f"missing: the reserved uid range overlaps {overlap}"
         self._reader = asyncio.create_task(self._read_loop(), name="forkserver-reader")
+
+    def missing_layers(self) -> dict[str, str]:
+        """The layers not in force, leaving out optional ones this host does not offer: what
+        hosting mode refuses to start without (unless the operator accepts a weaker sandbox)."""
+        return {
+            name: why
+            for name, why in self.layers.items()
+            if why != "ok" and not (name in OPTIONAL_LAYERS and why.startswith("not available"))
+        }
 
     async def _read_loop(self) -> None:
         loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ forked child, so an attempt the filter kills ends only that child.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +54,25 @@ async def test_ordinary_learner_code_works_inside_an_instance(attack_app: AppPro
     finally:
         await client.close()
     assert {key: report.get(key) for key in EXPECTED} == EXPECTED, report
+
+
+async def test_an_extra_demo_module_shows_only_its_own_file(attack_app: AppProcess) -> None:
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    client = await _attacker(attack_app)
+    try:
+        own = json.loads(
+            await client.tool(
+                2, "attempt", code=f"result = len(open({str(fixtures / 'attack_server.py')!r}).read())"
+            )
+        )
+        sibling = json.loads(
+            await client.tool(
+                3, "attempt", code=f"result = open({str(fixtures / 'learner_code.py')!r}).read(10)"
+            )
+        )
+        folder = json.loads(await client.tool(4, "attempt", code=f"result = os.listdir({str(fixtures)!r})"))
+    finally:
+        await client.close()
+    assert "ok" in own, own  # its own module file is there (read-only)
+    assert sibling == {"errno": "ENOENT"}, sibling  # a file beside it is not
+    assert folder == {"ok": repr(["attack_server.py"])}, folder

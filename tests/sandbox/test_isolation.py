@@ -101,7 +101,8 @@ async def test_the_file_system_is_read_only_and_narrow(probe: McpClient, tmp_pat
     assert not (open_dir / "x").exists()
     probe_source = Path(__file__).resolve().parents[1] / "fixtures" / "probe_server.py"
     result = await probe.tool(3, "write_file", path=str(probe_source.parent / "planted.py"))
-    assert "Read-only file system" in result or "errno=13" in result, result
+    # Not even there: the probe's folder is not in the sandbox, only the probe's own file.
+    assert "errno=2 " in result or "Read-only file system" in result or "errno=13" in result, result
     assert not (probe_source.parent / "planted.py").exists()
     marker = tmp_path / "marker.txt"
     marker.write_text("secret")

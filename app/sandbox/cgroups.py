@@ -1,0 +1,250 @@
+"""A cgroup per instance (memory, number of processes, CPU), where the host lets us make them.
+
+An extra layer on top of the rlimits: the rlimits count per process (memory) or per uid
+(processes); a cgroup counts the whole instance. cgroup v1 hierarchies (memory, pids, cpu) or a
+cgroup v2 tree whose memory and pids controllers we may enable; without either the layer says
+"not available: why" and the app still starts (hosting mode too: this layer alone is optional).
+
+The fork server sets up one parent cgroup per hierarchy, `playground-<its pid>` beside its own
+cgroup, before its root becomes private, and keeps a descriptor of each: every instance cgroup is
+made, joined and removed through those descriptors.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass, field
+
+from app.sandbox.limits import Limits
+
+CGROUP_MOUNT = "/sys/fs/cgroup"
+V1_HIERARCHIES = ("memory", "pids", "cpu")
+# Each instance: at most one core, and a quarter of the default share when cores are contended,
+# so the web app and the other instances stay responsive under a busy loop.
+CPU_PERIOD_US = 100_000
+CPU_QUOTA_US = 100_000
+CPU_SHARES_V1 = 256
+CPU_WEIGHT_V2 = 25
+PARENT_PREFIX = "playground-"
+
+
+class CgroupsUnavailable(Exception):
+    """Why this host gives us no cgroups; the layer reports it as "not available: ..."."""
+
+
+@dataclass
+class _Hierarchy:
+    name: str  # "memory", "pids", "cpu", or "unified" (v2)
+    path: str  # the parent cgroup, playground-<pid>
+    fd: int  # a descriptor of `path`, valid after the fork server's root turns private
+    base_fd: int  # and one of the folder holding it, to remove it at the end
+    settings: dict[str, str] = field(default_factory=dict)  # file -> value, per instance
+
+
+class Cgroups:
+    """The fork server's instance cgroups. `create(name)` returns descriptors of the new cgroup's
+    `cgroup.procs` files: the keeper writes its pid into each before it forks the server."""
+
+    def __init__(self, version: int, hierarchies: list[_Hierarchy]) -> None:
+        self.version = version
+        self.hierarchies = hierarchies
+
+    @classmethod
+    def setup(cls, limits: Limits) -> Cgroups:
+        """Make the parent cgroups and try one instance cgroup; raise CgroupsUnavailable."""
+        own = _own_cgroups()
+        unified = _v2_mount()
+        if unified is not None and "memory" in _controllers(unified, own.get("", "/")):
+            made = cls(2, [_make_v2_parent(unified, own.get("", "/"), limits)])
+        elif all(os.path.isdir(f"{CGROUP_MOUNT}/{name}") for name in V1_HIERARCHIES):
+            made = cls(1, [_make_v1_parent(name, own.get(name, "/"), limits) for name in V1_HIERARCHIES])
+        else:
+            raise CgroupsUnavailable(
+                "neither cgroup v1 hierarchies (memory, pids, cpu) nor a v2 memory controller"
+            )
+        try:
+            for fd in made.create("probe"):
+                os.close(fd)
+            made.remove("probe")
+        except OSError as exc:
+            made.close()
+            raise CgroupsUnavailable(f"cannot make an instance cgroup: {exc}") from exc
+        return made
+
+    def describe(self) -> str:
+        return f"cgroup v{self.version}: " + ", ".join(h.path for h in self.hierarchies)
+
+    def create(self, name: str) -> list[int]:
+        fds: list[int] = []
+        try:
+            for hierarchy in self.hierarchies:
+                os.mkdir(name, 0o755, dir_fd=hierarchy.fd)
+                for file, value in hierarchy.settings.items():
+                    _write_at(hierarchy.fd, f"{name}/{file}", value)
+                fds.append(os.open(f"{name}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC, dir_fd=hierarchy.fd))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            self.remove(name)
+            raise
+        return fds
+
+    def remove(self, name: str) -> bool:
+        """Remove the instance's cgroups; False while a process is still leaving one (retry later)."""
+        done = True
+        for hierarchy in self.hierarchies:
+            try:
+                os.rmdir(name, dir_fd=hierarchy.fd)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                if exc.errno != errno.EBUSY:
+                    raise
+                done = False
+        return done
+
+    def close(self) -> None:
+        """Remove the (empty) parent cgroups; called as the fork server ends."""
+        for hierarchy in self.hierarchies:
+            try:
+                os.close(hierarchy.fd)
+                os.rmdir(os.path.basename(hierarchy.path), dir_fd=hierarchy.base_fd)
+            except OSError:
+                pass  # instances still leaving: the next fork server's sweep takes it
+            finally:
+                os.close(hierarchy.base_fd)
+
+
+def join(procs_fds: list[int]) -> None:
+    """In the keeper, before it forks the server: move this process into its instance cgroups."""
+    pid = str(os.getpid()).encode()
+    for fd in procs_fds:
+        os.write(fd, pid)
+        os.close(fd)
+
+
+# --- finding and making the parents ---------------------------------------------------------------
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup per hierarchy ("" for v2), from /proc/self/cgroup."""
+    own: dict[str, str] = {}
+    with open("/proc/self/cgroup") as handle:
+        for line in handle:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                own[name] = path
+    return own
+
+
+def _v2_mount() -> str | None:
+    if os.path.exists(f"{CGROUP_MOUNT}/cgroup.controllers"):
+        return CGROUP_MOUNT  # a pure v2 host
+    if os.path.exists(f"{CGROUP_MOUNT}/unified/cgroup.controllers"):
+        return f"{CGROUP_MOUNT}/unified"  # a hybrid host's v2 tree (often without memory)
+    return None
+
+
+def _controllers(mount: str, own: str) -> list[str]:
+    try:
+        with open(f"{mount}{own.rstrip('/')}/cgroup.controllers") as handle:
+            return handle.read().split()
+    except OSError:
+        return []
+
+
+def _write_at(dir_fd: int, path: str, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _open_dir(path: str) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _parent_path(mount: str, own: str) -> str:
+    base = f"{mount}{own.rstrip('/')}"
+    _sweep(base)
+    path = f"{base}/{PARENT_PREFIX}{os.getpid()}"
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise CgroupsUnavailable(f"cannot make {path}: {exc.strerror}") from exc
+    return path
+
+
+def _sweep(base: str) -> None:
+    """Remove parents a fork server that no longer runs left behind (it was killed)."""
+    try:
+        names = [n for n in os.listdir(base) if n.startswith(PARENT_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix(PARENT_PREFIX)
+        if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+            continue
+        parent = f"{base}/{name}"
+        try:
+            for child in os.listdir(parent):
+                if os.path.isdir(f"{parent}/{child}"):
+                    os.rmdir(f"{parent}/{child}")
+            os.rmdir(parent)
+        except OSError:
+            pass
+
+
+def _make_v1_parent(name: str, own: str, limits: Limits) -> _Hierarchy:
+    path = _parent_path(f"{CGROUP_MOUNT}/{name}", own)
+    settings = {
+        "memory": {"memory.limit_in_bytes": str(limits.memory_bytes)},
+        "pids": {"pids.max": str(limits.processes)},
+        "cpu": {
+            "cpu.shares": str(CPU_SHARES_V1),
+            "cpu.cfs_period_us": str(CPU_PERIOD_US),
+            "cpu.cfs_quota_us": str(CPU_QUOTA_US),
+        },
+    }[name]
+    if name == "memory" and os.path.exists(f"{path}/memory.memsw.limit_in_bytes"):
+        settings["memory.memsw.limit_in_bytes"] = str(limits.memory_bytes)  # no escape into swap
+    return _Hierarchy(name, path, _open_dir(path), _open_dir(os.path.dirname(path)), settings)
+
+
+def _make_v2_parent(mount: str, own: str, limits: Limits) -> _Hierarchy:
+    available = _controllers(mount, own)
+    wanted = [c for c in ("memory", "pids", "cpu") if c in available]
+    if "pids" not in wanted:
+        raise CgroupsUnavailable(f"cgroup v2 at {mount}{own}: no pids controller")
+    path = _parent_path(mount, own)
+    fd = _open_dir(path)
+    try:
+        enable = " ".join(f"+{c}" for c in wanted)
+        # Our own cgroup holds processes (this one, the app), so the kernel may refuse to enable
+        # controllers below it: then the tree is not delegated to us in a usable shape.
+        with open(f"{mount}{own.rstrip('/')}/cgroup.subtree_control", "w") as handle:
+            handle.write(enable)
+        _write_at(fd, "cgroup.subtree_control", enable)
+    except OSError as exc:
+        os.close(fd)
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+        raise CgroupsUnavailable(
+            f"cgroup v2 at {mount}{own}: cannot enable {enable}: {exc.strerror}"
+        ) from exc
+    settings = {
+        "memory.max": str(limits.memory_bytes),
+        "memory.swap.max": "0",
+        "pids.max": str(limits.processes),
+    }
+    if "cpu" in wanted:
+        settings.update({"cpu.max": f"{CPU_QUOTA_US} {CPU_PERIOD_US}", "cpu.weight": str(CPU_WEIGHT_V2)})
+    # memory.swap.max exists only with swap accounting; the parent has every file a child will.
+    settings = {file: value for file, value in settings.items() if os.path.exists(f"{path}/{file}")}
+    return _Hierarchy("unified", path, fd, _open_dir(os.path.dirname(path)), settings)
