@@ -1,6 +1,9 @@
 # MCP Playground in one container; it mirrors `make install`.
 # The sandbox unshares namespaces, mounts a private root and changes uid for every demo server, so
-# the container runs its process as root with the options in docs/hosting.md ("In a container").
+# the container runs its process as root with CAP_SYS_ADMIN and the seccomp profile in
+# deploy/seccomp.json (not `unconfined`):
+#   docker run --cap-add SYS_ADMIN --security-opt seccomp=deploy/seccomp.json ...
+# (docs/sandbox.md, "In a container"; docs/hosting.md has the full command).
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libseccomp2 \
