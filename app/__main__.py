@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         ws_per_message_deflate=False,  # small JSON messages; a zlib context per connection costs memory
         ws_ping_interval=20, ws_ping_timeout=20, log_level="info", timeout_graceful_shutdown=5,
         log_config=None,  # our handler (app/logs.py) formats uvicorn's lines too
+        proxy_headers=False,  # the client address is decided in one place: app/web/learner.py
     )  # fmt: skip
     server = uvicorn.Server(config)
     server.run()

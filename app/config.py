@@ -45,6 +45,27 @@ class Settings(BaseSettings):
         description="Default cap on live sessions of one class (an instructor can set another per class).",
     )
     log_format: str = Field("text", description='Log lines as "text" or as "json" (one object per line).')
+    cookie_secret: str | None = Field(
+        None,
+        description=(
+            "Secret that signs learner cookies. Unset: one is made once and kept in the progress store, "
+            "so every replica sharing that store accepts the same cookies."
+        ),
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description=(
+            'Addresses (or networks, or "*") of reverse proxies whose X-Forwarded-For names the real client. '
+            "From anyone else the header is ignored."
+        ),
+    )
+    new_learners_per_address: int = Field(
+        200,
+        description=(
+            "Most new learner identities one client address may be given in 10 minutes "
+            "(a class behind one NAT address arrives together: keep it above the class size)."
+        ),
+    )
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="Extra Origin values allowed to open a WebSocket (the site's own origin is always allowed).",
@@ -69,7 +90,22 @@ class Settings(BaseSettings):
     max_sessions: int = Field(
         250, description="Most live demo-server sessions at once, all learners together."
     )
-    max_sessions_per_learner: int = Field(4, description="Most live sessions one learner (cookie) may hold.")
+    max_sessions_per_learner: int = Field(
+        4,
+        description=(
+            "Most live sessions one learner may hold; clients without a learner cookie count together, "
+            "by client address."
+        ),
+    )
+    outside_class_share: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Share of PLAYGROUND_MAX_SESSIONS that learners outside any class may hold together; "
+            "the rest is kept for classes."
+        ),
+    )
     warm_pool_size: int = Field(
         4,
         description="Sandboxed demo-orders instances kept started ahead of demand (other servers keep one).",
@@ -113,7 +149,21 @@ class Settings(BaseSettings):
         4 * 1024 * 1024,
         description="Hard WebSocket frame cap: a bigger frame closes the connection with 1009.",
     )
-    max_messages_per_10s: int = Field(100, description="Messages one connection may send in any 10 seconds.")
+    max_messages_per_10s: int = Field(
+        100,
+        description=(
+            "Frames one connection may send in any 10 seconds (every kind counts); as many again past "
+            "the limit closes it with 1008."
+        ),
+    )
+    max_restarts_per_min: int = Field(
+        5,
+        description="Server restarts one console may ask for in any 60 seconds (on top of the frame limit).",
+    )
+    transcript_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        description="Bytes of messages a session's transcript keeps; the oldest are let go past it.",
+    )
     reply_timeout_s: float = Field(
         10.0, description="After this long without a reply, the console says the request is still waiting."
     )

@@ -59,6 +59,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at {time} NOT NULL
         )""",
     ),
+    # 3: secrets every replica shares (the key that signs learner cookies), made once by whoever is first.
+    (
+        """CREATE TABLE app_secrets (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created_at {time} NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -226,6 +226,20 @@ class SQLProgressStore:
             )
         return list(by_id.values())
 
+    def learner_exists(self, learner_id: str) -> bool:
+        with self._read() as db:
+            return self._exec(db, "SELECT 1 FROM learners WHERE id = ?", (learner_id,)).fetchone() is not None
+
+    def learner_class(self, learner_id: str) -> ClassInfo | None:
+        columns = ", ".join(f"c.{name}" for name in self._CLASS_COLUMNS.split(", "))
+        with self._read() as db:
+            row = self._exec(
+                db,
+                f"SELECT {columns} FROM learners l JOIN classes c ON c.id = l.class_id WHERE l.id = ?",
+                (learner_id,),
+            ).fetchone()
+        return self._class(row) if row else None
+
     def reset_learner(self, learner_id: str) -> None:
         with self._write() as db:
             for table in ("steps_seen", "quiz_answers", "checks_passed"):
@@ -314,6 +328,18 @@ class SQLProgressStore:
     def class_learners(self, class_id: str) -> list[LearnerProgress]:
         with self._read() as db:
             return self._learners(db, "l.class_id = ?", (class_id,))
+
+    # --- shared secrets ----------------------------------------------------------------------------
+
+    def shared_secret(self, name: str) -> str:
+        # The first replica to ask makes it; a second one racing it keeps the first one's value.
+        with self._write() as db:
+            self._exec(
+                db,
+                "INSERT INTO app_secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, secrets.token_urlsafe(32), time.time()),
+            )
+            return self._exec(db, "SELECT value FROM app_secrets WHERE name = ?", (name,)).fetchone()[0]
 
     # --- resume codes ------------------------------------------------------------------------------
 

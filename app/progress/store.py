@@ -70,6 +70,18 @@ class ProgressStore(Protocol):
 
     def learner(self, learner_id: str) -> LearnerProgress: ...
 
+    def learner_exists(self, learner_id: str) -> bool:
+        """Whether the store has ever recorded anything of this learner."""
+        ...
+
+    def learner_class(self, learner_id: str) -> ClassInfo | None:
+        """The learner's class, in one small query (asked at every console's handshake)."""
+        ...
+
+    def shared_secret(self, name: str) -> str:
+        """A random secret by name, made on first use and the same for every app sharing the store."""
+        ...
+
     def reset_learner(self, learner_id: str) -> None:
         """Forget what the learner has done (seen, quizzes, checks); keep their name and class."""
         ...

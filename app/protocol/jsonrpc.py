@@ -220,13 +220,26 @@ def binary_frame_error() -> FrameError:
     )
 
 
-def rate_limit_error(limit: int, window_s: float, retry_after_s: float) -> FrameError:
+def rate_limit_error(limit: int, window_s: float, retry_after_s: float, request_id: Any = None) -> FrameError:
     return FrameError(
         RATE_LIMITED,
         f"more than {limit} messages in {window_s:g} s",
         f"Slow down: at most {limit} messages in {window_s:g} seconds. Try again in {retry_after_s:.0f} s. "
         "Nothing was sent.",
+        id=request_id,
     )
+
+
+def readable_id(text: str, max_bytes: int) -> Any:
+    """The id of a message we will not forward, when it can be read cheaply and is a valid id; else None."""
+    if len(text) > max_bytes:
+        return None
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    value = message.get("id") if isinstance(message, dict) else None
+    return value if _valid_id(value) else None
 
 
 def server_exited_error(request_id: Any, status: str) -> FrameError:

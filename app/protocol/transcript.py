@@ -6,6 +6,7 @@ each other.
 
 from __future__ import annotations
 
+import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -13,6 +14,10 @@ from typing import Any, Literal
 Direction = Literal["client", "server", "relay"]
 # Enough for any lesson many times over; bounds a console left running for hours.
 MAX_ENTRIES = 5000
+# The lines a transcript keeps, all together (UTF-8 bytes); the oldest go first. A setting overrides it.
+MAX_BYTES = 2 * 1024 * 1024
+# Client requests still waiting for a reply: a client that never reads its replies cannot grow this.
+MAX_OPEN_REQUESTS = 1000
 
 
 @dataclass
@@ -63,16 +68,25 @@ class Entry:
 
 @dataclass
 class Transcript:
+    """Entries in order, with indexes so that a reader's cost does not grow with the whole session:
+    entries by direction, and each response by the seq of the request it answers."""
+
     server: str
     started_at: float = field(default_factory=time.time)  # wall clock, for the export
     revision: str | None = None  # the protocol revision in force, once known
     entries: list[Entry] = field(default_factory=list)
     # A session that runs for hours keeps only its latest entries; seq numbers go on counting.
     max_entries: int = MAX_ENTRIES
+    max_bytes: int = MAX_BYTES
     dropped: int = 0  # entries let go from the front
+    size_bytes: int = 0  # the kept entries' lines
     _t0: float = field(default_factory=time.perf_counter, repr=False)
-    # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ).
+    # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ), oldest first.
     _open_client: dict[str, Entry] = field(default_factory=dict, repr=False)
+    _by_direction: dict[str, list[Entry]] = field(
+        default_factory=lambda: {"client": [], "server": [], "relay": []}, repr=False
+    )
+    _responses: dict[int, Entry] = field(default_factory=dict, repr=False)  # request seq -> response
 
     def now_ms(self) -> float:
         """Milliseconds since the transcript began."""
@@ -83,10 +97,26 @@ class Transcript:
 
     def _append(self, entry: Entry) -> None:
         self.entries.append(entry)
+        self._by_direction[entry.direction].append(entry)
+        self.size_bytes += _size(entry.line)
         if len(self.entries) > self.max_entries:
-            cut = max(self.max_entries // 10, 1)
-            del self.entries[:cut]
-            self.dropped += cut
+            self._drop(max(self.max_entries // 10, 1))
+        while self.size_bytes > self.max_bytes and len(self.entries) > 1:
+            self._drop(max(len(self.entries) // 10, 1))
+
+    def _drop(self, count: int) -> None:
+        """Let go of the `count` oldest entries, and of everything that indexes them."""
+        count = min(count, len(self.entries) - 1)
+        gone, self.entries = self.entries[:count], self.entries[count:]
+        self.dropped += len(gone)
+        last = gone[-1].seq
+        for direction, entries in self._by_direction.items():
+            keep = bisect.bisect_right(entries, last, key=lambda e: e.seq)
+            if keep:
+                self._by_direction[direction] = entries[keep:]
+        for entry in gone:
+            self.size_bytes -= _size(entry.line)
+            self._responses.pop(entry.seq, None)
 
     def entry(self, seq: int) -> Entry | None:
         """The entry numbered `seq`, unless it was let go."""
@@ -99,6 +129,8 @@ class Transcript:
         self._append(entry)
         if entry.is_request:
             self._open_client[_id_key(message["id"])] = entry
+            if len(self._open_client) > MAX_OPEN_REQUESTS:
+                del self._open_client[next(iter(self._open_client))]
         return entry
 
     def add_relay_error(self, text: str, reply: dict[str, Any]) -> Entry:
@@ -109,7 +141,7 @@ class Transcript:
         return entry
 
     def relay_errors(self) -> list[Entry]:
-        return [e for e in self.entries if e.direction == "relay"]
+        return list(self._by_direction["relay"])
 
     def add_server(self, line: str, message: Any) -> Entry:
         seq, at_ms = self._next()
@@ -119,6 +151,7 @@ class Transcript:
             if request is not None:
                 entry.answers = request.seq
                 entry.rtt_ms = at_ms - request.at_ms
+                self._responses[request.seq] = entry
                 self._learn_revision(request, entry)
         self._append(entry)
         return entry
@@ -141,22 +174,35 @@ class Transcript:
         return list(self._open_client.values())
 
     def client_messages(self) -> list[Entry]:
-        return [e for e in self.entries if e.direction == "client"]
+        return list(self._by_direction["client"])
 
     def server_messages(self) -> list[Entry]:
-        return [e for e in self.entries if e.direction == "server"]
+        return list(self._by_direction["server"])
 
     def response_to(self, request: Entry) -> Entry | None:
-        return next((e for e in self.entries if e.answers == request.seq), None)
+        return self._responses.get(request.seq)
 
-    def to_json(self) -> dict[str, Any]:
+    def page(self, after_seq: int = 0, limit: int | None = None) -> list[Entry]:
+        """Kept entries numbered above `after_seq`, at most `limit` of them."""
+        start = max(after_seq - self.dropped, 0)
+        return self.entries[start : None if limit is None else start + limit]
+
+    def to_json(self, after_seq: int = 0, limit: int | None = None) -> dict[str, Any]:
+        entries = self.page(after_seq, limit)
+        last = self.dropped + len(self.entries)
+        more = bool(entries) and entries[-1].seq < last
         return {
             "server": self.server,
             "started_at": self.started_at,
             "revision": self.revision,
             "dropped": self.dropped,
-            "entries": [e.to_json() for e in self.entries],
+            "entries": [e.to_json() for e in entries],
+            "next_after": entries[-1].seq if more else None,
         }
+
+
+def _size(line: str) -> int:
+    return len(line) if line.isascii() else len(line.encode("utf-8", errors="replace"))
 
 
 def _id_key(value: Any) -> str:

@@ -4,6 +4,9 @@
   every stdout line goes back unchanged; a bad frame gets one JSON-RPC error reply.
 - EnvelopeWire (`playground.v1` or none): the console's typed frames, with findings, pairing,
   round-trip times, stderr, state and hands-on checks.
+
+Every frame a client sends counts against its connection's rate limit, whatever it holds; a client
+that goes on sending far past the limit is closed with 1008.
 """
 
 from __future__ import annotations
@@ -13,34 +16,60 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from app.protocol import explain
-from app.protocol.jsonrpc import Frame, FrameError, binary_frame_error, parse_client_text, rate_limit_error
+from app.protocol.jsonrpc import (
+    RATE_LIMITED,
+    Frame,
+    FrameError,
+    binary_frame_error,
+    parse_client_text,
+    rate_limit_error,
+    readable_id,
+)
 from app.protocol.transcript import Entry, Transcript
 from app.relay.session import RelaySession
+from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 
 RATE_WINDOW_S = 10.0
+RESTART_WINDOW_S = 60.0
 # How much of a refused frame the transcript keeps.
 REFUSED_TEXT_KEPT = 2000
-# Checks run after every message; a slow predicate must not stall the pump for long.
-CheckHook = Callable[[Transcript], Awaitable[list[dict[str, Any]]]]
+# Hands-on checks run at most this often on one connection; a burst of messages is checked once.
+CHECK_MIN_INTERVAL_S = 0.05
+POLICY_VIOLATION = 1008
+
+
+@dataclass(frozen=True)
+class WireLimits:
+    max_message_bytes: int
+    messages_per_window: int  # any frame, in RATE_WINDOW_S
+    restarts_per_window: int = 5  # restart frames, in RESTART_WINDOW_S (on top of the above)
+
+
+class Checks(Protocol):
+    """A step's hands-on checks on this connection (built by the web layer, which knows the course)."""
+
+    async def run(self, transcript: Transcript) -> tuple[list[dict[str, Any]], bool]:
+        """`check` frames to push (only what changed), and whether every check had its turn."""
+        ...
 
 
 class RateLimiter:
-    def __init__(self, limit: int, window_s: float = RATE_WINDOW_S) -> None:
+    def __init__(self, limit: int, window_s: float) -> None:
         self.limit = limit
         self.window_s = window_s
         self._times: deque[float] = deque()
 
     def check(self) -> float | None:
-        """None when a message may pass now, else the seconds until one may."""
+        """None when one more may pass now (and it is counted), else the seconds until one may."""
         now = time.monotonic()
         while self._times and now - self._times[0] > self.window_s:
             self._times.popleft()
@@ -51,17 +80,21 @@ class RateLimiter:
 
 
 class Wire:
-    """What both modes share: the socket, a send lock, the receive loop and ending."""
+    """What both modes share: the socket, a send lock, the receive loop with its limits, and ending."""
 
     def __init__(
-        self, websocket: WebSocket, session: RelaySession, *, max_message_bytes: int, rate_limit: int
+        self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits
     ) -> None:
         self.ws = websocket
         self.session = session
-        self.max_message_bytes = max_message_bytes
-        self.limiter = RateLimiter(rate_limit)
+        self.sessions = sessions
+        self.limits = limits
+        self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
+        # Frames refused for the rate: as many again as the limit within one window closes the connection.
+        self.refused = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
         self._send_lock = asyncio.Lock()
         self.ended = False
+        self.abusive = False  # closed for flooding: the route ends the session at once
         self.peer_close_code: int | None = None  # how the client closed, when it did
 
     async def send_text(self, text: str) -> None:
@@ -97,11 +130,26 @@ class Wire:
                 self.peer_close_code = event.get("code")
                 return
             text = event.get("text")
+            wait = self.limiter.check()
+            if wait is not None:
+                await self._rate_limited(text, wait)
+                continue
             if text is None:  # a binary frame
                 data = event.get("bytes") or b""
                 await self.refuse(binary_frame_error(), f"(a binary frame of {len(data)} bytes)")
                 continue
             await self.on_text(text)
+
+    async def _rate_limited(self, text: str | None, wait: float) -> None:
+        if self.refused.check() is not None:
+            self.abusive = True
+            self.session.metrics.refusals.labels("flood").inc()
+            await self.on_ended(POLICY_VIOLATION, "too many messages past the rate limit; connection closed")
+            return
+        error = rate_limit_error(self.limiter.limit, self.limiter.window_s, wait,
+                                 request_id=self.id_of(text) if text is not None else None)  # fmt: skip
+        self.session.metrics.relay_errors.labels(str(error.code)).inc()
+        await self.on_bad_frame(error)  # answered, not recorded: a flood must not fill the transcript
 
     async def refuse(self, error: FrameError, text: str | None = None) -> None:
         """Answer a bad frame (each mode in its own way), count it, and record what was refused."""
@@ -112,10 +160,14 @@ class Wire:
         await self.on_bad_frame(error, seq)
 
     def admit(self, text: str) -> Frame | FrameError:
-        wait = self.limiter.check()
-        if wait is not None:
-            return rate_limit_error(self.limiter.limit, self.limiter.window_s, wait)
-        return parse_client_text(text, self.max_message_bytes)
+        return parse_client_text(text, self.limits.max_message_bytes)
+
+    def id_of(self, text: str) -> Any:
+        """The request id inside a frame, for an error reply to a frame we did not forward."""
+        return readable_id(text, self.limits.max_message_bytes)
+
+    async def finish(self) -> None:
+        """The connection is over: stop anything the wire still runs."""
 
     async def on_text(self, text: str) -> None:
         raise NotImplementedError
@@ -159,16 +211,49 @@ class McpWire(Wire):
         pass
 
 
+# --- the envelope frames: built here once, for live traffic and for replay alike ------------------
+
+
+def sent_frame(entry: Entry, findings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
+            "line": entry.line, "findings": findings}  # fmt: skip
+
+
+def received_frame(entry: Entry, transcript: Transcript) -> dict[str, Any]:
+    return {"type": "received", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
+            "raw": entry.line, "answers": entry.answers,
+            "rtt_ms": None if entry.rtt_ms is None else round(entry.rtt_ms, 3),
+            "findings": explain.server_findings(entry, transcript)}  # fmt: skip
+
+
+def relay_error_frame(error: dict[str, Any], request_id: Any, explanation: str, seq: int | None,
+                      at_ms: float) -> dict[str, Any]:  # fmt: skip
+    return {"type": "relay_error", "seq": seq, "at_ms": round(at_ms, 3), "error": error, "id": request_id,
+            "explanation": explanation}  # fmt: skip
+
+
 class EnvelopeWire(Wire):
-    def __init__(self, websocket: WebSocket, session: RelaySession, *, max_message_bytes: int, rate_limit: int,
-                 checks: CheckHook | None = None) -> None:  # fmt: skip
-        super().__init__(websocket, session, max_message_bytes=max_message_bytes, rate_limit=rate_limit)
+    def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
+                 checks: Checks | None = None) -> None:  # fmt: skip
+        super().__init__(websocket, session, sessions, limits)
         self.checks = checks
+        self.restarts = RateLimiter(limits.restarts_per_window, RESTART_WINDOW_S)
+        self._checks_dirty = False
+        self._last_check = 0.0
+        self._check_task: asyncio.Task | None = None
+
+    def id_of(self, text: str) -> Any:
+        try:
+            frame = json.loads(text) if len(text) <= self.limits.max_message_bytes * 2 else None
+        except (ValueError, RecursionError):
+            return None
+        inner = frame.get("text") if isinstance(frame, dict) else None
+        return super().id_of(inner) if isinstance(inner, str) else None
 
     async def on_text(self, text: str) -> None:
         try:
             frame = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             frame = None
         if not isinstance(frame, dict) or frame.get("type") not in ("send", "restart"):
             await self._relay_error(
@@ -192,44 +277,40 @@ class EnvelopeWire(Wire):
         except SandboxError as exc:
             await self._relay_error("server not running", exc.message + " Restart it to go on.")
             return
-        await self.send_json(
-            {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
-             "line": entry.line, "findings": findings}
-        )  # fmt: skip
-        await self._run_checks()
+        await self.send_json(sent_frame(entry, findings))
+        self.checks_due()
 
     async def _restart(self) -> None:
-        self.session.status = "starting"
-        await self.on_state()
+        wait = self.restarts.check()
+        if wait is not None:
+            await self._relay_error(
+                "too many restarts",
+                f"At most {self.restarts.limit} restarts in {RESTART_WINDOW_S:g} seconds. "
+                f"Try again in {wait:.0f} s.",
+                code=RATE_LIMITED,
+            )
+            return
         try:
-            await self.session.restart()
+            await self.sessions.restart(self.session)
         except SandboxError as exc:
-            self.session.status, self.session.reason = "exited", exc.message
-            await self.on_state()
             await self._relay_error(exc.reason, exc.message)
             return
-        await self.on_state()
+        self.checks_due()
 
     async def _relay_error(self, reason: str, explanation: str, code: int = -32600) -> None:
-        error = FrameError(code, reason, explanation)
-        await self.refuse(error)
+        await self.refuse(FrameError(code, reason, explanation))
 
     async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
+        at_ms = self.session.transcript.now_ms()
         await self.send_json(
-            {"type": "relay_error", "seq": seq, "at_ms": round(self.session.transcript.now_ms(), 3),
-             "error": error.reply()["error"], "id": error.id, "explanation": error.explanation}
-        )  # fmt: skip
+            relay_error_frame(error.reply()["error"], error.id, error.explanation, seq, at_ms)
+        )
         if seq is not None:  # a refused message is part of the transcript: checks may look at it
-            await self._run_checks()
+            self.checks_due()
 
     async def on_server_entry(self, entry: Entry) -> None:
-        await self.send_json(
-            {"type": "received", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
-             "raw": entry.line, "answers": entry.answers,
-             "rtt_ms": None if entry.rtt_ms is None else round(entry.rtt_ms, 3),
-             "findings": explain.server_findings(entry, self.session.transcript)}
-        )  # fmt: skip
-        await self._run_checks()
+        await self.send_json(received_frame(entry, self.session.transcript))
+        self.checks_due()
 
     async def on_stderr(self, text: str, at_ms: float) -> None:
         await self.send_json({"type": "stderr", "at_ms": round(at_ms, 3), "text": text})
@@ -238,36 +319,53 @@ class EnvelopeWire(Wire):
         await self.send_json(self.session.state_frame())
 
     async def replay(self, after_seq: int) -> None:
-        """After a reconnect: the entries the console missed, as sent/received frames."""
+        """After a reconnect: the entries the console missed, as the same frames live traffic uses."""
         transcript = self.session.transcript
-        for entry in [e for e in transcript.entries if e.seq > after_seq]:
+        for entry in transcript.page(after_seq):
             if entry.direction == "client":
-                await self.send_json(
-                    {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
-                     "line": entry.line, "findings": [], "replayed": True}
-                )  # fmt: skip
+                frame = sent_frame(entry, [])
             elif entry.direction == "relay":
                 error = entry.message["error"]
-                await self.send_json(
-                    {"type": "relay_error", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "error": error,
-                     "id": entry.message.get("id"), "explanation": error["data"].get("reason", ""),
-                     "replayed": True}
-                )  # fmt: skip
+                frame = relay_error_frame(error, entry.message.get("id"), error["data"].get("reason", ""),
+                                          entry.seq, entry.at_ms)  # fmt: skip
             else:
-                await self.send_json(
-                    {"type": "received", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
-                     "raw": entry.line, "answers": entry.answers, "rtt_ms": entry.rtt_ms,
-                     "findings": explain.server_findings(entry, transcript), "replayed": True}
-                )  # fmt: skip
-        await self._run_checks()
-
-    async def _run_checks(self) -> None:
-        if self.checks is None:
-            return
-        try:
-            frames = await self.checks(self.session.transcript)
-        except Exception:
-            log.exception("hands-on checks failed on session %s", self.session.id)
-            return
-        for frame in frames:
+                frame = received_frame(entry, transcript)
+            frame["replayed"] = True
             await self.send_json(frame)
+        self.checks_due()
+
+    # --- hands-on checks: coalesced, off the receive path ------------------------------------------
+
+    def checks_due(self) -> None:
+        """Something a check may read has changed: run the checks soon (once for a burst)."""
+        if self.checks is None or self.ended:
+            return
+        self._checks_dirty = True
+        if self._check_task is None or self._check_task.done():
+            self._check_task = asyncio.create_task(self._check_loop(), name=f"checks-{self.session.id}")
+
+    async def _check_loop(self) -> None:
+        assert self.checks is not None
+        while self._checks_dirty and not self.ended:
+            delay = self._last_check + CHECK_MIN_INTERVAL_S - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self._checks_dirty = False
+            self._last_check = time.monotonic()
+            try:
+                frames, complete = await self.checks.run(self.session.transcript)
+            except Exception:
+                log.exception("hands-on checks failed on session %s", self.session.id)
+                return
+            if not complete:
+                self._checks_dirty = True
+            for frame in frames:
+                await self.send_json(frame)
+
+    async def finish(self) -> None:
+        if self._check_task is not None and not self._check_task.done():
+            self._check_task.cancel()
+            try:
+                await self._check_task
+            except (asyncio.CancelledError, Exception):
+                pass

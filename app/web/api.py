@@ -23,18 +23,28 @@ async def servers(request: Request) -> list[dict[str, str]]:
     return [demo.public() for demo in get_state(request).demos.values()]
 
 
+# A transcript export comes in pages: at most this many entries per request (`?limit=` lowers it).
+TRANSCRIPT_PAGE = 1000
+
+
 @router.get("/api/sessions/{session_id}/transcript")
-async def transcript(session_id: str, request: Request) -> JSONResponse:
-    """A session's transcript as JSON, for the learner who owns it (the learner cookie) only."""
+async def transcript(
+    session_id: str, request: Request, after: int = 0, limit: int = TRANSCRIPT_PAGE
+) -> JSONResponse:
+    """A session's transcript as JSON, for the learner who owns it (the learner cookie) only.
+
+    Paged: entries numbered above `after`, at most `limit`; `next_after` names the next page's `after`.
+    """
     from app.web.learner import learner_id
 
     state = get_state(request)
-    session = state.hub.find(session_id, learner_id(request)) if state.hub else None
+    owner_key = f"learner:{learner_id(request)}"
+    session = state.sessions.find(session_id, owner_key) if state.sessions else None
     if session is None:
         return JSONResponse(
             {"error": {"status": 404, "message": "No such session (or it is not yours)."}}, status_code=404
         )
-    body = session.transcript.to_json()
+    body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
     body.update(session=session.id, status=session.status)
     return JSONResponse(
         body, headers={"Content-Disposition": f'attachment; filename="transcript-{session.id}.json"'}

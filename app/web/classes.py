@@ -9,7 +9,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.web.learner import COOKIE, MAX_AGE_S, learner_id
+from app.web.learner import MAX_AGE_S, learner_id
 from app.web.state import get_state
 from app.web.templating import templates
 
@@ -25,18 +25,18 @@ def _page(request: Request, template: str, status: int = 200, **context: object)
 
 
 @router.get("/join", response_class=HTMLResponse)
-async def join_form(request: Request, code: str = "") -> HTMLResponse:
+def join_form(request: Request, code: str = "") -> HTMLResponse:
     progress = get_state(request).progress.learner(learner_id(request))
     return _page(request, "join.html", title="Join a class", code=code, name=progress.display_name or "")
 
 
 @router.get("/join/{code}", response_class=HTMLResponse)
-async def join_link(request: Request, code: str) -> HTMLResponse:
-    return await join_form(request, code)
+def join_link(request: Request, code: str) -> HTMLResponse:
+    return join_form(request, code)
 
 
 @router.post("/join", response_class=HTMLResponse)
-async def join(request: Request, code: str = Form(""), display_name: str = Form("")) -> Response:
+def join(request: Request, code: str = Form(""), display_name: str = Form("")) -> Response:
     state = get_state(request)
     klass = state.progress.class_by_code(code) if code.strip() else None
     error = None
@@ -61,7 +61,7 @@ async def join(request: Request, code: str = Form(""), display_name: str = Form(
 
 
 @router.get("/resume", response_class=HTMLResponse)
-async def resume_page(request: Request) -> HTMLResponse:
+def resume_page(request: Request) -> HTMLResponse:
     code = get_state(request).progress.resume_code(learner_id(request))
     link = str(request.base_url).rstrip("/") + f"/resume/{code}"
     return _page(request, "resume.html", title="Continue on another device", code=code, link=link)
@@ -75,12 +75,14 @@ def _switch_to(request: Request, code: str) -> Response:
         return _page(request, "resume.html", status=404, title="Continue on another device", code=link_code,
                      link=link, error="No progress has that resume code. Check it and try again.")  # fmt: skip
     response = RedirectResponse("/course?resumed=1", status_code=303)
-    response.set_cookie(COOKIE, learner, max_age=MAX_AGE_S, httponly=True, samesite="lax")
+    identity = get_state(request).identity
+    assert identity is not None  # the app has started
+    response.headers.append("set-cookie", identity.cookie(learner, secure=request.url.scheme == "https"))
     return response
 
 
 @router.get("/resume/{code}", response_class=HTMLResponse)
-async def resume_link(request: Request, code: str) -> Response:
+def resume_link(request: Request, code: str) -> Response:
     """A link only asks: switching who you are takes a click, so a link planted elsewhere cannot."""
     progress = get_state(request).progress
     learner = progress.learner_for_resume_code(code)
@@ -91,7 +93,7 @@ async def resume_link(request: Request, code: str) -> Response:
 
 
 @router.post("/resume")
-async def resume_code(request: Request, code: str = Form("")) -> Response:
+def resume_code(request: Request, code: str = Form("")) -> Response:
     return _switch_to(request, code)
 
 
@@ -109,7 +111,7 @@ async def access_form(request: Request, next: str = "/") -> HTMLResponse:
 
 
 @router.post("/access")
-async def access(request: Request, code: str = Form(""), next: str = Form("/")) -> Response:
+def access(request: Request, code: str = Form(""), next: str = Form("/")) -> Response:
     expected = get_state(request).settings.access_code
     if not expected or hmac.compare_digest(code.strip(), expected):
         response = RedirectResponse(_safe_next(next), status_code=303)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import anyio
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
@@ -68,7 +69,7 @@ def _previous_outcome(step: Step, quiz: Quiz, progress: LearnerProgress) -> Outc
 
 
 @router.get("/course", response_class=HTMLResponse)
-async def course_map(request: Request) -> Response:
+def course_map(request: Request) -> Response:
     state = get_state(request)
     progress = state.progress.learner(learner_id(request))
     statuses = _statuses(state.catalog, progress)
@@ -87,7 +88,7 @@ async def course_map(request: Request) -> Response:
 
 
 @router.get("/course/{lesson_slug}")
-async def lesson_start(request: Request, lesson_slug: str) -> Response:
+def lesson_start(request: Request, lesson_slug: str) -> Response:
     lesson = get_state(request).catalog.lesson(lesson_slug)
     if lesson is None:
         raise HTTPException(404, f"There is no lesson called “{lesson_slug}”. The course map lists them all.")
@@ -95,7 +96,7 @@ async def lesson_start(request: Request, lesson_slug: str) -> Response:
 
 
 @router.get("/course/{lesson_slug}/{step_slug}", response_class=HTMLResponse)
-async def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
+def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
     state = get_state(request)
     lesson, step = _find(request, lesson_slug, step_slug)
     who = learner_id(request)
@@ -143,7 +144,7 @@ async def answer_form(request: Request, lesson_slug: str, step_slug: str, quiz_i
     quiz = _quiz(step, quiz_id)
     form = await request.form()
     choices = [str(v) for v in form.getlist("choice")]
-    _record_answer(request, step, quiz, choices)
+    await anyio.to_thread.run_sync(_record_answer, request, step, quiz, choices)
     return RedirectResponse(f"{step.url}#quiz-{quiz.id}", status_code=303)
 
 
@@ -152,9 +153,7 @@ class Answer(BaseModel):
 
 
 @router.post("/api/course/{lesson_slug}/{step_slug}/quiz/{quiz_id}")
-async def answer_api(
-    request: Request, lesson_slug: str, step_slug: str, quiz_id: str, answer: Answer
-) -> Response:
+def answer_api(request: Request, lesson_slug: str, step_slug: str, quiz_id: str, answer: Answer) -> Response:
     _, step = _find(request, lesson_slug, step_slug)
     quiz = _quiz(step, quiz_id)
     outcome = _record_answer(request, step, quiz, answer.choices)
@@ -163,7 +162,7 @@ async def answer_api(
 
 
 @router.get("/api/progress")
-async def progress_api(request: Request) -> dict[str, Any]:
+def progress_api(request: Request) -> dict[str, Any]:
     state = get_state(request)
     progress = state.progress.learner(learner_id(request))
     steps = {}
@@ -198,7 +197,7 @@ def _set_name(request: Request, name: str | None) -> str | None:
 
 
 @router.put("/api/progress/name")
-async def name_api(request: Request, body: DisplayName) -> dict[str, str | None]:
+def name_api(request: Request, body: DisplayName) -> dict[str, str | None]:
     return {"display_name": _set_name(request, body.display_name)}
 
 
@@ -206,5 +205,5 @@ async def name_api(request: Request, body: DisplayName) -> dict[str, str | None]
 async def name_form(request: Request) -> Response:
     form = await request.form()
     value = form.get("display_name")
-    _set_name(request, value if isinstance(value, str) else None)
+    await anyio.to_thread.run_sync(_set_name, request, value if isinstance(value, str) else None)
     return RedirectResponse("/course", status_code=303)

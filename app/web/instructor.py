@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from app.course.models import Step
 from app.progress import ClassInfo, LearnerProgress
+from app.web.api import TRANSCRIPT_PAGE
 from app.web.course_pages import step_status
 from app.web.state import AppState, get_state
 from app.web.templating import templates
@@ -56,23 +57,23 @@ def _klass(state: AppState, class_id: str) -> ClassInfo:
 
 
 @router.get("/instructor", response_class=HTMLResponse)
-async def dashboard(request: Request) -> HTMLResponse:
+def dashboard(request: Request) -> HTMLResponse:
     if not is_instructor(request):
         return templates.TemplateResponse(
             request, "instructor_login.html", {"title": "Instructor"}, status_code=401
         )
     state = get_state(request)
     classes = state.progress.classes()
-    manager = state.manager
-    live = manager.count_for_class if manager else (lambda _: 0)
+    sessions = state.sessions
+    live = sessions.count_for_class if sessions else (lambda _: 0)
     rows = [(c, len(state.progress.class_learners(c.id)), live(c.id)) for c in classes]
-    context = {"title": "Instructor", "rows": rows, "live_total": len(manager.live) if manager else 0,
+    context = {"title": "Instructor", "rows": rows, "live_total": sessions.live if sessions else 0,
                "max_sessions": state.settings.max_sessions, "default_cap": state.settings.max_sessions_per_class}  # fmt: skip
     return templates.TemplateResponse(request, "instructor.html", context)
 
 
 @router.post("/instructor/login")
-async def login(request: Request, token: str = Form("")) -> Response:
+def login(request: Request, token: str = Form("")) -> Response:
     expected = get_state(request).instructor_token or ""
     if not (expected and hmac.compare_digest(token.strip(), expected)):
         context = {
@@ -93,7 +94,7 @@ async def logout() -> Response:
 
 
 @router.post("/instructor/classes")
-async def create_class(
+def create_class(
     request: Request,
     state: Instructor,
     name: str = Form(""),
@@ -110,9 +111,10 @@ async def create_class(
 
 def _learner_sessions(state: AppState) -> dict[str, list]:
     out: dict[str, list] = {}
-    if state.hub is not None:
-        for session in state.hub.sessions.values():
-            out.setdefault(session.learner, []).append(session)
+    if state.sessions is not None:
+        for session in list(state.sessions.sessions.values()):
+            if session.learner:
+                out.setdefault(session.learner, []).append(session)
     return out
 
 
@@ -136,11 +138,11 @@ def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step],
 
 
 @router.get("/instructor/classes/{class_id}", response_class=HTMLResponse)
-async def class_page(state: Instructor, request: Request, class_id: str) -> HTMLResponse:
+def class_page(state: Instructor, request: Request, class_id: str) -> HTMLResponse:
     klass = _klass(state, class_id)
     steps, rows = _grid(state, state.progress.class_learners(class_id))
     join_link = str(request.base_url).rstrip("/") + f"/join/{klass.join_code}"
-    live = state.manager.count_for_class(class_id) if state.manager else 0
+    live = state.sessions.count_for_class(class_id) if state.sessions else 0
     cap = klass.max_sessions or state.settings.max_sessions_per_class
     context = {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
                "lessons": state.catalog.lessons,
@@ -149,7 +151,7 @@ async def class_page(state: Instructor, request: Request, class_id: str) -> HTML
 
 
 @router.get("/instructor/classes/{class_id}/progress.csv")
-async def class_csv(state: Instructor, class_id: str) -> Response:
+def class_csv(state: Instructor, class_id: str) -> Response:
     klass = _klass(state, class_id)
     steps, rows = _grid(state, state.progress.class_learners(class_id))
     out = io.StringIO()
@@ -172,45 +174,53 @@ def _csv_safe(text: str) -> str:
 
 
 @router.post("/instructor/classes/{class_id}/close")
-async def close_class(state: Instructor, class_id: str) -> Response:
+def close_class(state: Instructor, class_id: str) -> Response:
     _klass(state, class_id)
     state.progress.close_class(class_id)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
 
 
 @router.post("/instructor/classes/{class_id}/delete")
-async def delete_class(state: Instructor, class_id: str) -> Response:
+def delete_class(state: Instructor, class_id: str) -> Response:
     _klass(state, class_id)
     state.progress.delete_class(class_id)
     return RedirectResponse("/instructor", status_code=303)
 
 
 @router.post("/instructor/learners/{learner}/reset")
-async def reset_learner(state: Instructor, learner: str, class_id: str = Form("")) -> Response:
+def reset_learner(state: Instructor, learner: str, class_id: str = Form("")) -> Response:
     state.progress.reset_learner(learner)
     return RedirectResponse(f"/instructor/classes/{class_id}" if class_id else "/instructor", status_code=303)
 
 
+# The session page shows the latest entries; the JSON export has them all, in pages.
+SESSION_PAGE_ENTRIES = 500
+
+
 @router.get("/instructor/sessions/{session_id}", response_class=HTMLResponse)
-async def session_page(state: Instructor, request: Request, session_id: str) -> HTMLResponse:
-    session = state.hub.sessions.get(session_id) if state.hub else None
+def session_page(state: Instructor, request: Request, session_id: str) -> HTMLResponse:
+    session = state.sessions.sessions.get(session_id) if state.sessions else None
     if session is None:
         raise HTTPException(404, "That session has ended.")
-    learner = state.progress.learner(session.learner)
+    learner = state.progress.learner(session.learner) if session.learner else None
+    entries = session.transcript.entries[-SESSION_PAGE_ENTRIES:]
     context = {
         "title": "Transcript",
         "session": session,
         "learner": learner,
-        "entries": session.transcript.entries,
+        "entries": entries,
+        "earlier": len(session.transcript.entries) - len(entries) + session.transcript.dropped,
     }
     return templates.TemplateResponse(request, "instructor_session.html", context)
 
 
 @router.get("/api/instructor/sessions/{session_id}/transcript")
-async def session_transcript(state: Instructor, session_id: str) -> JSONResponse:
-    session = state.hub.sessions.get(session_id) if state.hub else None
+def session_transcript(state: Instructor, session_id: str, after: int = 0,
+                             limit: int = TRANSCRIPT_PAGE) -> JSONResponse:  # fmt: skip
+    """Paged like the learner's export: entries above `after`, at most `limit`; see `next_after`."""
+    session = state.sessions.sessions.get(session_id) if state.sessions else None
     if session is None:
         raise HTTPException(404, "That session has ended.")
-    body = session.transcript.to_json()
+    body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
     body.update(session=session.id, status=session.status, learner=session.learner)
     return JSONResponse(body)

@@ -1,62 +1,229 @@
-"""The anonymous learner id: a random token in a cookie, set on the first page a browser loads."""
+"""Who a request is: the learner id in a cookie the server signed, and the client's address.
+
+- A signed cookie (`<id>.<signature>`, HMAC-SHA256 with a secret shared through the progress store)
+  is an identity; anything else the browser sends is not.
+- A cookie from before signing (a bare id) that names a learner the store knows is re-issued signed,
+  so nobody loses progress; any other unsigned value is ignored.
+- A page request without an identity gets a new one (a new cookie), at most so many per client
+  address in a window; a WebSocket cannot set a cookie, so it goes on without one and is counted by
+  its address (app/relay/admission.py).
+- The client address is the peer's, or, when the peer is a trusted proxy, the last address in
+  X-Forwarded-For that is not itself a trusted proxy (uvicorn's forwarded-allow-ips is the model;
+  uvicorn's own header handling is off so this is the one place that decides).
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import ipaddress
 import re
 import secrets
+import time
+from collections import deque
+from collections.abc import Iterable
 
+import anyio
 from fastapi import FastAPI, Request
+from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.progress import ProgressStore
+
 COOKIE = "playground_learner"
 MAX_AGE_S = 365 * 24 * 3600
-_VALID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+SECRET_NAME = "learner-cookie"
+_LEGACY_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+# Paths that need no identity: nobody is minted one for fetching a stylesheet or a probe.
+ANONYMOUS_PATHS = (
+    "/static/",
+    "/healthz",
+    "/metrics",
+    "/api/servers",
+    "/api/docs",
+    "/openapi.json",
+    "/favicon",
+)
+# New identities per client address are counted over this window (PLAYGROUND_NEW_LEARNERS_PER_ADDRESS).
+MINT_WINDOW_S = 600.0
+# Addresses remembered by the mint limiter before old ones are forgotten.
+MINT_ADDRESSES_KEPT = 10_000
 
 
 def new_id() -> str:
     return secrets.token_urlsafe(18)
 
 
-def read_id(cookies: dict[str, str]) -> str | None:
-    value = cookies.get(COOKIE)
-    return value if value and _VALID.match(value) else None
-
-
 def learner_id(request: Request) -> str:
-    """This request's learner id (the middleware guarantees one on every HTTP request)."""
-    return request.scope["learner_id"]
+    """This request's learner id (the middleware gives one to every page and API request)."""
+    value = request.scope.get("learner_id")
+    assert value, f"{request.url.path} is served without a learner identity"
+    return value
+
+
+def client_address_of(scope: Scope) -> str:
+    """The client's address as the middleware resolved it (proxies taken into account)."""
+    return scope.get("client_address") or _peer(scope)
+
+
+class CookieSigner:
+    def __init__(self, secret: str) -> None:
+        self._key = hashlib.sha256(b"playground learner cookie:" + secret.encode()).digest()
+
+    def _signature(self, learner: str) -> str:
+        digest = hmac.new(self._key, learner.encode(), hashlib.sha256).digest()[:24]
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def sign(self, learner: str) -> str:
+        return f"{learner}.{self._signature(learner)}"
+
+    def verify(self, value: str) -> str | None:
+        learner, dot, signature = value.rpartition(".")
+        if not dot or not _LEGACY_ID.match(learner):
+            return None
+        return learner if hmac.compare_digest(signature.encode(), self._signature(learner).encode()) else None
+
+
+class TrustedProxies:
+    def __init__(self, entries: Iterable[str]) -> None:
+        self.any = False
+        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for entry in entries:
+            if entry.strip() == "*":
+                self.any = True
+            else:
+                self.networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+
+    def __contains__(self, address: str) -> bool:
+        if self.any:
+            return True
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.networks)
+
+
+def _peer(scope: Scope) -> str:
+    client = scope.get("client")
+    return client[0] if client else "unknown"
+
+
+def resolve_address(scope: Scope, trusted: TrustedProxies) -> str:
+    peer = _peer(scope)
+    if peer not in trusted:
+        return peer
+    header = Headers(scope=scope).get("x-forwarded-for")
+    if not header:
+        return peer
+    for hop in reversed([h.strip() for h in header.split(",")]):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            return peer  # a garbled header names nobody: count the proxy itself
+        if hop not in trusted:
+            return hop
+    return peer
+
+
+class MintLimiter:
+    """At most `limit` new identities per client address in MINT_WINDOW_S."""
+
+    def __init__(self, limit: int, window_s: float = MINT_WINDOW_S) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._times: dict[str, deque[float]] = {}
+
+    def wait(self, address: str) -> float | None:
+        """None when one more may be minted now (and it is counted), else the seconds until one may."""
+        now = time.monotonic()
+        times = self._times.get(address)
+        if times is None:
+            if len(self._times) >= MINT_ADDRESSES_KEPT:
+                self._forget_old(now)
+            times = self._times[address] = deque()
+        while times and now - times[0] > self.window_s:
+            times.popleft()
+        if len(times) >= self.limit:
+            return self.window_s - (now - times[0])
+        times.append(now)
+        return None
+
+    def _forget_old(self, now: float) -> None:
+        for address in [a for a, t in self._times.items() if not t or now - t[-1] > self.window_s]:
+            del self._times[address]
+
+
+class Identity:
+    """Built at start-up, once the progress store (which keeps the signing secret) is open."""
+
+    def __init__(self, store: ProgressStore, secret: str, trusted: TrustedProxies, mint_limit: int) -> None:
+        self.store = store
+        self.signer = CookieSigner(secret)
+        self.trusted = trusted
+        self.minting = MintLimiter(mint_limit)
+
+    async def learner_of(self, value: str | None) -> tuple[str | None, bool]:
+        """(the learner this cookie value proves, whether the cookie must be re-issued signed)."""
+        if not value:
+            return None, False
+        learner = self.signer.verify(value)
+        if learner is not None:
+            return learner, False
+        if _LEGACY_ID.match(value) is None:
+            return None, False
+        known = await anyio.to_thread.run_sync(self.store.learner_exists, value)
+        return (value, True) if known else (None, False)
+
+    def cookie(self, learner: str, secure: bool) -> str:
+        flags = "; Secure" if secure else ""
+        return f"{COOKIE}={self.signer.sign(learner)}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax{flags}"
 
 
 class LearnerMiddleware:
-    """Give every HTTP request a learner id, and set the cookie when the browser had none.
-
-    WebSocket connections only read it (a handshake cannot set a cookie the page will see); a
-    client without one (a script) gets a fresh id for that connection alone.
-    """
-
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        identity: Identity | None = getattr(scope["app"].state.playground, "identity", None)
+        if scope["type"] not in ("http", "websocket") or identity is None:
             await self.app(scope, receive, send)
             return
-        existing = read_id(HTTPConnection(scope).cookies)
-        scope["learner_id"] = existing or new_id()
-        if existing or scope["type"] != "http":
+        scope["client_address"] = resolve_address(scope, identity.trusted)
+        learner, reissue = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
+        if learner is None and scope["type"] == "http" and not scope["path"].startswith(ANONYMOUS_PATHS):
+            wait = identity.minting.wait(scope["client_address"])
+            if wait is not None:
+                await _too_many_visitors(scope, receive, send, wait)
+                return
+            learner, reissue = new_id(), True
+        scope["learner_id"] = learner
+        if not reissue or scope["type"] != "http" or learner is None:
             await self.app(scope, receive, send)
             return
+        cookie = identity.cookie(learner, secure=scope.get("scheme") == "https")
 
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start":
-                cookie = (
-                    f"{COOKIE}={scope['learner_id']}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax"
-                )
                 message.setdefault("headers", []).append((b"set-cookie", cookie.encode()))
             await send(message)
 
         await self.app(scope, receive, send_with_cookie)
+
+
+async def _too_many_visitors(scope: Scope, receive: Receive, send: Send, wait: float) -> None:
+    from app.web.errors import error_response
+
+    retry = max(int(wait) + 1, 1)
+    message = (
+        "Too many new visitors have come from your network address in the last "
+        f"{MINT_WINDOW_S / 60:g} minutes. Try again in {retry} s, or ask whoever runs this playground."
+    )
+    response = error_response(Request(scope), 429, message)
+    response.headers["Retry-After"] = str(retry)
+    await response(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import logging
 import secrets
 import sys
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
+import anyio
 from fastapi import Request
 
 from app.config import Settings
@@ -16,10 +19,13 @@ from app.course.models import LessonError
 from app.demos import DemoServer
 from app.metrics import Metrics
 from app.progress import ProgressStore, open_store
-from app.relay.hub import Hub
+from app.protocol.transcript import Transcript
+from app.relay.admission import Admission, Caps, Owner
+from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
-from app.sandbox.manager import SessionManager
+from app.sandbox.pool import InstancePool
+from app.web.learner import SECRET_NAME, Identity, TrustedProxies
 
 log = logging.getLogger("app")
 
@@ -30,8 +36,9 @@ PROGRESS_DB = "progress.sqlite3"  # in settings.data_dir
 class AppState:
     settings: Settings
     demos: dict[str, DemoServer]
-    manager: SessionManager | None = None
-    hub: Hub | None = None
+    pool: InstancePool | None = None
+    sessions: Sessions | None = None
+    identity: Identity | None = None
     ready: bool = False
     instructor_token: str | None = None
     catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
@@ -54,78 +61,98 @@ class AppState:
         if not self.instructor_token:  # the dashboard is never open to anyone who finds it
             self.instructor_token = secrets.token_urlsafe(24)
             print(f"Instructor dashboard token: {self.instructor_token}", file=sys.stderr, flush=True)
+        self.identity = Identity(
+            self.progress,
+            s.cookie_secret or self.progress.shared_secret(SECRET_NAME),
+            TrustedProxies(s.trusted_proxies),
+            s.new_learners_per_address,
+        )
         pool_sizes = {name: (s.warm_pool_size if name == "demo-orders" else min(1, s.warm_pool_size))
                       for name in self.demos}  # fmt: skip
-        self.manager = SessionManager(
+        self.pool = InstancePool(
             servers=list(self.demos),
             limits=Limits.from_settings(s),
             sandbox=s.sandbox,
             extra_modules=s.extra_demo_modules,
-            max_sessions=s.max_sessions,
-            max_per_learner=s.max_sessions_per_learner,
+            capacity=s.max_sessions,
             pool_sizes=pool_sizes,
-            idle_timeout_s=s.idle_timeout_s,
-            max_session_s=s.max_session_s,
             uid_base=s.uid_base,
             max_line_bytes=s.server_max_line_bytes,
             max_output_bytes=s.server_max_output_bytes,
             rootless=s.rootless_sandbox,
         )
-        await self.manager.start()
-        missing = self.manager.missing_layers()
+        await self.pool.start()
+        missing = self.pool.missing_layers()
         if missing:
             lines = "\n".join(f"  - {name}: {why}" for name, why in missing.items())
             banner = f"WARNING: the sandbox is incomplete on this machine:\n{lines}"
             print(banner, file=sys.stderr, flush=True)
             log.warning(banner)
             if not s.weak_sandbox_allowed:
-                await self.manager.stop()
+                await self.pool.stop()
                 raise SandboxError(
                     "Refusing to start: a sandbox layer is missing and hosting mode needs them all "
                     "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
                     reason="weak_sandbox",
                 )
-        self.hub = Hub(self.manager, s.reconnect_grace_s, self.metrics)
+        admission = Admission(
+            Caps.from_share(s.max_sessions, s.max_sessions_per_learner, s.outside_class_share)
+        )
+        self.sessions = Sessions(
+            self.pool, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
+            max_session_s=s.max_session_s, metrics=self.metrics,
+            new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
+        )  # fmt: skip
+        self.sessions.start()
         self._bind_metrics()
         self.ready = True
 
     async def stop(self) -> None:
         self.ready = False
-        if self.hub is not None:
-            await self.hub.close_all()
-        if self.manager is not None:
-            await self.manager.stop()
+        if self.sessions is not None:
+            await self.sessions.close_all()
+        if self.pool is not None:
+            await self.pool.stop()
         self.progress.close()
 
     def _bind_metrics(self) -> None:
-        manager = self.manager
-        assert manager is not None
-        self.metrics.live_sessions.set_function(lambda: len(manager.live))
+        pool, sessions = self.pool, self.sessions
+        assert pool is not None and sessions is not None
+        self.metrics.live_sessions.set_function(lambda: sessions.live)
         for name in self.demos:
-            self.metrics.warm_pool.labels(name).set_function(partial(manager.pool_size, name))
-        for layer, why in manager.layers.items():
+            self.metrics.warm_pool.labels(name).set_function(partial(pool.pool_size, name))
+        for layer, why in pool.layers.items():
             self.metrics.sandbox_layer.labels(layer).set(1 if why == "ok" else 0)
 
-    def class_of(self, learner: str) -> tuple[str | None, int | None]:
-        """The learner's class and its session cap, for the capacity check."""
-        class_id = self.progress.learner(learner).class_id
-        if class_id is None:
-            return None, None
-        info = self.progress.get_class(class_id)
-        if info is None:
-            return None, None
-        return class_id, info.max_sessions or self.settings.max_sessions_per_class
+    async def owner_of(self, scope: MutableMapping[str, Any]) -> Owner:
+        """Who a new session is for, as admission counts it: one small query, off the event loop."""
+        from app.web.learner import client_address_of
+
+        learner = scope.get("learner_id")
+        address = client_address_of(scope)
+        if not learner:
+            return Owner(None, address)
+        klass = await anyio.to_thread.run_sync(self.progress.learner_class, learner)
+        if klass is None:
+            return Owner(learner, address)
+        return Owner(learner, address, klass.id, klass.max_sessions or self.settings.max_sessions_per_class)
 
     def health(self) -> dict:
-        manager = self.manager
-        if not self.ready or manager is None:
+        pool, sessions = self.pool, self.sessions
+        if not self.ready or pool is None or sessions is None:
             return {"status": "starting"}
-        missing = manager.missing_layers()
+        missing = pool.missing_layers()
+        admission = sessions.admission
         return {
             "status": "degraded" if missing else "ok",
-            "sandbox": {"layers": manager.layers, "complete": not missing},
-            "sessions": {"live": len(manager.live), "max": manager.max_sessions},
-            "warm_pool": {name: manager.pool_size(name) for name in self.demos},
+            "sandbox": {"layers": pool.layers, "complete": not missing},
+            "sessions": {
+                "live": sessions.live,
+                "max": admission.caps.total,
+                "outside_classes": admission.outside_classes,
+                "max_outside_classes": admission.caps.outside_classes,
+            },  # fmt: skip
+            "warm_pool": {name: pool.pool_size(name) for name in self.demos},
             "servers": list(self.demos),
         }
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
+import anyio
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.websockets import WebSocketState
 
+from app.course.checks import StepChecker
+from app.course.models import Step
 from app.protocol.transcript import Transcript
-from app.relay.wire import CheckHook, EnvelopeWire, McpWire
+from app.relay.wire import EnvelopeWire, McpWire, WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.web.state import AppState
 
@@ -41,35 +44,50 @@ async def deny(websocket: WebSocket, status: int, message: str, retry_after_s: i
     await websocket.send_denial_response(JSONResponse(body, status_code=status, headers=headers))
 
 
-def make_check_hook(state: AppState, step_slug: str | None, learner: str) -> CheckHook | None:
-    """Hands-on checks of the console's step, pushed as `check` frames and recorded as progress."""
-    catalog = getattr(state, "catalog", None)
-    if not step_slug or catalog is None:
-        return None
-    step = catalog.step(step_slug)
-    if step is None:
-        return None
-    from app.course import checks
+class StepChecks:
+    """The hands-on checks of the console's step: `check` frames for the wire, passes recorded as
+    progress (once per connection, off the event loop)."""
 
-    recorded: set[str] = set()  # a pass is written once per connection, not after every message
+    def __init__(self, state: AppState, step: Step, learner: str | None) -> None:
+        self.state = state
+        self.step = step
+        self.learner = learner
+        self.checker = StepChecker(step)
+        self.recorded: set[str] = set()
 
-    async def hook(transcript: Transcript) -> list[dict]:
+    async def run(self, transcript: Transcript) -> tuple[list[dict], bool]:
+        results, complete = self.checker.run(transcript)
         frames = []
-        for result in checks.evaluate(step, transcript):
-            if result.passed and result.name not in recorded:
-                state.progress.record_check(learner, step_slug, result.name)
-                recorded.add(result.name)
-            frames.append({"type": "check", "step": step_slug, "check": result.name, "passed": result.passed,
-                           "reason": result.reason})  # fmt: skip
-        return frames
+        for result in results:
+            if result.passed and self.learner and result.name not in self.recorded:
+                self.recorded.add(result.name)
+                await anyio.to_thread.run_sync(self.state.progress.record_check, self.learner, self.step.slug,
+                                               result.name)  # fmt: skip
+            frames.append({"type": "check", "step": self.step.slug, "check": result.name,
+                           "passed": result.passed, "reason": result.reason})  # fmt: skip
+        return frames, complete
 
-    return hook
+
+def step_checks(state: AppState, step_slug: str | None, learner: str | None) -> StepChecks | None:
+    step = state.catalog.step(step_slug) if step_slug else None
+    return StepChecks(state, step, learner) if step is not None and step.checks else None
+
+
+async def refuse_full(websocket: WebSocket, mode: str, offered: list[str], exc: CapacityError) -> None:
+    """A browser cannot read an HTTP 503, so the console is told in a `full` frame, then 1013."""
+    if mode == MCP_SUBPROTOCOL:
+        await deny(websocket, 503, exc.message, exc.retry_after_s)
+        return
+    await websocket.accept(subprotocol=ENVELOPE_SUBPROTOCOL if ENVELOPE_SUBPROTOCOL in offered else None)
+    await websocket.send_json({"type": "full", "retry_after_s": exc.retry_after_s, "message": exc.message,
+                               "reason": exc.reason})  # fmt: skip
+    await websocket.close(CLOSE_TRY_AGAIN_LATER, exc.message[:120])
 
 
 @router.websocket("/ws/{name}")
 async def relay(websocket: WebSocket, name: str) -> None:
+    """Check the handshake, admit (or reattach), attach, run the wire."""
     state: AppState = websocket.app.state.playground
-    learner: str = websocket.scope["learner_id"]
     offered = websocket.scope.get("subprotocols") or []
     mode = MCP_SUBPROTOCOL if MCP_SUBPROTOCOL in offered else ENVELOPE_SUBPROTOCOL
     if not origin_allowed(websocket, state):
@@ -78,67 +96,41 @@ async def relay(websocket: WebSocket, name: str) -> None:
     if name not in state.demos:
         await deny(websocket, 404, f"There is no demo server named {name!r}.")
         return
-    hub, manager = state.hub, state.manager
-    assert hub is not None and manager is not None  # set in the lifespan, before any connection
+    sessions = state.sessions
+    assert sessions is not None  # set in the lifespan, before any connection
     params = websocket.query_params
-    session = None
-    if params.get("session"):
-        session = hub.reattach(params["session"], learner, name)
-    class_id, class_cap = state.class_of(learner)
+    owner = await state.owner_of(websocket.scope)
+    session = sessions.reattach(params["session"], owner.key, name) if params.get("session") else None
+    resumed = session is not None
     if session is None:
         try:
-            manager.check_capacity(learner, class_id, class_cap)
+            session = await sessions.open(name, owner)
         except CapacityError as exc:
-            state.metrics.refusals.labels(exc.reason).inc()
-            if mode == MCP_SUBPROTOCOL:
-                await deny(websocket, 503, exc.message, exc.retry_after_s)
-            else:
-                await websocket.accept(
-                    subprotocol=ENVELOPE_SUBPROTOCOL if ENVELOPE_SUBPROTOCOL in offered else None
-                )
-                await websocket.send_json(
-                    {"type": "full", "retry_after_s": exc.retry_after_s, "message": exc.message}
-                )
-                await websocket.close(CLOSE_TRY_AGAIN_LATER, exc.message[:120])
-            return
-    subprotocol = mode if mode in offered else None
-    if session is None:
-        try:
-            session = await hub.open(name, learner, class_id, class_cap)
-        except CapacityError as exc:  # filled between the check and the start
-            if mode == MCP_SUBPROTOCOL:
-                await deny(websocket, 503, exc.message, exc.retry_after_s)
-            else:
-                await websocket.accept(subprotocol=subprotocol)
-                await websocket.send_json(
-                    {"type": "full", "retry_after_s": exc.retry_after_s, "message": exc.message}
-                )
-                await websocket.close(CLOSE_TRY_AGAIN_LATER, exc.message[:120])
+            await refuse_full(websocket, mode, offered, exc)
             return
         except SandboxError as exc:
             log.error("session start failed: %s", exc.log_message)
             await deny(websocket, exc.status_code, exc.message)
             return
-        resumed = False
-    else:
-        resumed = True
     try:
         await websocket.accept(
-            subprotocol=subprotocol, headers=[(b"x-playground-session", session.id.encode())]
+            subprotocol=mode if mode in offered else None,
+            headers=[(b"x-playground-session", session.id.encode())],
         )
     except (OSError, RuntimeError):  # the client left during the handshake: its server goes too
-        hub.detach(session, deliberate=True)
+        await sessions.end(session, NORMAL_CLOSURE, "the client left during the handshake")
         return
     settings = state.settings
+    limits = WireLimits(
+        settings.max_message_bytes, settings.max_messages_per_10s, settings.max_restarts_per_min
+    )
     wire: McpWire | EnvelopeWire
     if mode == MCP_SUBPROTOCOL:
-        wire = McpWire(websocket, session, max_message_bytes=settings.max_message_bytes,
-                       rate_limit=settings.max_messages_per_10s)  # fmt: skip
+        wire = McpWire(websocket, session, sessions, limits)
     else:
-        wire = EnvelopeWire(websocket, session, max_message_bytes=settings.max_message_bytes,
-                            rate_limit=settings.max_messages_per_10s,
-                            checks=make_check_hook(state, params.get("step"), learner))  # fmt: skip
-    session.listener = wire
+        checks = step_checks(state, params.get("step"), owner.learner)
+        wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks)
+    sessions.attach(session, wire)
     try:
         if isinstance(wire, EnvelopeWire):
             frame = session.state_frame()
@@ -147,11 +139,11 @@ async def relay(websocket: WebSocket, name: str) -> None:
             if resumed:
                 await wire.replay(_int(params.get("last_seq")))
         if session.status == "exited":  # it ended while nobody was attached
-            await wire.on_ended(1011, session.reason or "the demo server has exited")
+            await wire.on_ended(1011, session.reason or "the server has exited")
         await wire.run()
     finally:
-        if session.listener is wire:
-            hub.detach(session, deliberate=wire.peer_close_code == NORMAL_CLOSURE)
+        await wire.finish()
+        sessions.detach(session, wire, deliberate=wire.peer_close_code == NORMAL_CLOSURE or wire.abusive)
         if websocket.client_state == WebSocketState.CONNECTED and not wire.ended:
             try:
                 await websocket.close()

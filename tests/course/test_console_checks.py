@@ -14,12 +14,12 @@ from app.web.learner import COOKIE
 from tests.support.wsclient import EnvelopeClient
 
 CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
-LEARNER = "course-console-0123456789"
 
 
 async def connect(live_app, step: str) -> EnvelopeClient:
     return await EnvelopeClient.connect(
-        f"{live_app.ws_base}/ws/demo-orders?step={step}", additional_headers={"Cookie": f"{COOKIE}={LEARNER}"}
+        f"{live_app.ws_base}/ws/demo-orders?step={step}",
+        additional_headers={"Cookie": f"{COOKIE}={live_app.learner_cookie('console')}"},
     )
 
 
@@ -42,7 +42,9 @@ async def test_the_versions_console_passes_its_check_and_the_page_shows_it(live_
         assert "'1999-01-01'" in frame["reason"] and "'2025-11-25'" in frame["reason"]
     finally:
         await client.close()
-    page = httpx.get(live_app.base + step.url, cookies={COOKIE: LEARNER}, timeout=30)
+    page = httpx.get(
+        live_app.base + step.url, cookies={COOKIE: live_app.learner_cookie("console")}, timeout=30
+    )
     soup = BeautifulSoup(page.text, "html.parser")
     assert soup.select_one('li.check[data-check="version-counter-offer"]')["data-passed"] == "true"
 

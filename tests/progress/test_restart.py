@@ -10,7 +10,7 @@ from bs4 import BeautifulSoup
 from app.progress import SQLiteProgressStore
 from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
-from tests.support.appserver import AppProcess
+from tests.support.appserver import AppProcess, learner_id_of
 
 STEP = "initialize-handshake/versions"
 
@@ -19,18 +19,18 @@ def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with AppProcess(data, warm_pool_size=1) as first, httpx.Client(base_url=first.base, timeout=30) as client:
         assert client.get(f"/course/{STEP}").status_code == 200
-        learner = client.cookies[COOKIE]
+        cookie = client.cookies[COOKIE]
         client.put("/api/progress/name", json={"display_name": "Ada"}).raise_for_status()
         answer = client.post(f"/api/course/{STEP}/quiz/unknown-revision", json={"choices": ["a"]})
         assert answer.json()["correct"] is True
     # While the app is down, a hands-on check passes (as the WebSocket route records it).
     store = SQLiteProgressStore(data / PROGRESS_DB)
     store.open()
-    store.record_check(learner, STEP, "version-counter-offer")
+    store.record_check(learner_id_of(cookie), STEP, "version-counter-offer")
     store.close()
 
     with AppProcess(data, warm_pool_size=1) as second:
-        with httpx.Client(base_url=second.base, timeout=30, cookies={COOKIE: learner}) as client:
+        with httpx.Client(base_url=second.base, timeout=30, cookies={COOKIE: cookie}) as client:
             progress = client.get("/api/progress").json()
             assert progress["display_name"] == "Ada"
             assert progress["steps"][STEP]["seen"] is True

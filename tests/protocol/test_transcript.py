@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from app.protocol.transcript import Transcript
 
 
@@ -44,3 +46,46 @@ def test_a_long_session_keeps_its_latest_entries_and_counts_on() -> None:
     assert answer.answers == opened.seq == 1  # still paired, though the request was let go
     assert answer.seq == 302
     assert t.to_json()["dropped"] == t.dropped
+
+
+def test_a_byte_budget_lets_the_oldest_go_and_keeps_the_indexes_right() -> None:
+    t = Transcript("demo-orders", max_bytes=10_000)
+    big = "x" * 900
+    for n in range(1, 60):
+        t.add_client(json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping", "params": {"pad": big}}),
+                     {"jsonrpc": "2.0", "id": n, "method": "ping", "params": {"pad": big}})  # fmt: skip
+        t.add_server(
+            json.dumps({"jsonrpc": "2.0", "id": n, "result": {}}), {"jsonrpc": "2.0", "id": n, "result": {}}
+        )
+    assert t.size_bytes <= 10_000 and t.dropped > 0
+    assert t.size_bytes == sum(len(e.line) for e in t.entries)
+    kept_requests = t.client_messages()
+    assert kept_requests and all(e.seq > t.dropped for e in kept_requests)
+    assert all(t.response_to(r) is not None and t.response_to(r).answers == r.seq for r in kept_requests)
+    assert t.entries[-1].seq == t.dropped + len(t.entries) == 118
+
+
+def test_one_line_over_the_budget_is_still_kept_alone() -> None:
+    t = Transcript("demo-orders", max_bytes=100)
+    t.add_client("y" * 500, None)
+    assert len(t.entries) == 1 and t.size_bytes == 500
+
+
+def test_requests_never_answered_are_bounded() -> None:
+    from app.protocol.transcript import MAX_OPEN_REQUESTS
+
+    t = Transcript("demo-orders")
+    for n in range(MAX_OPEN_REQUESTS + 50):
+        t.add_client("{}", {"jsonrpc": "2.0", "id": n, "method": "ping"})
+    waiting = t.unanswered()
+    assert len(waiting) == MAX_OPEN_REQUESTS and waiting[0].message["id"] == 50
+
+
+def test_an_export_comes_in_pages() -> None:
+    t = Transcript("demo-orders")
+    for n in range(25):
+        t.add_client("{}", {"jsonrpc": "2.0", "id": n, "method": "ping"})
+    first = t.to_json(0, 10)
+    assert [e["seq"] for e in first["entries"]] == list(range(1, 11)) and first["next_after"] == 10
+    last = t.to_json(20, 10)
+    assert [e["seq"] for e in last["entries"]] == list(range(21, 26)) and last["next_after"] is None

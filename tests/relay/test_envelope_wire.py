@@ -10,9 +10,6 @@ import pytest
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import EnvelopeClient, init_request
 
-LEARNER_A = "learner-a-0123456789abcdef"
-LEARNER_B = "learner-b-0123456789abcdef"
-
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
@@ -54,7 +51,7 @@ async def test_state_then_sent_and_received_paired_with_round_trip(
 
 
 async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess) -> None:
-    client = await connect(app, learner=LEARNER_A)
+    client = await connect(app, learner=app.learner_cookie("a"))
     try:
         session = (await client.recv_type("state"))["session"]
         await client.send_text('{"jsonrpc": "2.0", "id": 1, "method": "ping",}')
@@ -76,7 +73,8 @@ async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess)
         assert (await client.recv_type("sent"))["seq"] == 3
         assert (await client.recv_type("received"))["message"] == {"jsonrpc": "2.0", "id": 5, "result": {}}
         transcript = httpx.get(
-            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A}
+            f"{app.base}/api/sessions/{session}/transcript",
+            cookies={"playground_learner": app.learner_cookie("a")},
         ).json()
         kinds = [(e["direction"], e["line"][:12]) for e in transcript["entries"]]
         # The refused frames are on record, marked as the relay's; only the ping reached the server.
@@ -165,7 +163,7 @@ async def test_restart_gives_a_fresh_server(app: AppProcess) -> None:
 async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_reads_it(
     app: AppProcess,
 ) -> None:
-    first = await connect(app, learner=LEARNER_A)
+    first = await connect(app, learner=app.learner_cookie("a"))
     state = await first.recv_type("state")
     session = state["session"]
     await first.send(init_request())
@@ -173,7 +171,7 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
     first.ws.transport.abort()  # a Wi-Fi blip: the connection drops without a goodbye
     await first.ws.wait_closed()
 
-    again = await connect(app, query=f"?session={session}&last_seq=0", learner=LEARNER_A)
+    again = await connect(app, query=f"?session={session}&last_seq=0", learner=app.learner_cookie("a"))
     try:
         resumed = await again.recv_type("state")
         assert resumed["session"] == session and resumed["resumed"] is True
@@ -183,14 +181,16 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
         assert (await again.recv_type("sent"))["seq"] == 3
 
         owner = httpx.get(
-            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A}
+            f"{app.base}/api/sessions/{session}/transcript",
+            cookies={"playground_learner": app.learner_cookie("a")},
         )
         assert owner.status_code == 200
         body = owner.json()
         assert body["revision"] == "2025-06-18"
         assert [e["direction"] for e in body["entries"]][:2] == ["client", "server"]
         stranger = httpx.get(
-            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_B}
+            f"{app.base}/api/sessions/{session}/transcript",
+            cookies={"playground_learner": app.learner_cookie("b")},
         )
         assert stranger.status_code == 404
         nobody = httpx.get(f"{app.base}/api/sessions/{session}/transcript")
@@ -200,11 +200,11 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
 
 
 async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> None:
-    first = await connect(app, learner=LEARNER_A)
+    first = await connect(app, learner=app.learner_cookie("a"))
     session = (await first.recv_type("state"))["session"]
     first.ws.transport.abort()
     await first.ws.wait_closed()
-    thief = await connect(app, query=f"?session={session}", learner=LEARNER_B)
+    thief = await connect(app, query=f"?session={session}", learner=app.learner_cookie("b"))
     try:
         state = await thief.recv_type("state")
         assert state["session"] != session and state["resumed"] is False
@@ -213,7 +213,7 @@ async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> No
 
 
 async def test_a_full_relay_sends_full_then_closes_1013(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(tmp_path, max_sessions=1) as small:
+    with AppProcess(tmp_path, max_sessions=1, outside_class_share=1.0) as small:  # the global cap alone
         first = await connect(small)
         try:
             await first.recv_type("state")
@@ -227,16 +227,17 @@ async def test_a_full_relay_sends_full_then_closes_1013(tmp_path) -> None:  # no
 
 
 async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: AppProcess) -> None:
-    first = await connect(app, learner=LEARNER_A)
+    first = await connect(app, learner=app.learner_cookie("a"))
     session = (await first.recv_type("state"))["session"]
     await first.close()  # close code 1000: the page was left on purpose
-    again = await connect(app, query=f"?session={session}", learner=LEARNER_A)
+    again = await connect(app, query=f"?session={session}", learner=app.learner_cookie("a"))
     try:
         state = await again.recv_type("state")
         assert state["session"] != session and state["resumed"] is False
     finally:
         await again.close()
     gone = httpx.get(
-        f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": LEARNER_A}
+        f"{app.base}/api/sessions/{session}/transcript",
+        cookies={"playground_learner": app.learner_cookie("a")},
     )
     assert gone.status_code == 404

@@ -62,7 +62,9 @@ BAD_FRAMES: list[tuple[str, str | bytes, int]] = [
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("relay-app")) as app:
+    # Every raw client here comes from 127.0.0.1 without a learner cookie: one owner, by address,
+    # whose cap the twenty-at-once test needs raised.
+    with AppProcess(tmp_path_factory.mktemp("relay-app"), max_sessions_per_learner=25) as app:
         yield app
 
 
@@ -277,7 +279,7 @@ async def test_rate_limit_answers_with_an_error_and_keeps_the_session(tmp_path) 
 
 
 async def test_a_full_relay_refuses_the_handshake_with_503(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(tmp_path, max_sessions=1) as small:
+    with AppProcess(tmp_path, max_sessions=1, outside_class_share=1.0) as small:  # the global cap alone
         first = await McpClient.connect(small.ws_base + "/ws/demo-orders")
         try:
             with pytest.raises(websockets.InvalidStatus) as refused:

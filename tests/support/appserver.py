@@ -25,6 +25,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def learner_id_of(cookie: str) -> str:
+    """The learner id inside a signed learner cookie (`<id>.<signature>`)."""
+    return cookie.rpartition(".")[0]
+
+
 class AppProcess:
     def __init__(self, data_dir: Path, **settings: object) -> None:
         self.port = free_port()
@@ -32,6 +37,7 @@ class AppProcess:
         self.host = str(settings.pop("host")) if "host" in settings else None  # --host, not a setting
         self.settings = settings
         self.proc: subprocess.Popen | None = None
+        self._learners: dict[str, str] = {}
         self.log_path = data_dir / f"app-{self.port}.log"
         self.uid_base = int(settings.pop("uid_base", 1_000_000 + self.port * 1000))  # type: ignore[call-overload]
 
@@ -74,6 +80,17 @@ class AppProcess:
             time.sleep(0.05)  # polling with a deadline, not a fixed wait
         self.stop()
         raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
+
+    def learner_cookie(self, name: str = "learner") -> str:
+        """A learner identity as a browser gets one: the signed cookie from a first page, made once per
+        `name` and kept, so a test can be the same learner again (or a different one)."""
+        if name not in self._learners:
+            from app.web.learner import COOKIE
+
+            response = httpx.get(self.base + "/course", timeout=30)
+            response.raise_for_status()
+            self._learners[name] = response.cookies[COOKIE]
+        return self._learners[name]
 
     def log(self) -> str:
         try:

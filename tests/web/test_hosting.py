@@ -15,7 +15,7 @@ import websockets
 from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.appserver import AppProcess, learner_id_of
 from tests.support.wsclient import EnvelopeClient, McpClient, init_request
 
 TOKEN = "instructor-token-for-tests"
@@ -94,7 +94,7 @@ def test_reset_close_and_delete(app: AppProcess) -> None:
     class_id, code = make_class(app, "Wednesday")
     with learner(app, code, "Alan") as alan:
         alan.get(f"/course/{STEP}").raise_for_status()
-        learner_id = alan.cookies[COOKIE]
+        learner_id = learner_id_of(alan.cookies[COOKIE])
         with instructor(app) as client:
             client.post(f"/instructor/learners/{learner_id}/reset", data={"class_id": class_id})
             assert alan.get("/api/progress").json()["steps"][STEP]["seen"] is False
@@ -158,7 +158,8 @@ async def test_a_full_class_is_refused_kindly(app: AppProcess) -> None:
             console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
                                                    additional_headers={"Cookie": f"{COOKIE}={two.cookies[COOKIE]}"})  # fmt: skip
             full = await console.recv()
-            assert full["type"] == "full" and "Try again in a minute" in full["message"]
+            assert full["type"] == "full" and "Try again in 60 s" in full["message"]
+            assert full["reason"] == "class_full"
             assert full["retry_after_s"] == 60
         finally:
             await first.close()

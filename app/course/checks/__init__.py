@@ -1,8 +1,8 @@
 """Hands-on checks: named predicates over a learner's live session transcript.
 
-A lesson lists check names in a ```checks block; the WebSocket route calls `evaluate(step,
-transcript)` after every message and pushes each result as a `check` frame. A reason says what
-is still missing while a check fails, and what was seen once it passes.
+A lesson lists check names in a ```checks block; a console on that step runs a `StepChecker`
+after new messages (coalesced by the relay) and pushes each changed result as a `check` frame. A
+reason says what is still missing while a check fails, and what was seen once it passes.
 
 The registry and the helpers for reading a transcript live here; the checks themselves live in
 one module per lesson (imported at the bottom, which registers them).
@@ -10,6 +10,7 @@ one module per lesson (imported at the bottom, which registers them).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +61,52 @@ def get(name: str) -> Check | None:
 def evaluate(step: Step, transcript: Transcript) -> list[CheckResult]:
     """Every check of `step` against the transcript, in the lesson's order."""
     return [REGISTRY[name].run(transcript) for name in step.checks]
+
+
+# One round of a step's checks may take this long; checks not reached wait for the next round.
+ROUND_BUDGET_S = 0.02
+
+
+class StepChecker:
+    """A step's checks on one session, run incrementally.
+
+    A check that has passed on a transcript stays passed (it is recorded as progress), so a round
+    runs only the checks still open; a round stops when it has used its time budget, and says so;
+    only results that changed since the last round are returned. A new transcript (a restart)
+    starts over.
+    """
+
+    def __init__(self, step: Step, budget_s: float = ROUND_BUDGET_S) -> None:
+        self.step = step
+        self.budget_s = budget_s
+        self._transcript: Transcript | None = None
+        self._passed: set[str] = set()
+        self._shown: dict[str, tuple[bool, str]] = {}
+        self._resume = 0  # where an unfinished round stopped: the next one goes on from there
+
+    def run(self, transcript: Transcript) -> tuple[list[CheckResult], bool]:
+        """(results that changed, whether every open check had its turn)."""
+        if transcript is not self._transcript:
+            self._transcript, self._passed, self._shown, self._resume = transcript, set(), {}, 0
+        began = time.perf_counter()
+        changed: list[CheckResult] = []
+        ran = 0
+        for index in range(self._resume, len(self.step.checks)):
+            name = self.step.checks[index]
+            if name in self._passed:
+                continue
+            if ran and time.perf_counter() - began > self.budget_s:
+                self._resume = index
+                return changed, False
+            result = REGISTRY[name].run(transcript)
+            ran += 1
+            if result.passed:
+                self._passed.add(name)
+            if self._shown.get(name) != (result.passed, result.reason):
+                self._shown[name] = (result.passed, result.reason)
+                changed.append(result)
+        self._resume = 0
+        return changed, True
 
 
 # --- Reading a transcript -------------------------------------------------------------------
@@ -157,6 +204,7 @@ __all__ = [
     "Check",
     "CheckResult",
     "Outcome",
+    "StepChecker",
     "changes",
     "check",
     "client_features",

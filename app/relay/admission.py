@@ -1,0 +1,135 @@
+"""Admission: whether one more session fits, decided once per new session, and counted until it ends.
+
+Caps, each checked in this order so that the refusal names the most specific one:
+- per owner: a learner (signed cookie), or, for a client without an identity, its address (all
+  such connections from one address are one owner);
+- per class: the class's own cap;
+- global;
+- outside classes: owners in no class together hold at most a share of the global cap, so the
+  rest is kept for classes (a class member is never refused because visitors filled the playground).
+
+`admit()` counts the new session at once (no await between the check and the count), so two
+handshakes arriving together cannot both take the last place.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+from app.sandbox.errors import CapacityError
+
+# Seconds a refused client is told to wait, by cap: a tab closed frees a place at once, others churn.
+RETRY_OWNER_S = 10
+RETRY_SHARED_S = 60
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who a session is for, as admission counts it."""
+
+    learner: str | None  # the learner id, None for a client without a valid identity
+    address: str  # the client's address (behind a trusted proxy: the one the proxy names)
+    class_id: str | None = None
+    class_cap: int | None = None  # the class's live-session cap, with class_id
+
+    @property
+    def key(self) -> str:
+        return f"learner:{self.learner}" if self.learner else f"address:{self.address}"
+
+
+@dataclass(frozen=True)
+class Caps:
+    total: int  # every live session
+    per_owner: int  # one learner, or one address without identity
+    outside_classes: int  # every session of owners in no class, together
+
+    @classmethod
+    def from_share(cls, total: int, per_owner: int, outside_share: float) -> Caps:
+        return cls(total, per_owner, max(0, min(total, math.ceil(total * outside_share))))
+
+
+class Slot:
+    """One admitted session's place; `release()` gives it back (once, however often it is called)."""
+
+    def __init__(self, admission: Admission, owner: Owner) -> None:
+        self.owner = owner
+        self._admission = admission
+        self.released = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self._admission._give_back(self.owner)
+
+
+class Admission:
+    def __init__(self, caps: Caps) -> None:
+        self.caps = caps
+        self.total = 0
+        self._by_owner: Counter[str] = Counter()
+        self._by_class: Counter[str] = Counter()
+        self._outside = 0
+
+    def count_for(self, owner: Owner) -> int:
+        return self._by_owner[owner.key]
+
+    def count_for_class(self, class_id: str) -> int:
+        return self._by_class[class_id]
+
+    @property
+    def outside_classes(self) -> int:
+        return self._outside
+
+    def admit(self, owner: Owner) -> Slot:
+        """Count a new session for `owner`, or raise CapacityError naming the cap that is full."""
+        self._check(owner)
+        self.total += 1
+        self._by_owner[owner.key] += 1
+        if owner.class_id is None:
+            self._outside += 1
+        else:
+            self._by_class[owner.class_id] += 1
+        return Slot(self, owner)
+
+    def _check(self, owner: Owner) -> None:
+        caps = self.caps
+        if self._by_owner[owner.key] >= caps.per_owner:
+            who = "You already have" if owner.learner else "Your network address already has"
+            raise CapacityError(
+                f"{who} {caps.per_owner} consoles open, the most one person may. "
+                f"Close one (another tab?) and try again in {RETRY_OWNER_S} s.",
+                reason="owner_full", retry_after_s=RETRY_OWNER_S,
+            )  # fmt: skip
+        if owner.class_id is not None and owner.class_cap is not None:
+            if self._by_class[owner.class_id] >= owner.class_cap:
+                raise CapacityError(
+                    f"Your class has {owner.class_cap} consoles open, the most your instructor allowed. "
+                    f"Try again in {RETRY_SHARED_S} s, or close a console you no longer need.",
+                    reason="class_full", retry_after_s=RETRY_SHARED_S,
+                )  # fmt: skip
+        if self.total >= caps.total:
+            raise CapacityError(
+                f"The playground is full right now ({caps.total} consoles open). "
+                f"Try again in {RETRY_SHARED_S} s.",
+                reason="full", retry_after_s=RETRY_SHARED_S,
+            )  # fmt: skip
+        if owner.class_id is None and self._outside >= caps.outside_classes:
+            raise CapacityError(
+                "The places for visitors outside a class are all taken right now (the rest are kept for "
+                f"classes). Try again in {RETRY_SHARED_S} s, or join your class with its code.",
+                reason="visitors_full", retry_after_s=RETRY_SHARED_S,
+            )  # fmt: skip
+
+    def _give_back(self, owner: Owner) -> None:
+        self.total -= 1
+        self._by_owner[owner.key] -= 1
+        if self._by_owner[owner.key] <= 0:
+            del self._by_owner[owner.key]
+        if owner.class_id is None:
+            self._outside -= 1
+        else:
+            self._by_class[owner.class_id] -= 1
+            if self._by_class[owner.class_id] <= 0:
+                del self._by_class[owner.class_id]

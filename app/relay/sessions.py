@@ -1,0 +1,247 @@
+"""Every live session, and the one owner of their lives: admission, attach and detach, the idle,
+longest-session and reconnect-grace timers, restarts, and exactly one place that releases a process.
+
+Both front doors (the WebSocket route; later the Streamable HTTP endpoints) go through here:
+admit and open, attach a listener, detach it, and the session ends on its own timers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from app.metrics import Metrics
+from app.protocol.jsonrpc import server_exited_error
+from app.protocol.transcript import Transcript
+from app.relay.admission import Admission, Owner
+from app.relay.session import Listener, RelaySession
+from app.sandbox.errors import CapacityError, SandboxError
+from app.sandbox.process import ProcessSource, ServerProcess
+
+log = logging.getLogger(__name__)
+
+# How often the timer loop looks for idle and overlong sessions (capped by the shortest timeout / 4).
+REAP_INTERVAL_S = 5.0
+# Close codes: a goodbye (the session ended on a timer, or the app stops) and a server that failed.
+NORMAL_CLOSURE = 1000
+SERVER_ENDED = 1011
+GOING_AWAY = 1001
+
+
+class Sessions:
+    def __init__(self, source: ProcessSource, admission: Admission, *, grace_s: float, idle_timeout_s: float,
+                 max_session_s: float, metrics: Metrics | None = None,
+                 new_transcript: Callable[[str], Transcript] | None = None) -> None:  # fmt: skip
+        self.source = source
+        self.admission = admission
+        self.grace_s = grace_s
+        self.idle_timeout_s = idle_timeout_s
+        self.max_session_s = max_session_s
+        self.metrics = metrics or Metrics()
+        self._new_transcript = new_transcript or (lambda server: Transcript(server=server))
+        self.sessions: dict[str, RelaySession] = {}
+        self._grace: dict[str, asyncio.Task] = {}
+        self._endings: set[asyncio.Task] = set()
+        self._reaper: asyncio.Task | None = None
+
+    # --- lifecycle of the whole -------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._reaper = asyncio.create_task(self._reap_loop(), name="session-timers")
+
+    async def close_all(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for timer in list(self._grace.values()):
+            timer.cancel()
+        await asyncio.gather(
+            *(
+                self.end(s, GOING_AWAY, "the playground is shutting down")
+                for s in list(self.sessions.values())
+            ),
+            return_exceptions=True,
+        )
+        await asyncio.gather(*self._endings, return_exceptions=True)
+
+    def count_for_class(self, class_id: str) -> int:
+        return self.admission.count_for_class(class_id)
+
+    @property
+    def live(self) -> int:
+        return len(self.sessions)
+
+    # --- one session -----------------------------------------------------------------------------
+
+    async def open(self, server: str, owner: Owner) -> RelaySession:
+        """Admit a new session for `owner` and start its server. Raises CapacityError or SandboxError."""
+        began = time.perf_counter()
+        try:
+            slot = self.admission.admit(owner)
+        except CapacityError as exc:
+            self.metrics.refusals.labels(exc.reason).inc()
+            raise
+        session = RelaySession(server, owner, slot, self.metrics,
+                               new_transcript=lambda: self._new_transcript(server),
+                               on_exit=self._process_exited)  # fmt: skip
+        try:
+            process = await self.source.acquire(server)
+        except BaseException:
+            slot.release()
+            raise
+        session.run(process)
+        self.sessions[session.id] = session
+        self.metrics.session_start_seconds.observe(time.perf_counter() - began)
+        self.metrics.sessions_started.labels(server).inc()
+        log.info(
+            "session %s started: %s", session.id, server, extra={"session": session.id, "server": server}
+        )
+        return session
+
+    def find(self, session_id: str, owner_key: str) -> RelaySession | None:
+        """The owner's own session, or None (another owner's id is as good as unknown)."""
+        session = self.sessions.get(session_id)
+        if session is None or session.owner.key != owner_key:
+            return None
+        return session
+
+    def reattach(self, session_id: str, owner_key: str, server: str) -> RelaySession | None:
+        """A dropped connection's session, if it is still waiting for this owner on this server."""
+        session = self.find(session_id, owner_key)
+        if session is None or session.server != server or session.closed or session.listener is not None:
+            return None
+        return session
+
+    def attach(self, session: RelaySession, listener: Listener) -> None:
+        timer = self._grace.pop(session.id, None)
+        if timer is not None:
+            timer.cancel()
+        session.listener = listener
+        session.detached_at = None
+
+    def detach(self, session: RelaySession, listener: Listener, *, deliberate: bool = False) -> None:
+        """The connection ended. A drop keeps the session for the grace period; a deliberate close
+        (the client said goodbye with 1000) ends it at once, so its place is free for the next page."""
+        if session.listener is not listener:
+            return  # another connection has it now
+        session.listener = None
+        session.detached_at = time.monotonic()
+        if session.closed:
+            return
+        if deliberate:
+            self.end_soon(session, NORMAL_CLOSURE, "the client closed the connection")
+        else:
+            self._grace[session.id] = asyncio.create_task(self._expire(session), name=f"grace-{session.id}")
+
+    async def restart(self, session: RelaySession) -> None:
+        """End the session's process and start a fresh one with an empty transcript (same session)."""
+        session.status = "starting"
+        await self._notify_state(session)
+        await self._release_process(session)
+        session.transcript = session.new_transcript()
+        try:
+            process = await self.source.acquire(session.server)
+        except SandboxError as exc:
+            session.status, session.reason = "exited", exc.message
+            await self._notify_state(session)
+            raise
+        session.run(process)
+        await self._notify_state(session)
+
+    async def end(self, session: RelaySession, code: int, reason: str) -> None:
+        """End a session for good: its place is free at once, then its process is released."""
+        if self._forget(session):
+            await self._finish(session, code, reason)
+
+    def end_soon(self, session: RelaySession, code: int, reason: str) -> None:
+        """As `end()`, for callers that cannot wait: the place is free before this returns."""
+        if self._forget(session):
+            task = asyncio.create_task(self._finish(session, code, reason), name=f"end-{session.id}")
+            self._endings.add(task)
+            task.add_done_callback(self._endings.discard)
+
+    def _forget(self, session: RelaySession) -> bool:
+        """The synchronous half of ending: no longer live, no longer counted. False if already ended."""
+        if session.closed:
+            return False
+        session.closed = True
+        self.sessions.pop(session.id, None)
+        session.slot.release()
+        timer = self._grace.pop(session.id, None)
+        if timer is not None and timer is not asyncio.current_task():
+            timer.cancel()
+        return True
+
+    async def _finish(self, session: RelaySession, code: int, reason: str) -> None:
+        """The other half: the one place that releases a session's process for good."""
+        await self._release_process(session)
+        if session.status != "exited":
+            session.status, session.reason = "exited", reason
+        listener = session.listener
+        if listener is not None:
+            await listener.on_state()
+            await listener.on_ended(code, reason)
+        log.info(
+            "session %s ended: %s",
+            session.id,
+            reason,
+            extra={"session": session.id, "server": session.server},
+        )
+
+    # --- inside ----------------------------------------------------------------------------------
+
+    async def _release_process(self, session: RelaySession) -> None:
+        process = session.take_process()
+        if process is not None:
+            await self.source.release(process)
+
+    async def _process_exited(self, session: RelaySession, process: ServerProcess,
+                              ended: tuple[int, str] | None) -> None:  # fmt: skip
+        """The server exited (or broke a limit and was killed): tell the listener; the session stays
+        (a console can restart it) until its connection goes and the grace period passes."""
+        status = process.poll()
+        code, reason = ended or (SERVER_ENDED, f"the server {status}")
+        session.status, session.exit_status, session.reason = "exited", status, reason
+        self.metrics.sessions_ended.labels("exited").inc()
+        log.info(
+            "session %s: %s", session.id, reason, extra={"session": session.id, "server": session.server}
+        )
+        await self._release_process(session)
+        listener = session.listener
+        if listener is not None:
+            # Requests left hanging get an answer from the relay, so no client waits forever.
+            for request in session.transcript.unanswered():
+                await listener.on_bad_frame(server_exited_error(request.message["id"], str(status)))
+            await listener.on_state()
+            await listener.on_ended(code, reason)
+
+    async def _notify_state(self, session: RelaySession) -> None:
+        if session.listener is not None:
+            await session.listener.on_state()
+
+    async def _expire(self, session: RelaySession) -> None:
+        try:
+            await asyncio.sleep(self.grace_s)
+        except asyncio.CancelledError:
+            return
+        self._grace.pop(session.id, None)
+        if session.listener is None:
+            self.metrics.sessions_ended.labels("dropped").inc()
+            await self.end(session, GOING_AWAY, f"nobody reconnected within {self.grace_s:g} s")
+
+    async def _reap_loop(self) -> None:
+        interval = min(REAP_INTERVAL_S, max(min(self.idle_timeout_s, self.max_session_s) / 4, 0.05))
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                if now - session.last_active > self.idle_timeout_s:
+                    reason = f"session ended after {self.idle_timeout_s:g} s without a message"
+                elif now - session.started_at > self.max_session_s:
+                    reason = f"session ended after the longest session time, {self.max_session_s:g} s"
+                else:
+                    continue
+                log.info("reaping session %s (%s): %s", session.id, session.server, reason)
+                self.metrics.sessions_ended.labels("reaped").inc()
+                self.end_soon(session, NORMAL_CLOSURE, reason)

@@ -1,0 +1,192 @@
+"""Hands out sandboxed instances: a warm pool per server, one uid per instance, shutdown.
+
+The pool knows processes only: who uses an instance, for how long, and how many one person may hold
+are the relay's (app/relay/sessions.py and admission.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from collections import defaultdict, deque
+
+from app.sandbox.errors import SandboxError
+from app.sandbox.instance import Instance
+from app.sandbox.launcher import Launcher
+from app.sandbox.limits import Limits
+from app.sandbox.process import ServerProcess
+
+log = logging.getLogger(__name__)
+
+# Descriptors per live session in the app: three pipe ends, a WebSocket, and slack.
+FDS_PER_SESSION = 8
+# Back-off after a warm-pool refill fails, so a broken fork server is not hammered.
+REFILL_RETRY_S = 2.0
+# Uids beyond live and warm instances: an instance being stopped still holds its uid.
+UID_SLACK = 16
+
+
+def raise_open_file_limit(wanted: int) -> int:
+    """Raise the soft RLIMIT_NOFILE towards `wanted` (never above the hard limit); return the result."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    return soft
+
+
+class InstancePool:
+    """One per app. `acquire(server)` gives a started instance; `release(instance)` ends it.
+
+    `capacity` is the most instances handed out at once (the relay admits no more); the uid range
+    is sized for those, the warm pools and some slack.
+    """
+
+    def __init__(
+        self,
+        *,
+        servers: list[str],
+        limits: Limits,
+        sandbox: bool,
+        extra_modules: list[str],
+        capacity: int,
+        pool_sizes: dict[str, int],
+        uid_base: int,
+        max_line_bytes: int,
+        max_output_bytes: int,
+        rootless: bool = False,
+    ) -> None:
+        self.servers = servers
+        self.capacity = capacity
+        self.pool_sizes = pool_sizes
+        self.max_line_bytes = max_line_bytes
+        self.max_output_bytes = max_output_bytes
+        pool_total = sum(pool_sizes.values())
+        # One uid per instance, live or warm; the range's first uid is for the start-up probe.
+        self.uid_range = range(uid_base + 1, uid_base + 1 + capacity + pool_total + UID_SLACK)
+        self._free_uids = deque(self.uid_range)
+        self.launcher = Launcher(
+            limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base, rootless=rootless
+        )
+        self._pools: dict[str, deque[Instance]] = defaultdict(deque)
+        self._refilling: dict[str, int] = defaultdict(int)
+        self._out: set[Instance] = set()  # handed out and not yet released
+        self._tasks: set[asyncio.Task] = set()
+        self._closing = False
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        raise_open_file_limit(self.capacity * FDS_PER_SESSION + 1024)
+        await self.launcher.start()
+        for server in self.servers:
+            self._refill(server)
+
+    async def stop(self) -> None:
+        """End every instance (graceful shutdown), then the fork server."""
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
+        instances = list(self._out) + [i for pool in self._pools.values() for i in pool]
+        await asyncio.gather(*(i.stop() for i in instances), return_exceptions=True)
+        self._out.clear()
+        self._pools.clear()
+        await self.launcher.close()
+
+    @property
+    def layers(self) -> dict[str, str]:
+        return self.launcher.layers
+
+    def missing_layers(self) -> dict[str, str]:
+        return {name: why for name, why in self.layers.items() if why != "ok"}
+
+    @property
+    def handed_out(self) -> int:
+        return len(self._out)
+
+    # --- instances -------------------------------------------------------------------------------
+
+    async def acquire(self, server: str) -> Instance:
+        if server not in self.servers:
+            raise SandboxError(
+                f"There is no server named {server!r}.", reason="unknown_server", status_code=404
+            )
+        instance = self._take_warm(server)
+        if instance is None:
+            instance = await self._start_instance(server)
+        self._refill(server)
+        self._out.add(instance)
+        return instance
+
+    async def release(self, process: ServerProcess) -> None:
+        assert isinstance(process, Instance)
+        self._out.discard(process)
+        await process.stop()
+        self._recycle_uid(process)
+
+    def _take_warm(self, server: str) -> Instance | None:
+        pool = self._pools[server]
+        while pool:
+            instance = pool.popleft()
+            if instance.poll() is None:
+                return instance
+            self._recycle_uid(instance)
+        return None
+
+    async def _start_instance(self, server: str) -> Instance:
+        if not self._free_uids:
+            raise SandboxError(
+                "The playground has no room for another server right now. Try again in a minute.",
+                reason="no_uid", status_code=503, retry_after_s=60,
+            )  # fmt: skip
+        uid = self._free_uids.popleft()
+        instance = Instance(
+            self.launcher,
+            server,
+            uid,
+            max_line_bytes=self.max_line_bytes,
+            max_output_bytes=self.max_output_bytes,
+        )
+        try:
+            await instance.start()
+        except BaseException:
+            self._free_uids.append(uid)
+            raise
+        return instance
+
+    def _recycle_uid(self, instance: Instance) -> None:
+        # A uid is reused only once its instance has exited: every process under it is gone then
+        # (the server is PID 1 of its namespace; its exit ends everything in it).
+        if instance.poll() is not None and instance.uid not in self._free_uids:
+            self._free_uids.append(instance.uid)
+
+    # --- the warm pool ---------------------------------------------------------------------------
+
+    def _refill(self, server: str) -> None:
+        if self._closing:
+            return
+        want = self.pool_sizes.get(server, 0) - len(self._pools[server]) - self._refilling[server]
+        for _ in range(max(want, 0)):
+            self._refilling[server] += 1
+            task = asyncio.create_task(self._add_warm(server), name=f"warm-{server}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _add_warm(self, server: str) -> None:
+        try:
+            instance = await self._start_instance(server)
+        except SandboxError as exc:
+            log.warning("warm pool: could not start %s: %s", server, exc.log_message)
+            await asyncio.sleep(REFILL_RETRY_S)
+            return
+        finally:
+            self._refilling[server] -= 1
+        if self._closing:
+            await instance.stop(now=True)
+            return
+        self._pools[server].append(instance)
+
+    def pool_size(self, server: str) -> int:
+        return len(self._pools[server])

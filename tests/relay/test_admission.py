@@ -1,0 +1,88 @@
+"""Admission as a hostile visitor meets it: which cap refuses, with which words, and who stays safe."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.relay.admission import Admission, Caps, Owner
+from app.sandbox.errors import CapacityError
+
+
+def visitor(n: int, address: str = "203.0.113.7") -> Owner:
+    return Owner(f"minted-{n:04d}-0123456789", address)
+
+
+def member(n: int, class_id: str = "class-a", cap: int = 50) -> Owner:
+    return Owner(f"member-{n:04d}-0123456789", "198.51.100.1", class_id, cap)
+
+
+def refusal(admission: Admission, owner: Owner) -> CapacityError:
+    with pytest.raises(CapacityError) as refused:
+        admission.admit(owner)
+    return refused.value
+
+
+def test_clients_without_identity_count_together_by_address() -> None:
+    admission = Admission(Caps(total=100, per_owner=4, outside_classes=100))
+    anonymous = Owner(None, "203.0.113.7")
+    for _ in range(4):
+        admission.admit(anonymous)
+    error = refusal(admission, anonymous)
+    assert error.reason == "owner_full" and "Your network address already has 4 consoles" in error.message
+    admission.admit(Owner(None, "203.0.113.8"))  # another address is another owner
+
+
+def test_a_learner_has_their_own_cap_whatever_their_address() -> None:
+    admission = Admission(Caps(total=100, per_owner=2, outside_classes=100))
+    ada = Owner("ada-0123456789abcdef", "203.0.113.7")
+    admission.admit(ada)
+    admission.admit(ada)
+    error = refusal(admission, ada)
+    assert error.reason == "owner_full" and "You already have 2 consoles" in error.message
+    assert error.retry_after_s == 10
+    admission.admit(Owner("bob-0123456789abcdef", "203.0.113.7"))  # same NAT address, another learner
+
+
+def test_minted_identities_cannot_lock_out_a_class_member() -> None:
+    admission = Admission(Caps.from_share(total=20, per_owner=4, outside_share=0.5))
+    taken = 0
+    for n in range(40):  # a visitor minting identity after identity
+        try:
+            admission.admit(visitor(n))
+            taken += 1
+        except CapacityError as exc:
+            assert exc.reason == "visitors_full" and "kept for classes" in exc.message
+    assert taken == 10
+    for n in range(10):  # the class still gets every place that is left
+        admission.admit(member(n))
+    error = refusal(admission, member(99))
+    assert error.reason == "full" and "20 consoles open" in error.message and error.retry_after_s == 60
+
+
+def test_a_class_cap_is_its_own() -> None:
+    admission = Admission(Caps(total=100, per_owner=4, outside_classes=50))
+    admission.admit(member(1, cap=2))
+    admission.admit(member(2, cap=2))
+    error = refusal(admission, member(3, cap=2))
+    assert error.reason == "class_full" and "Your class has 2 consoles open" in error.message
+    admission.admit(member(4, class_id="class-b", cap=2))
+    assert admission.count_for_class("class-a") == 2 and admission.count_for_class("class-b") == 1
+
+
+def test_a_slot_is_given_back_once_however_often_released() -> None:
+    admission = Admission(Caps(total=2, per_owner=2, outside_classes=2))
+    slot = admission.admit(visitor(1))
+    admission.admit(visitor(1))
+    slot.release()
+    slot.release()
+    assert admission.total == 1 and admission.count_for(visitor(1)) == 1
+    admission.admit(visitor(2))
+    refusal(admission, visitor(3))
+
+
+def test_the_share_rounds_up_and_zero_keeps_everything_for_classes() -> None:
+    assert Caps.from_share(total=1, per_owner=4, outside_share=0.5).outside_classes == 1
+    assert Caps.from_share(total=250, per_owner=4, outside_share=0.5).outside_classes == 125
+    closed = Admission(Caps.from_share(total=10, per_owner=4, outside_share=0.0))
+    assert refusal(closed, visitor(1)).reason == "visitors_full"
+    closed.admit(member(1))

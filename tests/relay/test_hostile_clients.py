@@ -1,0 +1,254 @@
+"""One client against the others, over a real uvicorn and real WebSockets: identities, caps, floods,
+restarts, transcript size and dropped connections, each tried the way an attacker would.
+
+Every test here speaks from its own client address: the app trusts X-Forwarded-For from 127.0.0.1
+(the default, for a reverse proxy on the same machine), so tests do not share an owner's caps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+import websockets
+from bs4 import BeautifulSoup
+
+from app.progress.sqlite import SQLiteProgressStore
+from app.web.learner import COOKIE
+from app.web.state import PROGRESS_DB
+from tests.support.appserver import AppProcess, learner_id_of
+from tests.support.wsclient import EnvelopeClient, McpClient
+
+TOKEN = "instructor-token-for-hostile-tests"
+STEP = "initialize-handshake/versions"  # a step with hands-on checks
+LIMIT = 20  # frames per 10 s, for this app
+DEADLINE_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    settings = dict(instructor_token=TOKEN, warm_pool_size=1, max_sessions=8, max_sessions_per_learner=2,
+                    outside_class_share=0.5, max_messages_per_10s=LIMIT, max_restarts_per_min=2,
+                    transcript_max_bytes=20_000, reconnect_grace_s=1.0)  # fmt: skip
+    with AppProcess(tmp_path_factory.mktemp("hostile"), **settings) as app:
+        yield app
+
+
+def headers(address: str, cookie: str | None = None) -> dict[str, str]:
+    out = {"X-Forwarded-For": address}
+    if cookie:
+        out["Cookie"] = f"{COOKIE}={cookie}"
+    return out
+
+
+def mint(app: AppProcess, address: str) -> str:
+    """A fresh learner identity, as a browser gets one from a first page."""
+    reply = httpx.get(app.base + "/course", headers={"X-Forwarded-For": address}, timeout=30)
+    reply.raise_for_status()
+    return reply.cookies[COOKIE]
+
+
+async def until(predicate, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + DEADLINE_S
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)  # polling with a deadline
+
+
+async def test_cookieless_and_forged_cookie_clients_share_their_address_cap(app: AppProcess) -> None:
+    url = app.ws_base + "/ws/demo-orders"
+    address = "198.51.100.1"
+    held = [await McpClient.connect(url, additional_headers=headers(address)) for _ in range(2)]
+    try:
+        for forged in (None, "made-up-learner-0123456789", "made-up-learner-0123456789.forgedsignature"):
+            with pytest.raises(websockets.InvalidStatus) as refused:
+                await McpClient.connect(url, additional_headers=headers(address, forged))
+            assert refused.value.response.status_code == 503
+            assert "Your network address already has 2 consoles" in refused.value.response.body.decode()
+            assert refused.value.response.headers["Retry-After"] == "10"
+        other = await McpClient.connect(url, additional_headers=headers("198.51.100.2"))
+        await other.close()
+    finally:
+        for client in held:
+            await client.close()
+
+
+async def test_minted_identities_cannot_lock_out_a_class_member(app: AppProcess) -> None:
+    url = app.ws_base + "/ws/demo-orders"
+    address = "198.51.100.3"
+    consoles = []
+    try:
+        for _ in range(4):  # the visitors' share of 8 places: each identity well under its own cap
+            console = await EnvelopeClient.connect(
+                url, additional_headers=headers(address, mint(app, address))
+            )
+            assert (await console.recv())["status"] == "ready"
+            consoles.append(console)
+        refused = await EnvelopeClient.connect(url, additional_headers=headers(address, mint(app, address)))
+        full = await refused.recv()
+        assert full["type"] == "full" and full["reason"] == "visitors_full"
+        assert "kept for classes" in full["message"] and full["retry_after_s"] == 60
+        await refused.ws.wait_closed()
+        assert refused.ws.close_code == 1013
+
+        with httpx.Client(base_url=app.base, timeout=30) as teacher:
+            assert teacher.post("/instructor/login", data={"token": TOKEN}).status_code == 303
+            made = teacher.post("/instructor/classes", data={"name": "Friday", "max_sessions": ""})
+            page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
+            code = page.select_one("[data-join-code]").get_text()
+        with httpx.Client(
+            base_url=app.base, timeout=30, headers={"X-Forwarded-For": "198.51.100.4"}
+        ) as grace:
+            grace.get("/course")
+            assert grace.post("/join", data={"code": code, "display_name": "Grace"}).status_code == 303
+            cookie = grace.cookies[COOKIE]
+        member = await EnvelopeClient.connect(url, additional_headers=headers("198.51.100.4", cookie))
+        try:
+            assert (await member.recv())["status"] == "ready"
+        finally:
+            await member.close()
+    finally:
+        for console in consoles:
+            await console.close()
+
+
+async def test_a_flood_is_answered_then_closed_and_others_keep_their_answers(app: AppProcess) -> None:
+    flooder = await EnvelopeClient.connect(f"{app.ws_base}/ws/demo-orders?step={STEP}",
+                                           additional_headers=headers("198.51.100.5"))  # fmt: skip
+    bystander = await McpClient.connect(
+        app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.6")
+    )
+    try:
+        await flooder.recv_type("state")
+        for n in range(1, 3 * LIMIT + 1):  # the limit, then as many again refused, then one too many
+            try:
+                await flooder.ws.send(json.dumps({"type": "send", "text": json.dumps({"jsonrpc": "2.0", "id": n,
+                                                                                      "method": "ping"})}))  # fmt: skip
+            except websockets.ConnectionClosed:
+                break
+        limited = []
+        with pytest.raises(websockets.ConnectionClosed):
+            while True:
+                frame = await flooder.recv()
+                if frame["type"] == "relay_error" and frame["error"]["code"] == -32001:
+                    limited.append(frame)
+        assert flooder.ws.close_code == 1008 and "rate limit" in flooder.ws.close_reason
+        assert len(limited) == LIMIT
+        assert [f["id"] for f in limited] == list(range(LIMIT + 1, 2 * LIMIT + 1))  # each error names its id
+        await bystander.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+        assert (await bystander.recv())["id"] == 1
+    finally:
+        await flooder.close()
+        await bystander.close()
+
+
+async def test_restarts_have_their_own_smaller_budget(app: AppProcess) -> None:
+    console = await EnvelopeClient.connect(
+        app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.7")
+    )
+    try:
+        first = (await console.recv_type("state"))["session"]
+        for _ in range(2):
+            await console.ws.send(json.dumps({"type": "restart"}))
+            while (state := await console.recv_type("state"))["status"] != "ready":
+                pass
+            assert state["session"] == first
+        await console.ws.send(json.dumps({"type": "restart"}))
+        refused = await console.recv_type("relay_error")
+        assert (
+            refused["error"]["code"] == -32001
+            and "At most 2 restarts in 60 seconds" in refused["explanation"]
+        )
+        await console.send_text(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}))
+        assert (await console.recv_type("received"))["message"]["id"] == 5  # the session goes on
+    finally:
+        await console.close()
+
+
+async def test_a_transcript_keeps_to_its_byte_budget(app: AppProcess) -> None:
+    cookie = mint(app, "198.51.100.8")
+    console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                           additional_headers=headers("198.51.100.8", cookie))  # fmt: skip
+    try:
+        session = (await console.recv_type("state"))["session"]
+        pad = "x" * 3000
+        for _ in range(12):  # about 36 kB of notifications the server ignores
+            await console.send_text(
+                json.dumps({"jsonrpc": "2.0", "method": "notifications/x", "params": {"p": pad}})
+            )
+            await console.recv_type("sent")
+        export = httpx.get(f"{app.base}/api/sessions/{session}/transcript", timeout=30,
+                           headers=headers("198.51.100.8", cookie)).json()  # fmt: skip
+        assert export["dropped"] > 0
+        assert sum(len(e["line"]) for e in export["entries"]) <= 20_000
+        assert export["entries"][-1]["seq"] == 12
+    finally:
+        await console.close()
+
+
+async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes(app: AppProcess) -> None:
+    address = "198.51.100.9"
+    cookie = mint(app, address)
+    console = await EnvelopeClient.connect(
+        app.ws_base + "/ws/demo-orders", additional_headers=headers(address, cookie)
+    )
+    session = (await console.recv_type("state"))["session"]
+    live_before = httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
+    console.ws.transport.abort()  # the Wi-Fi went: no close frame
+    transcript = f"{app.base}/api/sessions/{session}/transcript"
+
+    def gone() -> bool:
+        return httpx.get(transcript, headers=headers(address, cookie), timeout=30).status_code == 404
+
+    assert not gone()  # kept for a reconnect at first
+    await until(gone, "the grace period to end the dropped session")
+    live = httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
+    assert live == live_before - 1
+
+
+@pytest.fixture(scope="module")
+def strict_app(tmp_path_factory: pytest.TempPathFactory):
+    """No trusted proxy, and few new identities per address."""
+    with AppProcess(tmp_path_factory.mktemp("strict"), trusted_proxies=[], new_learners_per_address=3,
+                    warm_pool_size=1) as app:  # fmt: skip
+        yield app
+
+
+def test_new_identities_per_address_are_limited_and_forwarded_for_is_ignored_from_strangers(
+    strict_app,
+) -> None:  # noqa: ANN001
+    made = [httpx.get(strict_app.base + "/course", headers={"X-Forwarded-For": f"203.0.113.{n}"}, timeout=30)
+            for n in range(3)]  # fmt: skip
+    assert all(reply.status_code == 200 and COOKIE in reply.cookies for reply in made)
+    refused = httpx.get(strict_app.base + "/course", headers={"X-Forwarded-For": "203.0.113.99"}, timeout=30)
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+    assert "Too many new visitors" in BeautifulSoup(refused.text, "html.parser").get_text()
+    api = httpx.get(strict_app.base + "/api/progress", timeout=30)
+    assert api.status_code == 429 and "Too many new visitors" in api.json()["error"]["message"]
+    known = httpx.get(strict_app.base + "/course", cookies={COOKIE: made[0].cookies[COOKIE]}, timeout=30)
+    assert known.status_code == 200  # a learner who has an identity is not affected
+    assert httpx.get(strict_app.base + "/static/style.css", timeout=30).status_code == 200
+
+
+def test_an_old_unsigned_cookie_keeps_its_progress_and_a_made_up_one_gets_nothing(app: AppProcess) -> None:
+    old = "an-old-learner-id-0123456789"
+    store = SQLiteProgressStore(app.data_dir / PROGRESS_DB)
+    store.open()
+    store.record_seen(old, STEP)
+    store.close()
+    where = {"X-Forwarded-For": "198.51.100.10"}
+    reply = httpx.get(app.base + "/api/progress", cookies={COOKIE: old}, headers=where, timeout=30)
+    assert reply.status_code == 200 and reply.json()["steps"][STEP]["seen"] is True
+    assert learner_id_of(reply.cookies[COOKIE]) == old  # re-issued, signed
+    again = httpx.get(
+        app.base + "/api/progress", cookies={COOKIE: reply.cookies[COOKIE]}, headers=where, timeout=30
+    )
+    assert again.json()["steps"][STEP]["seen"] is True and COOKIE not in again.cookies
+    made_up = httpx.get(app.base + "/api/progress", cookies={COOKIE: "made-up-learner-0123456789"}, headers=where,
+                        timeout=30)  # fmt: skip
+    assert learner_id_of(made_up.cookies[COOKIE]) != "made-up-learner-0123456789"
+    assert made_up.json()["steps"][STEP]["seen"] is False

@@ -1,0 +1,221 @@
+"""The session layer alone, fast: admission, attach/detach, grace, idle and age timers, restarts and
+exits, each process released exactly once. A real demo server runs as a plain subprocess behind the
+relay's process interface (no sandbox), so these take milliseconds per start."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from app.protocol.jsonrpc import parse_client_text
+from app.relay.admission import Admission, Caps, Owner
+from app.relay.sessions import Sessions
+from app.sandbox.errors import CapacityError, SandboxError
+from tests.support.plainproc import PlainSource
+from tests.support.wsclient import init_request
+
+DEADLINE_S = 30.0
+ADA = Owner("ada-0123456789abcdef", "10.0.0.1")
+
+
+class Recorder:
+    """A listener (what a wire mode is to a session) that records what it hears."""
+
+    def __init__(self) -> None:
+        self.entries: list = []
+        self.stderr: list[str] = []
+        self.states = 0
+        self.ended: tuple[int, str] | None = None
+        self.bad: list = []
+        self.changed = asyncio.Event()
+
+    async def on_server_entry(self, entry) -> None:  # noqa: ANN001
+        self.entries.append(entry)
+        self.changed.set()
+
+    async def on_stderr(self, text: str, at_ms: float) -> None:
+        self.stderr.append(text)
+        self.changed.set()
+
+    async def on_state(self) -> None:
+        self.states += 1
+        self.changed.set()
+
+    async def on_ended(self, code: int, reason: str) -> None:
+        self.ended = (code, reason)
+        self.changed.set()
+
+    async def on_bad_frame(self, error, seq=None) -> None:  # noqa: ANN001
+        self.bad.append(error)
+        self.changed.set()
+
+
+async def until(predicate, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + DEADLINE_S
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)  # polling with a deadline
+
+
+def make(source: PlainSource, *, total: int = 10, per_owner: int = 4, grace_s: float = 30.0,
+         idle_timeout_s: float = 600.0, max_session_s: float = 3600.0) -> Sessions:  # fmt: skip
+    sessions = Sessions(source, Admission(Caps(total, per_owner, total)), grace_s=grace_s,
+                        idle_timeout_s=idle_timeout_s, max_session_s=max_session_s)  # fmt: skip
+    sessions.start()
+    return sessions
+
+
+@pytest.fixture
+async def source():
+    source = PlainSource()
+    yield source
+    for process in source.acquired:  # whatever a failing test left behind
+        process.kill()
+        await process.exited.wait()
+
+
+async def test_a_message_goes_through_and_the_reply_reaches_the_listener(source: PlainSource) -> None:
+    sessions = make(source)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    frame = parse_client_text(json.dumps(init_request()), 1 << 20)
+    await session.send(frame)  # type: ignore[arg-type]
+    await until(lambda: listener.entries, "the initialize reply")
+    assert listener.entries[0].answers == 1
+    assert session.transcript.revision == "2025-06-18"
+    await sessions.close_all()
+    assert source.released == source.acquired
+
+
+async def test_admission_counts_until_the_session_ends_and_names_the_cap(source: PlainSource) -> None:
+    sessions = make(source, per_owner=2)
+    first = await sessions.open("demo-orders", ADA)
+    await sessions.open("demo-orders", ADA)
+    with pytest.raises(CapacityError) as refused:
+        await sessions.open("demo-orders", ADA)
+    assert refused.value.reason == "owner_full" and "2 consoles" in refused.value.message
+    assert len(source.acquired) == 2  # a refused session never starts a process
+    await sessions.end(first, 1000, "done")
+    third = await sessions.open("demo-orders", ADA)
+    assert third.status == "ready"
+    await sessions.close_all()
+
+
+async def test_a_failed_start_gives_its_place_back(source: PlainSource) -> None:
+    sessions = make(source, per_owner=1)
+    with pytest.raises(SandboxError):
+        await sessions.open("no-such-server", ADA)
+    assert sessions.admission.total == 0
+    await sessions.open("demo-orders", ADA)
+    await sessions.close_all()
+
+
+async def test_a_drop_keeps_the_session_for_the_grace_period_then_ends_it(source: PlainSource) -> None:
+    sessions = make(source, grace_s=0.3)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    sessions.detach(session, listener)  # a dropped connection, not a goodbye
+    assert sessions.reattach(session.id, ADA.key, "demo-orders") is session
+    sessions.attach(session, listener)  # came back in time: the timer is off
+    sessions.detach(session, listener)
+    await until(lambda: session.closed, "the grace period to end the session")
+    assert sessions.admission.total == 0 and session.id not in sessions.sessions
+    await until(lambda: source.acquired[0].poll() is not None, "the process to exit")
+    assert source.released == [source.acquired[0]]
+    await sessions.close_all()
+
+
+async def test_a_goodbye_ends_the_session_at_once(source: PlainSource) -> None:
+    sessions = make(source, grace_s=3600)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    sessions.detach(session, listener, deliberate=True)
+    assert sessions.admission.total == 0  # the place is free before the process has stopped
+    await until(lambda: source.released, "the release")
+    assert sessions.reattach(session.id, ADA.key, "demo-orders") is None
+    await sessions.close_all()
+
+
+async def test_another_owner_cannot_reattach_or_find_a_session(source: PlainSource) -> None:
+    sessions = make(source)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    sessions.detach(session, listener)
+    thief = Owner("eve-0123456789abcdef", "10.0.0.1")
+    assert sessions.reattach(session.id, thief.key, "demo-orders") is None
+    assert sessions.find(session.id, thief.key) is None
+    assert sessions.find(session.id, ADA.key) is session
+    await sessions.close_all()
+
+
+async def test_an_idle_session_is_ended_with_a_reason(source: PlainSource) -> None:
+    sessions = make(source, idle_timeout_s=0.3)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await until(lambda: listener.ended is not None, "the idle timer")
+    assert listener.ended == (1000, "session ended after 0.3 s without a message")
+    assert session.status == "exited" and sessions.admission.total == 0
+    await until(lambda: len(source.released) == 1, "the release")
+    await sessions.close_all()
+
+
+async def test_a_busy_session_still_ends_at_the_longest_session_time(source: PlainSource) -> None:
+    sessions = make(source, idle_timeout_s=600, max_session_s=0.5)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    ping = parse_client_text('{"jsonrpc":"2.0","id":1,"method":"ping"}', 1 << 20)
+    while listener.ended is None:
+        session.touch()  # busy: never idle
+        if time.monotonic() - session.started_at > DEADLINE_S:
+            raise AssertionError("the longest-session timer never fired")
+        await asyncio.sleep(0.02)
+    assert "longest session time" in listener.ended[1]
+    with pytest.raises(SandboxError):
+        await session.send(ping)  # type: ignore[arg-type]
+    await sessions.close_all()
+
+
+async def test_a_restart_releases_the_old_process_once_and_starts_a_new_transcript(
+    source: PlainSource,
+) -> None:
+    sessions = make(source)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    old_transcript = session.transcript
+    await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
+    await sessions.restart(session)
+    assert source.released == [source.acquired[0]] and len(source.acquired) == 2
+    assert session.transcript is not old_transcript and session.status == "ready"
+    assert sessions.admission.total == 1  # the same session, the same place
+    await sessions.close_all()
+    assert source.released == source.acquired
+
+
+async def test_an_exit_answers_waiting_requests_and_releases_once(source: PlainSource) -> None:
+    sessions = make(source)
+    session = await sessions.open("exits", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await session.send(parse_client_text('{"jsonrpc":"2.0","id":7,"method":"ping"}', 1 << 20))  # type: ignore[arg-type]
+    await until(lambda: listener.ended is not None, "the exit to be reported")
+    assert listener.ended[0] == 1011 and "3" in listener.ended[1]
+    assert [e.id for e in listener.bad] == [7]  # the waiting request got an answer from the relay
+    assert session.status == "exited" and session.exit_status is not None
+    assert source.released == [source.acquired[0]]
+    assert sessions.admission.total == 1  # it holds its place until its connection goes
+    sessions.detach(session, listener, deliberate=True)
+    await until(lambda: session.closed, "the end")
+    assert sessions.admission.total == 0
+    assert source.released == [source.acquired[0]]  # ending it did not release the process again
+    await sessions.close_all()
