@@ -67,9 +67,8 @@ class InstancePool:
         # One uid per instance, live or warm; the range's first uid is for the start-up probe.
         self.uid_range = range(uid_base + 1, uid_base + 1 + capacity + pool_total + UID_SLACK)
         self._free_uids = deque(self.uid_range)
-        self.launcher = Launcher(
-            limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base, rootless=rootless
-        )
+        self.launcher = Launcher(limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base,
+                                 rootless=rootless, uid_range=range(uid_base, self.uid_range.stop))  # fmt: skip
         self._pools: dict[str, deque[Instance]] = defaultdict(deque)
         self._refilling: dict[str, int] = defaultdict(int)
         self._out: set[Instance] = set()  # handed out and not yet released
@@ -100,7 +99,8 @@ class InstancePool:
         return self.launcher.layers
 
     def missing_layers(self) -> dict[str, str]:
-        return {name: why for name, why in self.layers.items() if why != "ok"}
+        """What hosting mode refuses to start without (optional layers this host lacks are left out)."""
+        return self.launcher.missing_layers()
 
     @property
     def handed_out(self) -> int:
