@@ -33,6 +33,8 @@ class Listener(Protocol):
     async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None: ...
 
 
+# After a process exits, how long its last stderr lines may take to arrive before it is released.
+STDERR_DRAIN_S = 1.0
 # Called by the stdout pump when the process has exited: (session, process, why we ended it or None).
 ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"], Awaitable[None]]
 
@@ -85,6 +87,12 @@ class RelaySession:
             asyncio.create_task(self._pump_stdout(process), name=f"stdout-{self.id}"),
             asyncio.create_task(self._pump_stderr(process), name=f"stderr-{self.id}"),
         ]
+
+    async def drain_stderr(self, timeout_s: float = STDERR_DRAIN_S) -> None:
+        """After an exit: let the stderr pump read what the process wrote last (a traceback, often)."""
+        pumps = [task for task in self._pumps[1:] if task is not asyncio.current_task()]
+        if pumps:
+            await asyncio.wait(pumps, timeout=timeout_s)
 
     def take_process(self) -> ServerProcess | None:
         """Stop relaying and hand the process back to whoever releases it (Sessions)."""

@@ -207,6 +207,7 @@ class Sessions:
         log.info(
             "session %s: %s", session.id, reason, extra={"session": session.id, "server": session.server}
         )
+        await session.drain_stderr()
         await self._release_process(session)
         listener = session.listener
         if listener is not None:

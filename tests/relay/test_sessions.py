@@ -210,6 +210,7 @@ async def test_an_exit_answers_waiting_requests_and_releases_once(source: PlainS
     await session.send(parse_client_text('{"jsonrpc":"2.0","id":7,"method":"ping"}', 1 << 20))  # type: ignore[arg-type]
     await until(lambda: listener.ended is not None, "the exit to be reported")
     assert listener.ended[0] == 1011 and "3" in listener.ended[1]
+    assert listener.stderr == ["leaving now"]  # its last words arrived before the end was told
     assert [e.id for e in listener.bad] == [7]  # the waiting request got an answer from the relay
     assert session.status == "exited" and session.exit_status is not None
     assert source.released == [source.acquired[0]]
