@@ -98,20 +98,20 @@ class Admission:
         if self._by_owner[owner.key] >= caps.per_owner:
             who = "You already have" if owner.learner else "Your network address already has"
             raise CapacityError(
-                f"{who} {caps.per_owner} consoles open, the most one person may. "
-                f"Close one (another tab?) and try again in {RETRY_OWNER_S} s.",
+                f"{who} {_consoles(caps.per_owner)} open, the most one person may have. "
+                f"Close one (another tab?), then try again in {RETRY_OWNER_S} s.",
                 reason="owner_full", retry_after_s=RETRY_OWNER_S,
             )  # fmt: skip
         if owner.class_id is not None and owner.class_cap is not None:
             if self._by_class[owner.class_id] >= owner.class_cap:
                 raise CapacityError(
-                    f"Your class has {owner.class_cap} consoles open, the most your instructor allowed. "
+                    f"Your class has {_consoles(owner.class_cap)} open, the most your instructor allowed. "
                     f"Try again in {RETRY_SHARED_S} s, or close a console you no longer need.",
                     reason="class_full", retry_after_s=RETRY_SHARED_S,
                 )  # fmt: skip
         if self.total >= caps.total:
             raise CapacityError(
-                f"The playground is full right now ({caps.total} consoles open). "
+                f"The playground is full right now ({_consoles(caps.total)} open). "
                 f"Try again in {RETRY_SHARED_S} s.",
                 reason="full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
@@ -133,3 +133,7 @@ class Admission:
             self._by_class[owner.class_id] -= 1
             if self._by_class[owner.class_id] <= 0:
                 del self._by_class[owner.class_id]
+
+
+def _consoles(count: int) -> str:
+    return f"{count} console" if count == 1 else f"{count} consoles"

@@ -217,9 +217,10 @@ async def _too_many_visitors(scope: Scope, receive: Receive, send: Send, wait: f
     from app.web.errors import error_response
 
     retry = max(int(wait) + 1, 1)
+    when = f"{retry} s" if retry < 120 else f"{-(-retry // 60)} minutes"
     message = (
         "Too many new visitors have come from your network address in the last "
-        f"{MINT_WINDOW_S / 60:g} minutes. Try again in {retry} s, or ask whoever runs this playground."
+        f"{MINT_WINDOW_S / 60:g} minutes. Try again in {when}, or ask whoever runs this playground."
     )
     response = error_response(Request(scope), 429, message)
     response.headers["Retry-After"] = str(retry)

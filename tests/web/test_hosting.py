@@ -154,7 +154,7 @@ async def test_a_full_class_is_refused_kindly(app: AppProcess) -> None:
                 await McpClient.connect(app.ws_base + "/ws/demo-orders",
                                         additional_headers={"Cookie": f"{COOKIE}={two.cookies[COOKIE]}"})  # fmt: skip
             assert refused.value.response.status_code == 503
-            assert "Your class has 1 consoles open" in refused.value.response.body.decode()
+            assert "Your class has 1 console open" in refused.value.response.body.decode()
             console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
                                                    additional_headers={"Cookie": f"{COOKIE}={two.cookies[COOKIE]}"})  # fmt: skip
             full = await console.recv()
