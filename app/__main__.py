@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.main import create_app
 
     app = create_app(settings)
+    # Once the fork server is up, the web process stops being root (app/privileges.py).
+    app.state.playground.drop_privileges = True
     print(f"MCP Playground on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, ws_max_size=settings.max_frame_bytes,
@@ -37,7 +39,13 @@ def main(argv: list[str] | None = None) -> int:
         proxy_headers=False,  # the client address is decided in one place: app/web/learner.py
     )  # fmt: skip
     server = uvicorn.Server(config)
-    server.run()
+    # Bound now, while still root (uvicorn would bind only after the lifespan, which drops root):
+    # a port below 1024 works, and the drop never depends on the port.
+    sock = config.bind_socket()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
     return 0 if server.started else 1
 
 

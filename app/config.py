@@ -80,6 +80,13 @@ class Settings(BaseSettings):
             "(instances then share the app's uid). Set it to try that mode as root."
         ),
     )
+    run_as_user: str = Field(
+        "nobody",
+        description=(
+            "User the web process becomes once the fork server (the only part that needs root) is up; "
+            "the data folder is given to it. Empty: stay root. Ignored when the app is not started as root."
+        ),
+    )
     accept_weak_sandbox: bool | None = Field(
         None,
         description=(

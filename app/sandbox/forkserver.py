@@ -3,7 +3,8 @@
 Run as `python -m app.sandbox.forkserver CONFIG_JSON` by app.sandbox.launcher, never by hand.
 Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
 
-  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 fds (stdin, stdout, stderr)
+  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 pipe fds (stdin, stdout, stderr)
+               {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
                {"op": "spawned", "id": N, "pid": PID, "server_pid": PID}   pid: the instance's group leader
                {"op": "failed", "id": N, "error": TEXT}
@@ -13,6 +14,11 @@ An instance is two processes: a keeper (our pid, group leader, in the new namesp
 (PID 1 of its own PID namespace, the keeper's child). The keeper exists because a PID namespace's
 first process must be a child of whoever unshared it, and unshare(CLONE_NEWPID) works once per process.
 Both drop to the instance's uid; when either dies the other goes too (parent-death signal, PID 1 exit).
+
+The web process drops root once this process is up (app/privileges.py), so a request here may come
+from a compromised, unprivileged process: every one is checked (`check_request`), exactly these
+keys, a registered server, a uid inside the reserved range, three pipes; anything else is refused
+with a "failed" reply (id null when it had none) and logged on stderr.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -78,6 +85,9 @@ class ForkServer:
         # instance shares the app's uid (no per-instance uid, no per-uid process limit).
         self.rootless: bool = config.get("rootless", False)
         self.cgroups: cgroups.Cgroups | None = None
+        low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
+        self.uid_range = range(int(low), int(high))  # the only uids an instance may be given
+        self.instances: set[int] = set()  # keeper pids of live instances: the only ones we signal
         self._cgroup_ids = itertools.count(1)
         self._instance_cgroups: dict[int, str] = {}  # keeper pid -> its cgroup's name
         self._leftover_cgroups: set[str] = set()  # instances gone, cgroups not yet removable
@@ -244,6 +254,7 @@ class ForkServer:
                 return
             if pid == 0:
                 return
+            self.instances.discard(pid)
             name = self._instance_cgroups.pop(pid, None)
             if name is not None:
                 self._remove_cgroups([name])
@@ -257,21 +268,72 @@ class ForkServer:
                 },
             )
 
+    def check_request(self, data: bytes, fds: list[int], flags: int) -> tuple[dict, str]:
+        """The request, and "" when it is well-formed, else what is wrong with it."""
+        try:
+            request = json.loads(data)
+        except (ValueError, RecursionError):
+            return {}, "not JSON"
+        if not isinstance(request, dict):
+            return {}, "not a JSON object"
+        if flags & (socket.MSG_CTRUNC | socket.MSG_TRUNC):
+            return request, "truncated (too many descriptors or too long)"
+        op = request.get("op")
+        if op == "spawn":
+            if set(request) != {"op", "id", "server", "uid"}:
+                return request, "a spawn takes exactly op, id, server and uid"
+            if not _is_int(request["id"]):
+                return request, "the id is not an integer"
+            if not isinstance(request["server"], str) or request["server"] not in self.modules:
+                return request, f"no registered server {request['server']!r}"
+            if not _is_int(request["uid"]) or request["uid"] not in self.uid_range:
+                return request, (f"uid {request['uid']!r} is outside the reserved range "
+                                 f"{self.uid_range.start}-{self.uid_range.stop - 1}")  # fmt: skip
+            if len(fds) != 3:
+                return request, f"a spawn needs 3 descriptors, got {len(fds)}"
+            for fd in fds:
+                if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    return request, "a spawn's descriptors must be pipes"
+            return request, ""
+        if op == "signal":
+            if set(request) != {"op", "pid", "signal"}:
+                return request, "a signal takes exactly op, pid and signal"
+            if fds:
+                return request, "a signal takes no descriptors"
+            if not _is_int(request["pid"]) or request["pid"] not in self.instances:
+                return request, f"{request['pid']!r} is not a live instance"
+            if not _is_int(request["signal"]) or request["signal"] not in (signal.SIGTERM, signal.SIGKILL):
+                return request, f"signal {request['signal']!r} is not SIGTERM or SIGKILL"
+            return request, ""
+        return request, f"unknown op {op!r}"
+
     def _handle_control(self) -> None:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_PACKET, 3)
+            data, fds, flags, _addr = socket.recv_fds(self.sock, MAX_PACKET, 3)
         except InterruptedError:
             return
-        if not data:  # the app is gone; so are we, and every instance with us
+        if not data and not fds:  # the app is gone; so are we, and every instance with us
             self._shut_down()
-        request = json.loads(data)
-        if request.get("op") != "spawn" or len(fds) != 3 or request.get("server") not in self.modules:
+        try:
+            request, problem = self.check_request(data, fds, flags)
+        except Exception as exc:  # whatever a request holds, the fork server keeps serving
+            request, problem = {}, f"unreadable request: {exc!r}"
+        if problem:
             for fd in fds:
                 os.close(fd)
-            _send(self.sock, {"op": "failed", "id": request.get("id"), "error": "bad spawn request"})
+            request_id = request.get("id")
+            print(f"fork server: refused a request: {problem}", file=sys.stderr, flush=True)
+            _send(self.sock, {"op": "failed", "id": request_id if _is_int(request_id) else None,
+                              "error": f"bad request: {problem}"})  # fmt: skip
+            return
+        if request["op"] == "signal":
+            try:
+                os.killpg(request["pid"], request["signal"])
+            except ProcessLookupError:
+                pass
             return
         try:
-            pid, server_pid = self._spawn(request["server"], int(request["uid"]), fds)
+            pid, server_pid = self._spawn(request["server"], request["uid"], fds)
         except OSError as exc:
             _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
         else:
@@ -295,7 +357,7 @@ class ForkServer:
 
     def _shut_down(self) -> None:
         """End every instance, remove their cgroups, and exit."""
-        for pid in list(self._instance_cgroups):
+        for pid in self.instances | set(self._instance_cgroups):
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -334,6 +396,7 @@ class ForkServer:
                 os._exit(70)
         for fd in procs:
             os.close(fd)
+        self.instances.add(pid)
         if cgroup is not None:
             self._instance_cgroups[pid] = cgroup
         os.close(report_write)
@@ -397,6 +460,10 @@ class ForkServer:
         except BaseException:
             traceback.print_exc()
             os._exit(70)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def main() -> None:

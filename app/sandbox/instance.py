@@ -183,10 +183,9 @@ class Instance:
     def _signal(self, sig: int) -> None:
         if self.pid is None:
             return
-        try:
-            os.killpg(self.pid, sig)  # the keeper leads the group; the server is in it
-        except ProcessLookupError:
-            pass
+        # The keeper leads the group and the server is in it. The fork server sends the signal:
+        # the web process may have dropped root and cannot signal an instance's uid.
+        self.launcher.signal(self.pid, sig)
 
     async def _wait(self, timeout: float) -> bool:
         try:

@@ -124,26 +124,32 @@ class Launcher:
         self._early_exits: dict[int, ExitStatus] = {}
         self._reader: asyncio.Task | None = None
         self._send_lock = asyncio.Lock()
+        self._background: set[asyncio.Task] = set()
         self.closed = asyncio.Event()
 
-    async def start(self) -> None:
-        from app.config import PROJECT_ROOT
-
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    def command(self, fd: int) -> list[str]:
+        """The fork server's command line; it talks over the SOCK_SEQPACKET socket `fd`."""
         config = {
-            "fd": theirs.fileno(),
+            "fd": fd,
             "parent": os.getpid(),
             "limits": self.limits.to_json(),
             "sandbox": self.sandbox,
             "extra_modules": self.extra_modules,
             "uid_probe": self.uid_probe,
+            "uid_range": [self.uid_range.start, self.uid_range.stop],  # the only uids it will run as
             "rootless": self.rootless,
             "outside_uid": os.geteuid(),
             "outside_gid": os.getegid(),
         }
+        return [sys.executable, "-m", "app.sandbox.forkserver", json.dumps(config)]
+
+    async def start(self) -> None:
+        from app.config import PROJECT_ROOT
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # Started from the event loop's (main) thread: the parent-death signal follows the thread.
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.sandbox.forkserver", json.dumps(config)],
+            self.command(theirs.fileno()),
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             env=child_environment(str(PROJECT_ROOT)),
@@ -241,12 +247,37 @@ class Launcher:
             self._exit_handlers[pid] = on_exit
         return pid, reply["server_pid"]
 
+    def signal(self, pid: int, sig: int) -> None:
+        """Have the fork server send `sig` (SIGTERM or SIGKILL) to the process group of its instance
+        `pid`: once the web process has dropped root, it cannot signal an instance's uid itself."""
+        if self._sock is None or self.closed.is_set():
+            return  # the fork server is gone, and every instance with it
+        packet = json.dumps({"op": "signal", "pid": pid, "signal": int(sig)}).encode()
+        try:
+            self._sock.send(packet)
+        except BlockingIOError:  # the socket is full for a moment: send it from the loop
+            task = asyncio.get_running_loop().create_task(self._send_later(packet))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        except OSError as exc:
+            log.warning("cannot ask the fork server to signal %s: %s", pid, exc)
+
+    async def _send_later(self, packet: bytes) -> None:
+        async with self._send_lock:
+            try:
+                await self._send_fds(packet, [])
+            except OSError as exc:
+                log.warning("cannot reach the fork server: %s", exc)
+
     async def _send_fds(self, packet: bytes, fds: list[int]) -> None:
         loop = asyncio.get_running_loop()
         assert self._sock is not None
         while True:
             try:
-                socket.send_fds(self._sock, [packet], fds)
+                if fds:
+                    socket.send_fds(self._sock, [packet], fds)
+                else:
+                    self._sock.send(packet)
                 return
             except BlockingIOError:
                 ready: asyncio.Future[None] = loop.create_future()
@@ -272,11 +303,17 @@ class Launcher:
                 await self._reader
             except asyncio.CancelledError:
                 pass
+        # The socket's end tells the fork server to end every instance and exit: no signal needed,
+        # and the web process may no longer be allowed to send one (it dropped root).
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
             try:
                 await asyncio.to_thread(self.process.wait, 10)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                await asyncio.to_thread(self.process.wait)
+                try:
+                    self.process.kill()
+                except PermissionError:
+                    log.error("the fork server (pid %s) did not stop and cannot be killed from here",
+                              self.process.pid)  # fmt: skip
+                else:
+                    await asyncio.to_thread(self.process.wait)
         self.closed.set()

@@ -44,6 +44,10 @@ class AppState:
     catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
     progress: ProgressStore = field(init=False)
     metrics: Metrics = field(default_factory=Metrics)
+    # Set by `python -m app` (the real server process), never by in-process tests: become
+    # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
+    drop_privileges: bool = False
+    privileges: str = "off: the app runs in-process (a test), the web process keeps its user"
 
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
@@ -105,7 +109,20 @@ class AppState:
         )  # fmt: skip
         self.sessions.start()
         self._bind_metrics()
+        if self.drop_privileges:
+            self._drop_privileges()
         self.ready = True
+
+    def _drop_privileges(self) -> None:
+        from app import privileges
+
+        assert self.pool is not None
+        reserved = range(self.settings.uid_base, self.pool.uid_range.stop)
+        self.privileges = privileges.drop(self.settings.run_as_user, self.settings.data_dir, reserved)
+        if self.privileges.startswith("not in force"):
+            banner = f"WARNING: the web process stays root: {self.privileges}"
+            print(banner, file=sys.stderr, flush=True)
+            log.warning(banner)
 
     async def stop(self) -> None:
         self.ready = False
@@ -146,6 +163,7 @@ class AppState:
         return {
             "status": "degraded" if missing else "ok",
             "sandbox": {"layers": pool.layers, "complete": not missing},
+            "privileges": self.privileges,
             "sessions": {
                 "live": sessions.live,
                 "max": admission.caps.total,

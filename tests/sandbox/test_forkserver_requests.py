@@ -1,0 +1,175 @@
+"""The fork server checks every request: once the web process drops root, whoever holds the other end
+of its socket may be a compromised, unprivileged process. Each hostile request gets a "failed" reply,
+is logged, and the fork server goes on serving (a good spawn and signal still work afterwards)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.config import PROJECT_ROOT
+from app.sandbox.launcher import Launcher, child_environment
+from app.sandbox.limits import Limits
+from tests.support.procs import wait_until
+
+UID_BASE = 3_400_000
+RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
+READY_TIMEOUT_S = 120.0  # the fork server imports the SDK and every demo first; a busy machine is slow
+REPLY_TIMEOUT_S = 30.0
+
+
+class RawClient:
+    """The app's end of the fork-server socket, driven by hand."""
+
+    def __init__(self, sock: socket.socket, proc: subprocess.Popen, stderr: Path) -> None:
+        self.sock = sock
+        self.proc = proc
+        self.stderr = stderr
+
+    def send(self, packet: bytes, fds: list[int] | None = None) -> None:
+        if fds:
+            socket.send_fds(self.sock, [packet], fds)
+        else:
+            self.sock.send(packet)
+
+    def recv(self, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any]:
+        self.sock.settimeout(timeout)
+        return json.loads(self.sock.recv(65536))
+
+    def recv_op(self, *ops: str) -> dict[str, Any]:
+        while (message := self.recv())["op"] not in ops:
+            pass
+        return message
+
+
+@pytest.fixture
+def forkserver() -> Iterator[RawClient]:
+    launcher = Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=RANGE.start,
+                        uid_range=range(RANGE.start + 1, RANGE.stop))  # fmt: skip
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with tempfile.NamedTemporaryFile(prefix="forkserver-", suffix=".log", delete=False) as log:
+        stderr = Path(log.name)
+        proc = subprocess.Popen(
+            launcher.command(theirs.fileno()), pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+            stdout=log, stderr=log, env=child_environment(str(PROJECT_ROOT)), start_new_session=True,
+        )  # fmt: skip
+    theirs.close()
+    client = RawClient(ours, proc, stderr)
+    try:
+        ready = client.recv(READY_TIMEOUT_S)
+        assert ready["op"] == "ready", ready
+        yield client
+    finally:
+        ours.close()  # its end of file: the fork server ends every instance and exits
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        stderr.unlink(missing_ok=True)
+
+
+def pipes() -> tuple[list[int], list[int]]:
+    """Three pipes: the ends a spawn sends (stdin read end, stdout and stderr write ends), and ours."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    return [in_r, out_w, err_w], [in_w, out_r, err_r]
+
+
+def spawn(server: str = "demo-orders", uid: int = RANGE.start + 1, id_: int = 1) -> bytes:
+    return json.dumps({"op": "spawn", "id": id_, "server": server, "uid": uid}).encode()
+
+
+def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserver: RawClient) -> None:
+    good_fds, our_ends = pipes()
+    with open("/etc/hostname", "rb") as plain_file:
+        root_dir = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+        extra_r, extra_w = os.pipe()
+        # (what is wrong, the packet, the descriptors sent with it)
+        hostile: list[tuple[str, bytes, list[int]]] = [
+            ("junk", b"{bad json", []),
+            ("not an object", b"[1, 2]", []),
+            ("null", b"null", []),
+            ("deep nesting", b"[" * 60_000, []),
+            ("unknown op", b'{"op": "exec", "id": 1, "argv": ["/bin/sh"]}', []),
+            ("unknown server", spawn(server="no-such-server"), good_fds),
+            ("a server name that is not text", spawn(server=["demo-orders"]), good_fds),  # type: ignore[arg-type]
+            ("uid 0", spawn(uid=0), good_fds),
+            ("uid below the range", spawn(uid=RANGE.start - 1), good_fds),
+            ("uid past the range", spawn(uid=RANGE.stop), good_fds),
+            ("uid as text", spawn(uid=str(RANGE.start + 1)), good_fds),  # type: ignore[arg-type]
+            ("uid as a bool", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": True}).encode(), good_fds),
+            ("uid as a float", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1.5}).encode(), good_fds),
+            ("an extra key", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1, "env": {"LD_PRELOAD": "x"}}).encode(), good_fds),
+            ("no descriptors", spawn(), []),
+            ("two descriptors", spawn(), good_fds[:2]),
+            ("four descriptors", spawn(), [*good_fds, extra_r]),
+            ("a directory for stdin", spawn(), [root_dir, good_fds[1], good_fds[2]]),
+            ("a plain file for stdin", spawn(), [plain_file.fileno(), good_fds[1], good_fds[2]]),
+            ("signal to a process not ours", json.dumps({"op": "signal", "pid": os.getpid(), "signal": 9}).encode(), []),
+            ("signal to pid 1", json.dumps({"op": "signal", "pid": 1, "signal": 9}).encode(), []),
+            ("signal to every process", json.dumps({"op": "signal", "pid": -1, "signal": 9}).encode(), []),
+        ]  # fmt: skip
+        try:
+            for what, packet, fds in hostile:
+                forkserver.send(packet, fds)
+                reply = forkserver.recv_op("failed", "spawned")
+                assert reply["op"] == "failed" and reply["error"].startswith("bad request"), (what, reply)
+                assert forkserver.proc.poll() is None, what
+        finally:
+            os.close(root_dir)
+            for fd in (extra_r, extra_w):
+                os.close(fd)
+    # Every refusal was logged.
+    refused = forkserver.stderr.read_text().count("fork server: refused a request")
+    assert refused == len(hostile), forkserver.stderr.read_text()
+
+    # A well-formed spawn still works, on the same descriptors ...
+    forkserver.send(spawn(id_=7), good_fds)
+    reply = forkserver.recv_op("spawned", "failed")
+    assert reply["op"] == "spawned" and reply["id"] == 7, reply
+    for fd in good_fds + our_ends:
+        os.close(fd)
+    pid = reply["pid"]
+    # ... a signal with a bad number to our own instance is refused ...
+    forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGSTOP}).encode())
+    assert forkserver.recv_op("failed")["error"].startswith("bad request: signal 19")
+    # ... and SIGKILL through the fork server ends it.
+    forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGKILL}).encode())
+    exited = forkserver.recv_op("exited")
+    assert exited["pid"] == pid and exited["signal"] == signal.SIGKILL, exited
+    # Once it is gone, its pid is no longer one the fork server will signal.
+    forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGKILL}).encode())
+    assert "is not a live instance" in forkserver.recv_op("failed")["error"]
+    assert wait_until(lambda: not os.path.exists(f"/proc/{pid}") or _zombie_gone(pid), 30)
+
+
+def _zombie_gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return "Z (zombie)" not in handle.read()
+    except OSError:
+        return True
+
+
+def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserver: RawClient) -> None:
+    """How the app stops it now (it may no longer be allowed to signal a root process)."""
+    fds, ours = pipes()
+    forkserver.send(spawn(), fds)
+    reply = forkserver.recv_op("spawned", "failed")
+    assert reply["op"] == "spawned", reply
+    for fd in fds + ours:
+        os.close(fd)
+    forkserver.sock.close()
+    assert forkserver.proc.wait(30) == 0
+    assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)

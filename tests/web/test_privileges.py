@@ -1,0 +1,284 @@
+"""Privilege separation: the real app drops root once the fork server is up (app/privileges.py).
+
+Checked from the host's /proc (the web process's uid, capabilities; the fork server still root), by
+walking every kind of request once (pages, forms, API, WebSocket, /metrics, both progress stores)
+against an app that has dropped: on this machine the interpreter lives in root's home, so a module
+the web process imports late fails there, and the watch logs every such import on any host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.privileges import WATCH_MESSAGE, _check_as, take_over
+from app.web.learner import COOKIE
+from tests.support.appserver import AppProcess
+from tests.support.procs import descendants, processes_in_uid_range, wait_until
+from tests.support.wsclient import EnvelopeClient, McpClient, init_request
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop needs the app started as root")
+
+NOBODY = pwd.getpwnam("nobody")
+STEP = "initialize-handshake/versions"
+STATIC = Path(__file__).resolve().parents[2] / "static"
+
+
+def status_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as handle:
+        return dict(line.split(":\t", 1) for line in handle.read().splitlines() if ":\t" in line)
+
+
+def forkserver_of(app: AppProcess) -> int:
+    assert app.proc is not None
+    servers = [p for p in descendants(app.proc.pid) if int(p.status["PPid"]) == app.proc.pid]
+    assert len(servers) == 1, servers
+    return servers[0].pid
+
+
+@pytest.fixture
+def reachable_dir() -> Iterator[Path]:
+    """A data folder `nobody` can reach (pytest's own tmp folder is root's, mode 700: there the
+    drop refuses, as it should)."""
+    root = Path(tempfile.mkdtemp(prefix="playground-priv-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def late_imports(app: AppProcess) -> list[str]:
+    return [line for line in app.log().splitlines() if WATCH_MESSAGE in line]
+
+
+def test_web_process_drops_root_and_the_fork_server_keeps_it(reachable_dir: Path) -> None:
+    data = reachable_dir / "data"
+    data.mkdir()
+    (data / "left-by-an-older-version").write_text("x")  # owned by root, as an older app left it
+    with AppProcess(data, warm_pool_size=1) as app:
+        assert app.proc is not None
+        health = httpx.get(app.base + "/healthz", timeout=30).json()
+        assert health["privileges"] == "ok", health
+        web = status_of(app.proc.pid)
+        assert [int(x) for x in web["Uid"].split()] == [NOBODY.pw_uid] * 4
+        assert [int(x) for x in web["Gid"].split()] == [NOBODY.pw_gid] * 4
+        assert int(web["CapEff"], 16) == 0 and int(web["CapPrm"], 16) == 0 and int(web["CapBnd"], 16) == 0
+        assert web["Groups"].strip() == ""
+        assert web["NoNewPrivs"].strip() == "1"
+        forkserver = status_of(forkserver_of(app))
+        assert forkserver["Uid"].split()[0] == "0"
+        # The data folder and everything in it now belong to nobody.
+        for path in [data, *data.iterdir()]:
+            if path.name.startswith("app-"):
+                continue  # the test's own log file, opened before the app started
+            assert path.stat().st_uid == NOBODY.pw_uid, path
+
+        # A session works end to end: the fork server spawns for the unprivileged web process.
+        async def one_session() -> None:
+            client = await McpClient.connect(f"{app.ws_base}/ws/demo-orders")
+            reply = await client.initialize()
+            assert "result" in reply, reply
+            await client.close()
+
+        asyncio.run(one_session())
+    assert not late_imports(app), late_imports(app)
+
+
+def test_sigkill_of_the_unprivileged_web_process_takes_the_fork_server_and_instances(
+    reachable_dir: Path,
+) -> None:
+    app = AppProcess(reachable_dir / "data", warm_pool_size=1).start()
+    try:
+        assert app.proc is not None
+        assert status_of(app.proc.pid)["Uid"].split()[0] == str(NOBODY.pw_uid)
+        forkserver = forkserver_of(app)
+        low, high = app.uid_base, app.uid_base + 1000
+        assert wait_until(lambda: len(processes_in_uid_range(low, high)) > 0, 60)
+        app.stop(signal.SIGKILL)
+        assert wait_until(lambda: not os.path.exists(f"/proc/{forkserver}"), 30)
+        assert wait_until(lambda: not processes_in_uid_range(low, high), 30), processes_in_uid_range(
+            low, high
+        )
+    finally:
+        app.stop()
+
+
+def test_restarted_and_ended_instances_go_away(reachable_dir: Path) -> None:
+    """The unprivileged web process cannot signal an instance's uid itself: a restart and a session's
+    end still leave only the warm pool (tests/sandbox/test_forkserver_requests.py checks the signals)."""
+    with AppProcess(reachable_dir / "data", warm_pool_size=1) as app:
+
+        async def restart_then_leave() -> None:
+            console = await EnvelopeClient.connect(f"{app.ws_base}/ws/demo-orders")
+            await console.recv_type("state")
+            await console.send(init_request())
+            await console.recv_type("received")
+            await console.ws.send(json.dumps({"type": "restart"}))
+            await console.recv_type("state")
+            await console.close()
+
+        asyncio.run(restart_then_leave())
+        low, high = app.uid_base, app.uid_base + 1000
+        health = httpx.get(app.base + "/healthz", timeout=30).json()
+        warm = len(health["servers"])  # warm_pool_size=1: one warm instance of each server
+        # Only the warm pools are left: two processes (keeper, server) per instance, nothing else.
+        assert wait_until(lambda: len(processes_in_uid_range(low, high)) == 2 * warm, 60), (
+            processes_in_uid_range(low, high)
+        )
+        assert "Traceback" not in app.log(), app.log()
+
+
+def walk_every_request(app: AppProcess, token: str) -> list[str]:
+    """One of each kind of request the app serves; returns what went wrong (a 5xx, a broken page)."""
+    problems: list[str] = []
+
+    def check(response: httpx.Response, *ok: int) -> httpx.Response:
+        if response.status_code >= 500 or (ok and response.status_code not in ok):
+            problems.append(f"{response.request.method} {response.request.url.path}: {response.status_code}")
+        return response
+
+    with httpx.Client(base_url=app.base, timeout=60) as client:
+        for path in ("/", "/playground", "/course", "/course/initialize-handshake", f"/course/{STEP}",
+                     "/join", "/resume", "/access", "/api/servers", "/api/progress", "/metrics", "/healthz",
+                     "/api/docs", "/openapi.json", "/static/no-such-file.css", "/no-such-page"):  # fmt: skip
+            check(client.get(path))
+        for asset in sorted(STATIC.rglob("*")):
+            if asset.is_file():
+                check(client.get("/static/" + asset.relative_to(STATIC).as_posix()), 200)
+        check(client.post(f"/course/{STEP}/quiz/unknown-revision", data={"choices": "a"}))
+        check(client.post(f"/api/course/{STEP}/quiz/unknown-revision", json={"choices": ["a"]}))
+        check(client.put("/api/progress/name", json={"name": "Ada ünïcode"}))
+        check(client.post("/course/name", data={"name": "Ada"}))
+        check(client.post("/course/name", files={"name": ("a.txt", b"x" * 10)}))  # multipart
+        check(client.post("/join", data={"code": "NOPE", "display_name": "A"}))
+        check(client.post("/resume", data={"code": "NOPE"}))
+        check(client.post("/access", data={"code": "x", "next": "/"}))
+        check(client.get("/instructor"))
+        check(client.post("/instructor/login", data={"token": "wrong"}))
+        check(client.post("/instructor/login", data={"token": token}), 303)
+        created = check(
+            client.post("/instructor/classes", data={"name": "Class ä", "max_sessions": "5"}), 303
+        )
+        class_page = created.headers.get("location", "/instructor/classes/0")
+        code = re.search(r"/join/([A-Za-z0-9_-]+)", check(client.get(class_page), 200).text)
+        if code:
+            check(client.get(f"/join/{code.group(1)}"))
+            check(client.post("/join", data={"code": code.group(1), "display_name": "Bea"}))
+        check(client.get(class_page + "/progress.csv"), 200)
+        check(client.get("/instructor"), 200)
+        learner = client.cookies.get(COOKIE, "")
+        check(client.post(f"/instructor/learners/{learner.rpartition('.')[0]}/reset"))
+        check(client.get("/instructor/sessions/no-such-session"))
+        check(client.get("/api/instructor/sessions/no-such-session/transcript"))
+        check(client.get("/api/sessions/no-such-session/transcript"))
+        check(client.post(class_page + "/close"))
+        check(client.post(class_page + "/delete"))
+        check(client.post("/instructor/logout"))
+        check(client.get("/resume"))
+        check(client.request("DELETE", "/api/progress"))  # 405
+
+    async def sockets() -> None:
+        headers = {"Cookie": f"{COOKIE}={learner}"}
+        console = await EnvelopeClient.connect(f"{app.ws_base}/ws/demo-orders?step={STEP}",
+                                               additional_headers=headers)  # fmt: skip
+        await console.recv_type("state")
+        await console.send(init_request(version="1999-01-01"))
+        await console.recv_type("received")
+        await console.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        await console.recv_type("received")
+        await console.send_text("{bad json")
+        await console.recv_type("relay_error")
+        await console.ws.send("not a frame")
+        await console.ws.send(json.dumps({"type": "restart"}))
+        await console.recv_type("state")
+        await console.close()
+        client = await McpClient.connect(f"{app.ws_base}/ws/demo-assistant")
+        await client.initialize()
+        await client.call(2, "tools/list")
+        await client.send('{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "\\ud800"}}')
+        await client.recv()
+        await client.close()
+        try:
+            bad = await McpClient.connect(f"{app.ws_base}/ws/no-such-server")
+            await bad.closed()
+        except Exception:
+            pass  # refused before the upgrade: also fine
+
+    asyncio.run(sockets())
+    with httpx.Client(base_url=app.base, timeout=60) as client:
+        check(client.get("/metrics"), 200)
+    return problems
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_every_request_works_after_the_drop(
+    store: str, reachable_dir: Path, request: pytest.FixtureRequest
+) -> None:
+    settings: dict[str, object] = {"warm_pool_size": 1, "instructor_token": "t0ken-for-the-walk"}
+    database = None
+    if store == "postgresql":
+        database = request.getfixturevalue("postgres_server").fresh_database()
+        settings["database_url"] = database.__enter__()
+    try:
+        with AppProcess(reachable_dir / "data", **settings) as app:
+            assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"] == "ok"
+            problems = walk_every_request(app, "t0ken-for-the-walk")
+            log = app.log()
+        assert not problems, problems
+        assert not late_imports(app), "\n".join(late_imports(app))
+        assert "ModuleNotFoundError" not in log and "Traceback" not in log, log
+    finally:
+        if database is not None:
+            database.__exit__(None, None, None)
+
+
+def test_a_data_folder_the_user_cannot_reach_keeps_root_and_says_why(tmp_path: Path) -> None:
+    """pytest's tmp folder is under /tmp/pytest-of-root (mode 700): nobody cannot reach it."""
+    with AppProcess(tmp_path / "data", warm_pool_size=1) as app:
+        assert app.proc is not None
+        health = httpx.get(app.base + "/healthz", timeout=30).json()
+        assert health["privileges"].startswith("not in force: nobody cannot reach"), health
+        assert status_of(app.proc.pid)["Uid"].split()[0] == "0"
+        assert "WARNING: the web process stays root" in app.log()
+
+
+def test_the_setting_names_the_user_and_empty_keeps_root(reachable_dir: Path) -> None:
+    with AppProcess(reachable_dir / "a", warm_pool_size=1, run_as_user="") as app:
+        assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"].startswith("off:")
+    with AppProcess(reachable_dir / "b", warm_pool_size=1, run_as_user="no-such-user-here") as app:
+        health = httpx.get(app.base + "/healthz", timeout=30).json()
+        assert health["privileges"] == "not in force: no user 'no-such-user-here' on this host"
+
+
+def test_take_over_gives_root_owned_entries_and_leaves_others(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "sub" / "file").write_text("x")
+    (folder / "theirs").write_text("y")
+    os.chown(folder / "theirs", 12345, 12345)
+    os.symlink("/etc/passwd", folder / "link")
+    assert take_over(folder, NOBODY.pw_uid, NOBODY.pw_gid) == 4  # folder, sub, file, link itself
+    assert (folder / "sub" / "file").stat().st_uid == NOBODY.pw_uid
+    assert (folder / "theirs").stat().st_uid == 12345
+    assert os.lstat(folder / "link").st_uid == NOBODY.pw_uid
+    assert Path("/etc/passwd").stat().st_uid == 0  # never the target of a link
+
+
+def test_check_as_reports_what_the_user_cannot_read(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("x")
+    secret.chmod(0o600)
+    assert "Permission denied" in _check_as(NOBODY.pw_uid, NOBODY.pw_gid, [secret], [])
+    assert _check_as(NOBODY.pw_uid, NOBODY.pw_gid, [Path("/etc/hostname")], [Path("/")]) == ""
