@@ -59,8 +59,12 @@ def reachable_dir() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def full_log(app: AppProcess) -> str:
+    return app.log_path.read_text(errors="replace")  # app.log() is only the tail
+
+
 def late_imports(app: AppProcess) -> list[str]:
-    return [line for line in app.log().splitlines() if WATCH_MESSAGE in line]
+    return [line for line in full_log(app).splitlines() if WATCH_MESSAGE in line]
 
 
 def test_web_process_drops_root_and_the_fork_server_keeps_it(reachable_dir: Path) -> None:
@@ -137,7 +141,7 @@ def test_restarted_and_ended_instances_go_away(reachable_dir: Path) -> None:
         assert wait_until(lambda: len(processes_in_uid_range(low, high)) == 2 * warm, 60), (
             processes_in_uid_range(low, high)
         )
-        assert "Traceback" not in app.log(), app.log()
+        assert "Traceback" not in full_log(app), full_log(app)
 
 
 def walk_every_request(app: AppProcess, token: str) -> list[str]:
@@ -149,7 +153,9 @@ def walk_every_request(app: AppProcess, token: str) -> list[str]:
             problems.append(f"{response.request.method} {response.request.url.path}: {response.status_code}")
         return response
 
-    with httpx.Client(base_url=app.base, timeout=60) as client:
+    # As a browser on one of the site's own pages sends them.
+    same_site = {"Origin": app.base, "Sec-Fetch-Site": "same-origin"}
+    with httpx.Client(base_url=app.base, timeout=60, headers=same_site) as client:
         for path in ("/", "/playground", "/course", "/course/initialize-handshake", f"/course/{STEP}",
                      "/join", "/resume", "/access", "/api/servers", "/api/progress", "/metrics", "/healthz",
                      "/api/docs", "/openapi.json", "/static/no-such-file.css", "/no-such-page"):  # fmt: skip
@@ -235,9 +241,10 @@ def test_every_request_works_after_the_drop(
         with AppProcess(reachable_dir / "data", **settings) as app:
             assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"] == "ok"
             problems = walk_every_request(app, "t0ken-for-the-walk")
-            log = app.log()
+        assert "Application shutdown complete." in app.log(), app.log()  # a clean shutdown too
         assert not problems, problems
         assert not late_imports(app), "\n".join(late_imports(app))
+        log = full_log(app)
         assert "ModuleNotFoundError" not in log and "Traceback" not in log, log
     finally:
         if database is not None:
