@@ -103,6 +103,23 @@ def enter_user_namespace(outside_uid: int, outside_gid: int) -> None:
         handle.write(f"0 {outside_gid} 1")
 
 
+def enter_instance_user_namespace(proc: int) -> None:
+    """Rootless mode, in each instance's keeper: a user namespace of the instance's own, nested in the
+    fork server's and mapping its root to the same single uid.
+
+    The kernel counts RLIMIT_NPROC per user namespace and uid (ucounts, Linux 5.14 on), so with one
+    namespace per instance each instance has its own process budget although all share the app's
+    uid. `proc` is a descriptor of the host's /proc, which the fork server's own root no longer shows.
+    """
+    k.unshare(k.CLONE_NEWUSER)
+    for name, text in (("setgroups", "deny"), ("uid_map", "0 0 1"), ("gid_map", "0 0 1")):
+        fd = os.open(f"self/{name}", os.O_WRONLY, dir_fd=proc)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
+
+
 def drop_capabilities() -> None:
     """Rootless mode, where there is no other uid to become: keep the uid, lose every capability."""
     k.drop_bounding_capabilities()
@@ -128,7 +145,8 @@ def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool, scratch: 
 
 
 def set_rlimits(limits: Limits, *, per_uid: bool = True) -> None:
-    """`per_uid` False (rootless mode): no RLIMIT_NPROC, which counts every process of the uid, and
+    """`per_uid` False: no RLIMIT_NPROC, which counts every process of the uid (in one user
+    namespace): for rootless mode where an instance could not have a user namespace of its own, as
     there the uid is the app's own, shared with everything else its user runs."""
     values = [
         (resource.RLIMIT_AS, limits.memory_bytes),

@@ -82,8 +82,12 @@ class ForkServer:
         self.seccomp_problem: str | None = None  # why the seccomp layer is not whole, if it is not
         self.scratch: str | None = "/tmp"  # where instances get their private tmpfs
         # Rootless: not started as root, so the sandbox lives in a user namespace and every
-        # instance shares the app's uid (no per-instance uid, no per-uid process limit).
+        # instance shares the app's uid (no per-instance uid). Each instance then gets a user
+        # namespace of its own, nested in ours, where the kernel counts its processes apart.
         self.rootless: bool = config.get("rootless", False)
+        self.instance_userns = False  # rootless, and nested user namespaces work here
+        self.proc_fd: int | None = None  # the host's /proc, for the nested namespaces' id maps
+        self.apply_rlimits = False
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
         self.uid_range = range(int(low), int(high))  # the only uids an instance may be given
@@ -109,6 +113,8 @@ class ForkServer:
                 confine.enter_user_namespace(self.config["outside_uid"], self.config["outside_gid"])
             except OSError as exc:  # no user namespaces here: every layer below will say so
                 print(f"fork server: no user namespace: {exc}", file=sys.stderr, flush=True)
+        if self.rootless:  # before the root is built without /proc
+            self.proc_fd = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:  # before the root turns read-only: ctypes needs a writable /tmp to load libseccomp
             self.seccomp, problems = confine.build_seccomp_filter()
             if problems:  # the filter still loads (stricter than meant), but the layer is not whole
@@ -127,7 +133,23 @@ class ForkServer:
         # Instances inherit this environment: temporary files go to their own tmpfs.
         os.environ["TMPDIR"] = os.environ["HOME"] = self.scratch or "/tmp"
         tempfile.tempdir = None  # mkdtemp above cached /tmp; let instances look again
-        self.layers.update(self._probe_layers())
+        probed = self._probe_layers()
+        nested = probed.pop("instance_userns", "missing: not rootless")
+        self.instance_userns = self.rootless and nested == "ok"
+        self.apply_rlimits = probed.get("rlimits") == "ok"
+        if self.rootless and not self.instance_userns and self.layers.get("cgroups") != "ok":
+            # Nothing would bound how many processes an instance starts: say so.
+            probed["rlimits"] = (
+                "missing: no process limit per instance: rootless mode without a user namespace of "
+                f"its own per instance ({nested}) and without cgroups"
+            )
+        if self.instance_userns and probed.get("uid", "").startswith("missing: rootless mode"):
+            probed["uid"] = (
+                f"missing: rootless mode (a user namespace): every instance runs as the app's uid "
+                f"{self.config['outside_uid']} (each in a user namespace of its own, so the process "
+                "limit still counts per instance)"
+            )
+        self.layers.update(probed)
         if self.seccomp_problem is not None:
             self.layers["seccomp"] = self.seccomp_problem
 
@@ -177,6 +199,8 @@ class ForkServer:
                     results[name] = f"missing: {exc}"
 
             owner = self._owner(uid)
+            if self.rootless:  # first, as each keeper does
+                attempt("instance_userns", lambda: confine.enter_instance_user_namespace(self._proc()))
             attempt(
                 "namespaces",
                 lambda: confine.enter_namespaces(
@@ -184,7 +208,7 @@ class ForkServer:
                 ),
             )
             attempt("pid_namespace", self._probe_pid_namespace)
-            attempt("rlimits", lambda: confine.set_rlimits(self.limits, per_uid=not self.rootless))
+            attempt("rlimits", lambda: confine.set_rlimits(self.limits, per_uid=self._per_uid(results)))
             if self.rootless:
                 results["uid"] = (
                     f"missing: rootless mode (a user namespace): every instance runs as the app's uid "
@@ -410,6 +434,8 @@ class ForkServer:
             signal.signal(sig, signal.SIG_DFL)
         cgroups.join(cgroup_procs)  # before the server is forked: it is born inside the cgroups
         os.setsid()  # own session and process group: the app ends the whole group
+        if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
+            confine.enter_instance_user_namespace(self._proc())
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         report = os.dup2(report, 3)
@@ -437,9 +463,21 @@ class ForkServer:
         """Who owns the instance's tmpfs: its uid, or in rootless mode the one uid there is."""
         return 0 if self.rootless else uid
 
+    def _proc(self) -> int:
+        if self.proc_fd is None:
+            raise OSError("no descriptor of /proc")
+        return self.proc_fd
+
+    def _per_uid(self, probe: dict[str, str] | None = None) -> bool:
+        """Whether RLIMIT_NPROC bounds one instance: with a uid of its own, or (rootless) a user
+        namespace of its own; never when the count would cover every process of the app's user."""
+        if not self.rootless:
+            return True
+        return probe.get("instance_userns") == "ok" if probe is not None else self.instance_userns
+
     def _lock_down(self, uid: int, parent: int) -> None:
-        if self.has("rlimits"):
-            confine.set_rlimits(self.limits, per_uid=not self.rootless)
+        if self.apply_rlimits:
+            confine.set_rlimits(self.limits, per_uid=self._per_uid())
         if self.rootless:
             if self.has("capabilities"):
                 confine.drop_capabilities()
