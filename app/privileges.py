@@ -216,6 +216,7 @@ def drop(user: str, data_dir: Path, reserved_uids: range | None = None) -> str:
     os.setresuid(uid, uid, uid)  # clears the permitted and effective sets
     kernel.clear_capabilities()  # and the inheritable one
     kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)
+    os.environ["HOME"] = entry.pw_dir  # not root's: a library looking there finds the user's (or nothing)
     if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid):  # pragma: no cover
         raise RuntimeError("the privilege drop did not take hold")
     watch = LateImportWatch()

@@ -251,14 +251,18 @@ def test_every_request_works_after_the_drop(
             database.__exit__(None, None, None)
 
 
-def test_a_data_folder_the_user_cannot_reach_keeps_root_and_says_why(tmp_path: Path) -> None:
-    """pytest's tmp folder is under /tmp/pytest-of-root (mode 700): nobody cannot reach it."""
-    with AppProcess(tmp_path / "data", warm_pool_size=1) as app:
+def test_a_data_folder_the_user_cannot_reach_keeps_root_and_says_why(reachable_dir: Path) -> None:
+    """Under a folder only root may enter (as pytest's own tmp folders are), the drop would cut the
+    app off from its data: it does not happen, and the app says why."""
+    hidden = reachable_dir / "root-only"
+    hidden.mkdir(mode=0o700)
+    with AppProcess(hidden / "data", warm_pool_size=1) as app:
         assert app.proc is not None
         health = httpx.get(app.base + "/healthz", timeout=30).json()
         assert health["privileges"].startswith("not in force: nobody cannot reach"), health
         assert status_of(app.proc.pid)["Uid"].split()[0] == "0"
-        assert "WARNING: the web process stays root" in app.log()
+        assert "WARNING: the web process stays root" in full_log(app)
+    assert (hidden / "data").stat().st_uid == 0  # not given away either
 
 
 def test_the_setting_names_the_user_and_empty_keeps_root(reachable_dir: Path) -> None:
