@@ -190,6 +190,10 @@ def drop(user: str, data_dir: Path, reserved_uids: range | None = None) -> str:
         return f"not in force: {user!r} is root"
     if reserved_uids is not None and uid in reserved_uids:
         return f"not in force: {user!r} (uid {uid}) is inside the instances' reserved uid range"
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        # no_new_privs, the bounding set and capset(2) are per thread: another thread would keep them.
+        return f"not in force: the web process runs {threads} threads; the drop needs it to have one"
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     # What the web process reads from disk while serving, besides modules (imported below).

@@ -16,13 +16,14 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from app.privileges import WATCH_MESSAGE, _check_as, take_over
+from app.privileges import WATCH_MESSAGE, _check_as, drop, take_over
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.procs import descendants, processes_in_uid_range, wait_until
@@ -293,3 +294,26 @@ def test_check_as_reports_what_the_user_cannot_read(tmp_path: Path) -> None:
     secret.chmod(0o600)
     assert "Permission denied" in _check_as(NOBODY.pw_uid, NOBODY.pw_gid, [secret], [])
     assert _check_as(NOBODY.pw_uid, NOBODY.pw_gid, [Path("/etc/hostname")], [Path("/")]) == ""
+
+
+def test_the_drop_refuses_while_other_threads_run(reachable_dir: Path) -> None:
+    """no_new_privs, the bounding set and capset(2) hold per thread: a thread started before the drop
+    would keep what the others lose. In a forked child (the test process itself must stay root)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            stop = threading.Event()
+            threading.Thread(target=stop.wait, daemon=True).start()
+            answer = drop("nobody", reachable_dir / "data")
+            os.write(write_end, f"{answer}|{os.getuid()}".encode())
+            stop.set()
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        answer, _, uid = reader.read().decode().rpartition("|")
+    os.waitpid(pid, 0)
+    assert answer == "not in force: the web process runs 2 threads; the drop needs it to have one"
+    assert uid == "0"
