@@ -9,6 +9,8 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# In hosting mode the instructor token is a real secret: at least this long.
+MIN_HOSTING_TOKEN_LENGTH = 24
 
 
 class Settings(BaseSettings):
@@ -25,9 +27,19 @@ class Settings(BaseSettings):
     lessons_dir: Path = Field(
         PROJECT_ROOT / "lessons", description="Folder of lesson files, parsed at start-up."
     )
+    hosting_mode: bool = Field(
+        False,
+        description=(
+            "Serve as a hosted site even on a loopback address (behind a reverse proxy on this machine). "
+            "Binding anything but loopback turns it on by itself."
+        ),
+    )
     instructor_token: str | None = Field(
         None,
-        description="Token for the instructor pages. In hosting mode one is generated and printed when unset.",
+        description=(
+            "Token for the instructor pages. Unset: one is generated and printed at start-up. "
+            f"In hosting mode it must be at least {MIN_HOSTING_TOKEN_LENGTH} characters."
+        ),
     )
     database_url: str | None = Field(
         None,
@@ -57,6 +69,13 @@ class Settings(BaseSettings):
         description=(
             'Addresses (or networks, or "*") of reverse proxies whose X-Forwarded-For names the real client. '
             "From anyone else the header is ignored."
+        ),
+    )
+    failed_attempts_per_address: int = Field(
+        20,
+        description=(
+            "Wrong instructor tokens, access codes, join codes or resume codes one client address may send "
+            "in 10 minutes (each kind counted apart) before it must wait (429)."
         ),
     )
     new_learners_per_address: int = Field(
@@ -177,8 +196,11 @@ class Settings(BaseSettings):
 
     @property
     def hosting(self) -> bool:
-        """Binding anything but loopback serves other machines: instructor token and full sandbox required."""
-        if self.host in ("localhost", ""):
+        """Serving other people: set explicitly (a proxy on this machine forwards to loopback), or
+        binding anything but loopback ("", 0.0.0.0 and :: are every interface)."""
+        if self.hosting_mode or self.host == "":
+            return True
+        if self.host == "localhost":
             return False
         try:
             return not ipaddress.ip_address(self.host).is_loopback

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 
 # Fields a log call may pass in `extra=` that belong in the structured line.
@@ -27,9 +28,33 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
+# Parts of a URL that are secrets (resume and join codes, session ids, endpoint tokens): an access log
+# line keeps the route and drops the value.
+SECRET_PATHS = re.compile(r"(/resume/|/join/|/sessions/|/mcp/)[^/?\s\"]+")
+SECRET_QUERY = re.compile(r"([?&](?:session|code|token)=)[^&\s\"]+")
+
+
+def redact(text: str) -> str:
+    return SECRET_QUERY.sub(r"\1…", SECRET_PATHS.sub(r"\1…", text))
+
+
+class RedactSecrets(logging.Filter):
+    """On uvicorn's logs: a request's or WebSocket's path, redacted (`/resume/…`, `?session=…`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        # One record, one line: a newline in a message (a header, a name) cannot forge another line.
+        record.message = record.message.replace("\r", "\\r").replace("\n", "\\n")
+        return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
@@ -50,3 +75,8 @@ def configure(log_format: str) -> None:
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+    # The access log names each request's path; uvicorn's error log names each WebSocket's.
+    for name in ("uvicorn.access", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactSecrets) for f in logger.filters):
+            logger.addFilter(RedactSecrets())

@@ -11,6 +11,8 @@ from fastapi.staticfiles import StaticFiles
 from app.config import PROJECT_ROOT, Settings
 from app.demos import load_registry
 from app.web import api, classes, course_pages, errors, instructor, learner, pages, ws
+from app.web.client import ClientMiddleware, TrustedProxies
+from app.web.guard import GuardMiddleware
 from app.web.state import AppState
 
 log = logging.getLogger("app")
@@ -28,7 +30,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await state.stop()
 
-    app = FastAPI(title="MCP Playground", lifespan=lifespan, docs_url="/api/docs", redoc_url=None)
+    # No API docs page: FastAPI's loads its script from a CDN, and pages here make no outside requests.
+    app = FastAPI(title="MCP Playground", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.playground = state
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(api.router)
@@ -40,4 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     learner.install(app)
     classes.install(app, settings.access_code)
+    app.add_middleware(GuardMiddleware)  # before any cookie is read or minted
+    # Outermost: who the client is and how it reached us, for everything above.
+    app.add_middleware(ClientMiddleware, trusted=TrustedProxies(settings.trusted_proxies))
     return app

@@ -67,6 +67,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at {time} NOT NULL
         )""",
     ),
+    # 4: instructor sign-in sessions (every replica knows them; the cookie holds an id, never the token).
+    (
+        """CREATE TABLE instructor_sessions (
+            id_hash TEXT PRIMARY KEY,
+            created_at {time} NOT NULL,
+            expires_at {time} NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

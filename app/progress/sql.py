@@ -29,6 +29,8 @@ from app.progress.store import (
     normalise_code,
 )
 
+# Attempts kept per quiz and learner: the latest ones, and the first right one besides.
+QUIZ_ATTEMPTS_KEPT = 5
 # A freshly drawn code clashes with an existing one about never; still, try a few times.
 CODE_ATTEMPTS = 8
 
@@ -167,13 +169,23 @@ class SQLProgressStore:
         self, learner_id: str, step_slug: str, quiz_id: str, choices: Sequence[str], correct: bool
     ) -> None:
         now = time.time()
+        key = (learner_id, step_slug, quiz_id)
+        same = "learner_id = ? AND step_slug = ? AND quiz_id = ?"
         with self._write() as db:
             self._touch(db, learner_id, now)
             self._exec(
                 db,
                 "INSERT INTO quiz_answers (learner_id, step_slug, quiz_id, choices, correct, answered_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (learner_id, step_slug, quiz_id, json.dumps(list(choices)), int(correct), now),
+                (*key, json.dumps(list(choices)), int(correct), now),
+            )
+            # Kept: the latest few attempts and the first right one; a learner clicking all day stores no more.
+            self._exec(
+                db,
+                f"DELETE FROM quiz_answers WHERE {same} "
+                f"AND id NOT IN (SELECT id FROM quiz_answers WHERE {same} ORDER BY id DESC LIMIT {QUIZ_ATTEMPTS_KEPT}) "
+                f"AND id NOT IN (SELECT MIN(id) FROM quiz_answers WHERE {same} AND correct = 1)",
+                (*key, *key, *key),
             )
 
     def record_check(self, learner_id: str, step_slug: str, check_name: str) -> None:
@@ -340,6 +352,31 @@ class SQLProgressStore:
                 (name, secrets.token_urlsafe(32), time.time()),
             )
             return self._exec(db, "SELECT value FROM app_secrets WHERE name = ?", (name,)).fetchone()[0]
+
+    # --- instructor sign-in sessions ------------------------------------------------------------
+
+    def start_instructor_session(self, id_hash: str, lifetime_s: float) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._exec(db, "DELETE FROM instructor_sessions WHERE expires_at < ?", (now,))
+            self._exec(
+                db,
+                "INSERT INTO instructor_sessions (id_hash, created_at, expires_at) VALUES (?, ?, ?)",
+                (id_hash, now, now + lifetime_s),
+            )
+
+    def instructor_session_valid(self, id_hash: str) -> bool:
+        with self._read() as db:
+            row = self._exec(
+                db,
+                "SELECT 1 FROM instructor_sessions WHERE id_hash = ? AND expires_at > ?",
+                (id_hash, time.time()),
+            ).fetchone()
+        return row is not None
+
+    def end_instructor_session(self, id_hash: str) -> None:
+        with self._write() as db:
+            self._exec(db, "DELETE FROM instructor_sessions WHERE id_hash = ?", (id_hash,))
 
     # --- resume codes ------------------------------------------------------------------------------
 

@@ -105,6 +105,13 @@ class ProgressStore(Protocol):
 
     def class_learners(self, class_id: str) -> list[LearnerProgress]: ...
 
+    # Instructor sign-in sessions: keyed by a hash of the id the cookie holds.
+    def start_instructor_session(self, id_hash: str, lifetime_s: float) -> None: ...
+
+    def instructor_session_valid(self, id_hash: str) -> bool: ...
+
+    def end_instructor_session(self, id_hash: str) -> None: ...
+
     # Moving to another device.
     def resume_code(self, learner_id: str) -> str:
         """The learner's resume code, made on first use."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.web.client import client_address, is_https
+from app.web.credentials import retry_words, same_secret
 from app.web.learner import MAX_AGE_S, learner_id
 from app.web.state import get_state
 from app.web.templating import templates
@@ -18,6 +19,24 @@ router = APIRouter()
 ACCESS_COOKIE = "playground_access"
 # Paths that stay open without the site's access code: the form itself, assets, probes.
 OPEN_PATHS = ("/access", "/static/", "/healthz", "/metrics")
+
+
+def _throttled(request: Request, kind: str) -> Response | None:
+    """429 while this address has sent too many wrong codes of this kind, else None."""
+    wait = get_state(request).throttle.wait(kind, client_address(request.scope))
+    if wait is None:
+        return None
+    from app.web.errors import error_response
+
+    response = error_response(
+        request, 429, f"Too many wrong codes from your address. Try again in {retry_words(wait)}."
+    )
+    response.headers["Retry-After"] = str(int(wait) + 1)
+    return response
+
+
+def _failed(request: Request, kind: str) -> None:
+    get_state(request).throttle.failed(kind, client_address(request.scope))
 
 
 def _page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:
@@ -38,9 +57,13 @@ def join_link(request: Request, code: str) -> HTMLResponse:
 @router.post("/join", response_class=HTMLResponse)
 def join(request: Request, code: str = Form(""), display_name: str = Form("")) -> Response:
     state = get_state(request)
+    throttled = _throttled(request, "join")
+    if throttled is not None:
+        return throttled
     klass = state.progress.class_by_code(code) if code.strip() else None
     error = None
     if klass is None:
+        _failed(request, "join")
         error = (
             "There is no class with that code. Check it with your instructor (letters and digits, no 0 or 1)."
         )
@@ -62,22 +85,31 @@ def join(request: Request, code: str = Form(""), display_name: str = Form("")) -
 
 @router.get("/resume", response_class=HTMLResponse)
 def resume_page(request: Request) -> HTMLResponse:
-    code = get_state(request).progress.resume_code(learner_id(request))
-    link = str(request.base_url).rstrip("/") + f"/resume/{code}"
-    return _page(request, "resume.html", title="Continue on another device", code=code, link=link)
+    return _resume_page(request)
+
+
+def _resume_page(request: Request, status: int = 200, error: str | None = None) -> HTMLResponse:
+    """The learner's own code and link; a visitor without an identity yet gets none (a GET makes no rows)."""
+    code = link = None
+    if not request.scope.get("learner_minted"):
+        code = get_state(request).progress.resume_code(learner_id(request))
+        link = str(request.base_url).rstrip("/") + f"/resume/{code}"
+    return _page(request, "resume.html", status=status, title="Continue on another device", code=code, link=link,
+                 error=error)  # fmt: skip
 
 
 def _switch_to(request: Request, code: str) -> Response:
+    throttled = _throttled(request, "resume")
+    if throttled is not None:
+        return throttled
     learner = get_state(request).progress.learner_for_resume_code(code)
     if learner is None:
-        link_code = get_state(request).progress.resume_code(learner_id(request))
-        link = str(request.base_url).rstrip("/") + f"/resume/{link_code}"
-        return _page(request, "resume.html", status=404, title="Continue on another device", code=link_code,
-                     link=link, error="No progress has that resume code. Check it and try again.")  # fmt: skip
+        _failed(request, "resume")
+        return _resume_page(request, 404, "No progress has that resume code. Check it and try again.")
     response = RedirectResponse("/course?resumed=1", status_code=303)
     identity = get_state(request).identity
     assert identity is not None  # the app has started
-    response.headers.append("set-cookie", identity.cookie(learner, secure=request.url.scheme == "https"))
+    response.headers.append("set-cookie", identity.cookie(learner, secure=is_https(request.scope)))
     return response
 
 
@@ -85,6 +117,9 @@ def _switch_to(request: Request, code: str) -> Response:
 def resume_link(request: Request, code: str) -> Response:
     """A link only asks: switching who you are takes a click, so a link planted elsewhere cannot."""
     progress = get_state(request).progress
+    throttled = _throttled(request, "resume")
+    if throttled is not None:
+        return throttled
     learner = progress.learner_for_resume_code(code)
     if learner is None:
         return _switch_to(request, code)  # says the code is unknown
@@ -113,13 +148,16 @@ async def access_form(request: Request, next: str = "/") -> HTMLResponse:
 @router.post("/access")
 def access(request: Request, code: str = Form(""), next: str = Form("/")) -> Response:
     expected = get_state(request).settings.access_code
-    if not expected or hmac.compare_digest(code.strip(), expected):
+    throttled = _throttled(request, "access")
+    if throttled is not None:
+        return throttled
+    if not expected or same_secret(code.strip(), expected):
         response = RedirectResponse(_safe_next(next), status_code=303)
         if expected:
-            response.set_cookie(
-                ACCESS_COOKIE, access_token(expected), max_age=MAX_AGE_S, httponly=True, samesite="lax"
-            )
+            response.set_cookie(ACCESS_COOKIE, access_token(expected), max_age=MAX_AGE_S, path="/", httponly=True,
+                                samesite="lax", secure=is_https(request.scope))  # fmt: skip
         return response
+    _failed(request, "access")
     return _page(request, "access.html", status=403, title="Access code", next=_safe_next(next),
                  error="That is not the access code. Ask whoever runs this playground.")  # fmt: skip
 
@@ -143,7 +181,7 @@ class AccessCodeMiddleware:
         from starlette.requests import HTTPConnection
 
         cookies = HTTPConnection(scope).cookies
-        if hmac.compare_digest(cookies.get(ACCESS_COOKIE, ""), self.token):
+        if same_secret(cookies.get(ACCESS_COOKIE, ""), self.token):
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":

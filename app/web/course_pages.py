@@ -100,7 +100,8 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
     state = get_state(request)
     lesson, step = _find(request, lesson_slug, step_slug)
     who = learner_id(request)
-    state.progress.record_seen(who, step.slug)
+    if not request.scope.get("learner_minted"):  # a visitor without an identity yet leaves no rows
+        state.progress.record_seen(who, step.slug)
     progress = state.progress.learner(who)
     previous, following = state.catalog.neighbours(step)
     passed = progress.checks_passed(step.slug)

@@ -19,6 +19,7 @@ MESSAGES = {
     404: "There is no such page.",
     405: "That method is not allowed here.",
     422: "The request's data was not valid.",
+    429: "Too many requests from your address. Try again in a while.",
     500: "Something went wrong on our side. It has been logged.",
     503: "The playground is busy. Try again in a minute.",
 }
@@ -43,7 +44,10 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         detail = exc.detail if isinstance(exc.detail, str) else None
-        return error_response(request, exc.status_code, detail)
+        response = error_response(request, exc.status_code, detail)
+        for name, value in (exc.headers or {}).items():  # Retry-After, WWW-Authenticate
+            response.headers[name] = value
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:

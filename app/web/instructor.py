@@ -1,14 +1,17 @@
 """The instructor dashboard: classes, per-learner progress, live sessions, transcripts, CSV, resets.
 
-Protected by the instructor token: sent once to /instructor/login (it then lives in an HttpOnly,
-SameSite=Strict cookie) or as `Authorization: Bearer <token>` by scripts.
+Protected by the instructor token, sent once to /instructor/login, which starts a sign-in session
+kept in the progress store (every replica knows it): the HttpOnly, SameSite=Strict cookie holds the
+session's random id, never the token, and signing out ends it. Scripts send
+`Authorization: Bearer <token>` instead. Wrong tokens are throttled per client address.
 """
 
 from __future__ import annotations
 
 import csv
-import hmac
+import hashlib
 import io
+import secrets
 import time
 from typing import Annotated
 
@@ -18,26 +21,45 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from app.course.models import Step
 from app.progress import ClassInfo, LearnerProgress
 from app.web.api import TRANSCRIPT_PAGE
+from app.web.client import client_address, is_https
 from app.web.course_pages import step_status
+from app.web.credentials import retry_words, same_secret
 from app.web.state import AppState, get_state
 from app.web.templating import templates
 
 router = APIRouter()
 COOKIE = "playground_instructor"
-# The instructor's cookie lasts a working day.
+# A sign-in lasts a working day.
 COOKIE_MAX_AGE_S = 12 * 3600
+THROTTLE_KIND = "instructor"
 
 
-def presented_token(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    if header.lower().startswith("bearer "):
-        return header[7:].strip()
-    return request.cookies.get(COOKIE, "")
+def _session_key(session_id: str) -> str:
+    # The store keeps a hash: a copy of the table signs nobody in.
+    return hashlib.sha256(session_id.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
 def is_instructor(request: Request) -> bool:
-    expected = get_state(request).instructor_token
-    return bool(expected) and hmac.compare_digest(presented_token(request), expected or "")
+    """A valid Bearer token, or a live sign-in session. Raises 429 while wrong tokens are throttled."""
+    state = get_state(request)
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        _check_throttle(request)
+        if same_secret(header[7:].strip(), state.instructor_token or ""):
+            return True
+        state.throttle.failed(THROTTLE_KIND, client_address(request.scope))
+        return False
+    session_id = request.cookies.get(COOKIE)
+    return session_id is not None and state.progress.instructor_session_valid(_session_key(session_id))
+
+
+def _check_throttle(request: Request) -> None:
+    wait = get_state(request).throttle.wait(THROTTLE_KIND, client_address(request.scope))
+    if wait is not None:
+        raise HTTPException(
+            429, f"Too many wrong instructor tokens from your address. Try again in {retry_words(wait)}.",
+            headers={"Retry-After": str(int(wait) + 1)},
+        )  # fmt: skip
 
 
 def require_instructor(request: Request) -> AppState:
@@ -74,22 +96,30 @@ def dashboard(request: Request) -> HTMLResponse:
 
 @router.post("/instructor/login")
 def login(request: Request, token: str = Form("")) -> Response:
-    expected = get_state(request).instructor_token or ""
-    if not (expected and hmac.compare_digest(token.strip(), expected)):
+    state = get_state(request)
+    _check_throttle(request)
+    if not same_secret(token.strip(), state.instructor_token or ""):
+        state.throttle.failed(THROTTLE_KIND, client_address(request.scope))
         context = {
             "title": "Instructor",
             "error": "That is not the instructor token. It was printed when the app started.",
         }
         return templates.TemplateResponse(request, "instructor_login.html", context, status_code=401)
+    session_id = secrets.token_urlsafe(32)
+    state.progress.start_instructor_session(_session_key(session_id), COOKIE_MAX_AGE_S)
     response = RedirectResponse("/instructor", status_code=303)
-    response.set_cookie(COOKIE, expected, max_age=COOKIE_MAX_AGE_S, httponly=True, samesite="strict")
+    response.set_cookie(COOKIE, session_id, max_age=COOKIE_MAX_AGE_S, path="/", httponly=True, samesite="strict",
+                        secure=is_https(request.scope))  # fmt: skip
     return response
 
 
 @router.post("/instructor/logout")
-async def logout() -> Response:
+def logout(request: Request) -> Response:
+    session_id = request.cookies.get(COOKIE)
+    if session_id:
+        get_state(request).progress.end_instructor_session(_session_key(session_id))
     response = RedirectResponse("/instructor", status_code=303)
-    response.delete_cookie(COOKIE)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=is_https(request.scope))
     return response
 
 
@@ -132,7 +162,8 @@ def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step],
             cells.append({"step": step, "status": step_status(step, learner), "seen": step.slug in learner.seen,
                           "checks": len(set(step.checks) & passed), "checks_total": len(step.checks),
                           "quizzes": quizzes_right, "quizzes_total": len(step.quizzes)})  # fmt: skip
-        rows.append({"learner": learner, "cells": cells, "sessions": sessions.get(learner.learner_id, []),
+        rows.append({"learner": learner, "row_id": row_id(state, learner.learner_id),
+                     "cells": cells, "sessions": sessions.get(learner.learner_id, []),
                      "done": sum(1 for c in cells if c["status"] == "done")})  # fmt: skip
     return steps, rows
 
@@ -162,7 +193,7 @@ def class_csv(state: Instructor, class_id: str) -> Response:
         learner = row["learner"]
         cells = [v for c in row["cells"] for v in
                  (int(c["seen"]), f"{c['quizzes']}/{c['quizzes_total']}", f"{c['checks']}/{c['checks_total']}")]  # fmt: skip
-        writer.writerow([learner.learner_id, _csv_safe(learner.display_name or ""), row["done"], *cells])
+        writer.writerow([row["row_id"], _csv_safe(learner.display_name or ""), row["done"], *cells])
     filename = f"progress-{klass.join_code}.csv"
     return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
                     headers={"Content-Disposition": f'attachment; filename="{filename}"'})  # fmt: skip
@@ -187,10 +218,22 @@ def delete_class(state: Instructor, class_id: str) -> Response:
     return RedirectResponse("/instructor", status_code=303)
 
 
-@router.post("/instructor/learners/{learner}/reset")
-def reset_learner(state: Instructor, learner: str, class_id: str = Form("")) -> Response:
-    state.progress.reset_learner(learner)
-    return RedirectResponse(f"/instructor/classes/{class_id}" if class_id else "/instructor", status_code=303)
+@router.post("/instructor/classes/{class_id}/learners/{row}/reset")
+def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
+    """`row` is the learner's opaque row id on the class page (never their own id, which is a secret)."""
+    _klass(state, class_id)
+    learner = next(
+        (p for p in state.progress.class_learners(class_id) if row_id(state, p.learner_id) == row), None
+    )
+    if learner is None:
+        raise HTTPException(404, "There is no such learner in this class.")
+    state.progress.reset_learner(learner.learner_id)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+def row_id(state: AppState, learner: str) -> str:
+    assert state.identity is not None  # the app has started
+    return state.identity.signer.row_id(learner)
 
 
 # The session page shows the latest entries; the JSON export has them all, in pages.

@@ -7,9 +7,7 @@
 - A page request without an identity gets a new one (a new cookie), at most so many per client
   address in a window; a WebSocket cannot set a cookie, so it goes on without one and is counted by
   its address (app/relay/admission.py).
-- The client address is the peer's, or, when the peer is a trusted proxy, the last address in
-  X-Forwarded-For that is not itself a trusted proxy (uvicorn's forwarded-allow-ips is the model;
-  uvicorn's own header handling is off so this is the one place that decides).
+- The client's address comes from app/web/client.py (trusted proxies taken into account).
 """
 
 from __future__ import annotations
@@ -17,20 +15,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import re
 import secrets
 import time
 from collections import deque
-from collections.abc import Iterable
 
 import anyio
 from fastapi import FastAPI, Request
-from starlette.datastructures import Headers
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.progress import ProgressStore
+from app.web.client import client_address, is_https
 
 COOKIE = "playground_learner"
 MAX_AGE_S = 365 * 24 * 3600
@@ -63,11 +59,6 @@ def learner_id(request: Request) -> str:
     return value
 
 
-def client_address_of(scope: Scope) -> str:
-    """The client's address as the middleware resolved it (proxies taken into account)."""
-    return scope.get("client_address") or _peer(scope)
-
-
 class CookieSigner:
     def __init__(self, secret: str) -> None:
         self._key = hashlib.sha256(b"playground learner cookie:" + secret.encode()).digest()
@@ -75,6 +66,11 @@ class CookieSigner:
     def _signature(self, learner: str) -> str:
         digest = hmac.new(self._key, learner.encode(), hashlib.sha256).digest()[:24]
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+    def row_id(self, learner: str) -> str:
+        """An opaque name for a learner on instructor pages and in the CSV: the learner's own id is
+        a secret (it is their identity), this one proves nothing."""
+        return hmac.new(self._key, b"row:" + learner.encode(), hashlib.sha256).hexdigest()[:16]
 
     def sign(self, learner: str) -> str:
         return f"{learner}.{self._signature(learner)}"
@@ -84,48 +80,6 @@ class CookieSigner:
         if not dot or not _LEGACY_ID.match(learner):
             return None
         return learner if hmac.compare_digest(signature.encode(), self._signature(learner).encode()) else None
-
-
-class TrustedProxies:
-    def __init__(self, entries: Iterable[str]) -> None:
-        self.any = False
-        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        for entry in entries:
-            if entry.strip() == "*":
-                self.any = True
-            else:
-                self.networks.append(ipaddress.ip_network(entry.strip(), strict=False))
-
-    def __contains__(self, address: str) -> bool:
-        if self.any:
-            return True
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            return False
-        return any(ip in network for network in self.networks)
-
-
-def _peer(scope: Scope) -> str:
-    client = scope.get("client")
-    return client[0] if client else "unknown"
-
-
-def resolve_address(scope: Scope, trusted: TrustedProxies) -> str:
-    peer = _peer(scope)
-    if peer not in trusted:
-        return peer
-    header = Headers(scope=scope).get("x-forwarded-for")
-    if not header:
-        return peer
-    for hop in reversed([h.strip() for h in header.split(",")]):
-        try:
-            ipaddress.ip_address(hop)
-        except ValueError:
-            return peer  # a garbled header names nobody: count the proxy itself
-        if hop not in trusted:
-            return hop
-    return peer
 
 
 class MintLimiter:
@@ -159,10 +113,9 @@ class MintLimiter:
 class Identity:
     """Built at start-up, once the progress store (which keeps the signing secret) is open."""
 
-    def __init__(self, store: ProgressStore, secret: str, trusted: TrustedProxies, mint_limit: int) -> None:
+    def __init__(self, store: ProgressStore, secret: str, mint_limit: int) -> None:
         self.store = store
         self.signer = CookieSigner(secret)
-        self.trusted = trusted
         self.minting = MintLimiter(mint_limit)
 
     async def learner_of(self, value: str | None) -> tuple[str | None, bool]:
@@ -191,19 +144,19 @@ class LearnerMiddleware:
         if scope["type"] not in ("http", "websocket") or identity is None:
             await self.app(scope, receive, send)
             return
-        scope["client_address"] = resolve_address(scope, identity.trusted)
         learner, reissue = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
         if learner is None and scope["type"] == "http" and not scope["path"].startswith(ANONYMOUS_PATHS):
-            wait = identity.minting.wait(scope["client_address"])
+            wait = identity.minting.wait(client_address(scope))
             if wait is not None:
                 await _too_many_visitors(scope, receive, send, wait)
                 return
             learner, reissue = new_id(), True
+            scope["learner_minted"] = True  # no identity until this response: a GET records nothing
         scope["learner_id"] = learner
         if not reissue or scope["type"] != "http" or learner is None:
             await self.app(scope, receive, send)
             return
-        cookie = identity.cookie(learner, secure=scope.get("scheme") == "https")
+        cookie = identity.cookie(learner, secure=is_https(scope))
 
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 from fastapi import Request
 
-from app.config import Settings
+from app.config import MIN_HOSTING_TOKEN_LENGTH, Settings
 from app.course.catalog import Catalog
 from app.course.models import LessonError
 from app.demos import DemoServer
@@ -25,7 +25,8 @@ from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
-from app.web.learner import SECRET_NAME, Identity, TrustedProxies
+from app.web.credentials import FailureThrottle
+from app.web.learner import SECRET_NAME, Identity
 
 log = logging.getLogger("app")
 
@@ -44,6 +45,7 @@ class AppState:
     catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
     progress: ProgressStore = field(init=False)
     metrics: Metrics = field(default_factory=Metrics)
+    throttle: FailureThrottle = field(init=False)  # wrong secrets, per kind and client address
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False
@@ -51,6 +53,7 @@ class AppState:
 
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
+        self.throttle = FailureThrottle(self.settings.failed_attempts_per_address)
 
     async def start(self) -> None:
         s = self.settings
@@ -62,13 +65,19 @@ class AppState:
             raise
         self.progress.open()
         self.instructor_token = s.instructor_token
+        if self.instructor_token and s.hosting and len(self.instructor_token) < MIN_HOSTING_TOKEN_LENGTH:
+            message = (
+                f"Refusing to start: in hosting mode PLAYGROUND_INSTRUCTOR_TOKEN must be at least "
+                f"{MIN_HOSTING_TOKEN_LENGTH} characters (or leave it unset and one is made)."
+            )
+            print(message, file=sys.stderr, flush=True)
+            raise ValueError(message)
         if not self.instructor_token:  # the dashboard is never open to anyone who finds it
             self.instructor_token = secrets.token_urlsafe(24)
             print(f"Instructor dashboard token: {self.instructor_token}", file=sys.stderr, flush=True)
         self.identity = Identity(
             self.progress,
             s.cookie_secret or self.progress.shared_secret(SECRET_NAME),
-            TrustedProxies(s.trusted_proxies),
             s.new_learners_per_address,
         )
         pool_sizes = {name: (s.warm_pool_size if name == "demo-orders" else min(1, s.warm_pool_size))
@@ -143,10 +152,10 @@ class AppState:
 
     async def owner_of(self, scope: MutableMapping[str, Any]) -> Owner:
         """Who a new session is for, as admission counts it: one small query, off the event loop."""
-        from app.web.learner import client_address_of
+        from app.web.client import client_address
 
         learner = scope.get("learner_id")
-        address = client_address_of(scope)
+        address = client_address(scope)
         if not learner:
             return Owner(None, address)
         klass = await anyio.to_thread.run_sync(self.progress.learner_class, learner)

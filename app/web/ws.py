@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlsplit
 
 import anyio
 from fastapi import APIRouter, WebSocket
@@ -15,6 +14,7 @@ from app.course.models import Step
 from app.protocol.transcript import Transcript
 from app.relay.wire import EnvelopeWire, McpWire, WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
+from app.web.guard import same_origin
 from app.web.state import AppState
 
 log = logging.getLogger(__name__)
@@ -33,9 +33,7 @@ def origin_allowed(websocket: WebSocket, state: AppState) -> bool:
         return True
     if origin in state.settings.allowed_origins:
         return True
-    host = websocket.headers.get("host", "")
-    parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and parts.netloc.lower() == host.lower()
+    return same_origin(origin, websocket.headers.get("host", ""))
 
 
 async def deny(websocket: WebSocket, status: int, message: str, retry_after_s: int | None = None) -> None:

@@ -79,6 +79,10 @@ class PageProbe:
         self.requests: list[str] = []
         self.errors: list[str] = []
         self.frames_sent: list[str] = []
+        self.console: list[str] = []  # every console message, "type: text"
+
+    def csp_violations(self) -> list[str]:
+        return [line for line in self.console if "Content Security Policy" in line]
 
     def outside(self) -> list[str]:
         return [
@@ -100,6 +104,7 @@ def _new_page(browser: Browser, app: AppProcess, color_scheme: str, probe: PageP
         "websocket", lambda ws: ws.on("framesent", lambda payload: probe.frames_sent.append(str(payload)))
     )
     page.on("pageerror", lambda error: probe.errors.append(str(error)))
+    page.on("console", lambda message: probe.console.append(f"{message.type}: {message.text}"))
     return page
 
 
@@ -131,3 +136,6 @@ def _page(browser: Browser, app: AppProcess, probe: PageProbe, scheme: str) -> I
     page.context.close()
     assert probe.outside() == [], f"the page made requests outside 127.0.0.1: {probe.outside()}"
     assert probe.errors == [], f"JavaScript errors on the page: {probe.errors}"
+    assert probe.csp_violations() == [], (
+        f"the page broke its Content-Security-Policy: {probe.csp_violations()}"
+    )

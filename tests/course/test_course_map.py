@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from urllib.parse import urljoin, urlparse
 
-import httpx
 from bs4 import BeautifulSoup
 
 from app.config import PROJECT_ROOT
@@ -17,7 +16,7 @@ def test_every_step_is_reachable_from_the_course_map(live_app) -> None:
     wanted = {step.url for step in CATALOG.steps()}
     seen: set[str] = set()
     queue = ["/course"]
-    with httpx.Client(base_url=live_app.base, timeout=30) as client:
+    with live_app.client() as client:
         while queue:
             path = queue.pop()
             if path in seen:

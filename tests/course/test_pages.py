@@ -19,8 +19,9 @@ assert LESSON is not None
 
 @pytest.fixture
 def client(live_app) -> Iterator[httpx.Client]:
-    """A browser of its own: a fresh learner cookie per test."""
-    with httpx.Client(base_url=live_app.base, timeout=30) as c:
+    """A browser of its own: a fresh learner cookie per test (from a first page, which records nothing)."""
+    with live_app.client() as c:
+        c.get("/").raise_for_status()
         yield c
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 from bs4 import BeautifulSoup
 
 from app.progress import SQLiteProgressStore
@@ -17,7 +16,8 @@ STEP = "initialize-handshake/versions"
 
 def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with AppProcess(data, warm_pool_size=1) as first, httpx.Client(base_url=first.base, timeout=30) as client:
+    with AppProcess(data, warm_pool_size=1) as first, first.client() as client:
+        client.get("/").raise_for_status()  # the first page gives an identity; it records nothing
         assert client.get(f"/course/{STEP}").status_code == 200
         cookie = client.cookies[COOKIE]
         client.put("/api/progress/name", json={"display_name": "Ada"}).raise_for_status()
@@ -30,7 +30,7 @@ def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
     store.close()
 
     with AppProcess(data, warm_pool_size=1) as second:
-        with httpx.Client(base_url=second.base, timeout=30, cookies={COOKIE: cookie}) as client:
+        with second.client(cookies={COOKIE: cookie}) as client:
             progress = client.get("/api/progress").json()
             assert progress["display_name"] == "Ada"
             assert progress["steps"][STEP]["seen"] is True

@@ -95,14 +95,12 @@ async def test_minted_identities_cannot_lock_out_a_class_member(app: AppProcess)
         await refused.ws.wait_closed()
         assert refused.ws.close_code == 1013
 
-        with httpx.Client(base_url=app.base, timeout=30) as teacher:
+        with app.client() as teacher:
             assert teacher.post("/instructor/login", data={"token": TOKEN}).status_code == 303
             made = teacher.post("/instructor/classes", data={"name": "Friday", "max_sessions": ""})
             page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
             code = page.select_one("[data-join-code]").get_text()
-        with httpx.Client(
-            base_url=app.base, timeout=30, headers={"X-Forwarded-For": "198.51.100.4"}
-        ) as grace:
+        with app.client(headers={"X-Forwarded-For": "198.51.100.4"}) as grace:
             grace.get("/course")
             assert grace.post("/join", data={"code": code, "display_name": "Grace"}).status_code == 303
             cookie = grace.cookies[COOKIE]

@@ -7,8 +7,6 @@ import json
 import signal
 from pathlib import Path
 
-import httpx
-
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.procs import processes_in_uid_range, wait_until
@@ -22,7 +20,8 @@ def test_sigkill_and_restart_keeps_progress_and_leaves_no_orphans(tmp_path: Path
     first = AppProcess(data, warm_pool_size=1)
     first.start()
     try:
-        with httpx.Client(base_url=first.base, timeout=30) as client:
+        with first.client() as client:
+            client.get("/").raise_for_status()  # the first page gives an identity; it records nothing
             client.get(f"/course/{STEP}").raise_for_status()
             learner = client.cookies[COOKIE]
             client.post(
@@ -52,7 +51,7 @@ def test_sigkill_and_restart_keeps_progress_and_leaves_no_orphans(tmp_path: Path
 
     with (
         AppProcess(data, warm_pool_size=1) as second,
-        httpx.Client(base_url=second.base, timeout=30, cookies={COOKIE: learner}) as client,
+        second.client(cookies={COOKIE: learner}) as client,
     ):
         progress = client.get("/api/progress").json()
         step = progress["steps"][STEP]

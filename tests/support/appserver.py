@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -80,6 +81,19 @@ class AppProcess:
             time.sleep(0.05)  # polling with a deadline, not a fixed wait
         self.stop()
         raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An HTTP client that acts as a page of this site does: its state changes carry this site's
+        Origin (the app refuses them from anywhere else)."""
+        kwargs["headers"] = {"Origin": self.base, **kwargs.get("headers", {})}
+        kwargs.setdefault("timeout", 30)
+        return httpx.Client(base_url=self.base, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        """One POST from a page of this site (see `client`)."""
+        kwargs["headers"] = {"Origin": self.base, **kwargs.get("headers", {})}
+        kwargs.setdefault("timeout", 30)
+        return httpx.post(self.base + path, **kwargs)
 
     def learner_cookie(self, name: str = "learner") -> str:
         """A learner identity as a browser gets one: the signed cookie from a first page, made once per

@@ -30,7 +30,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):
 
 @contextmanager
 def instructor(app: AppProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=app.base, timeout=30) as client:
+    with app.client() as client:
         reply = client.post("/instructor/login", data={"token": TOKEN})
         assert reply.status_code == 303
         yield client
@@ -47,7 +47,7 @@ def make_class(app: AppProcess, name: str, cap: str = "") -> tuple[str, str]:
 
 @contextmanager
 def learner(app: AppProcess, code: str, name: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=app.base, timeout=30) as client:
+    with app.client() as client:
         client.get("/")  # the learner cookie
         reply = client.post("/join", data={"code": code, "display_name": name})
         assert reply.status_code == 303, reply.text
@@ -64,8 +64,8 @@ def test_the_dashboard_refuses_without_the_token(app: AppProcess) -> None:
         "/api/instructor/sessions/x/transcript",
     ):
         assert httpx.get(app.base + path, timeout=30).status_code == 401, path
-    assert httpx.post(app.base + "/instructor/classes", data={"name": "x"}, timeout=30).status_code == 401
-    wrong = httpx.post(app.base + "/instructor/login", data={"token": "guess"}, timeout=30)
+    assert app.post("/instructor/classes", data={"name": "x"}, timeout=30).status_code == 401
+    wrong = app.post("/instructor/login", data={"token": "guess"}, timeout=30)
     assert wrong.status_code == 401 and "not the instructor token" in wrong.text
     bearer = httpx.get(app.base + "/instructor", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
     assert bearer.status_code == 200
@@ -96,10 +96,17 @@ def test_reset_close_and_delete(app: AppProcess) -> None:
         alan.get(f"/course/{STEP}").raise_for_status()
         learner_id = learner_id_of(alan.cookies[COOKIE])
         with instructor(app) as client:
-            client.post(f"/instructor/learners/{learner_id}/reset", data={"class_id": class_id})
+            page = client.get(f"/instructor/classes/{class_id}").text
+            sheet = client.get(f"/instructor/classes/{class_id}/progress.csv").text
+            assert learner_id not in page and learner_id not in sheet  # a learner's id is their identity
+            row = BeautifulSoup(page, "html.parser").select_one("tr[data-learner]")["data-learner"]
+            assert row in sheet
+            assert client.post(f"/instructor/classes/{class_id}/learners/not-a-row/reset").status_code == 404
+            reset = client.post(f"/instructor/classes/{class_id}/learners/{row}/reset")
+            assert reset.status_code == 303
             assert alan.get("/api/progress").json()["steps"][STEP]["seen"] is False
             client.post(f"/instructor/classes/{class_id}/close")
-            late = httpx.post(app.base + "/join", data={"code": code, "display_name": "Late"}, timeout=30)
+            late = app.post("/join", data={"code": code, "display_name": "Late"}, timeout=30)
             assert late.status_code == 400 and "closed to new learners" in late.text
             client.post(f"/instructor/classes/{class_id}/delete")
             assert client.get(f"/instructor/classes/{class_id}").status_code == 404
@@ -108,20 +115,20 @@ def test_reset_close_and_delete(app: AppProcess) -> None:
 
 def test_joining_with_a_bad_code_or_no_name_says_why(app: AppProcess) -> None:
     _, code = make_class(app, "Thursday")
-    bad = httpx.post(app.base + "/join", data={"code": "NOPE00", "display_name": "X"}, timeout=30)
+    bad = app.post("/join", data={"code": "NOPE00", "display_name": "X"}, timeout=30)
     assert bad.status_code == 400
     assert (
         "no class with that code"
         in BeautifulSoup(bad.text, "html.parser").select_one(".form-error").get_text()
     )
-    nameless = httpx.post(app.base + "/join", data={"code": code, "display_name": "  "}, timeout=30)
+    nameless = app.post("/join", data={"code": code, "display_name": "  "}, timeout=30)
     assert nameless.status_code == 400 and "Enter the name" in nameless.text
     link = httpx.get(f"{app.base}/join/{code}", timeout=30)
     assert BeautifulSoup(link.text, "html.parser").select_one("input#join-code")["value"] == code
 
 
 def test_resume_on_another_device(app: AppProcess) -> None:
-    with httpx.Client(base_url=app.base, timeout=30) as laptop:
+    with app.client() as laptop:
         laptop.get(f"/course/{STEP}").raise_for_status()
         laptop.put("/api/progress/name", json={"display_name": "Katherine"}).raise_for_status()
         code = (
@@ -129,7 +136,7 @@ def test_resume_on_another_device(app: AppProcess) -> None:
             .select_one("[data-resume-code]")
             .get_text()
         )
-    with httpx.Client(base_url=app.base, timeout=30) as phone:
+    with app.client() as phone:
         phone.get("/")
         asked = phone.get(f"/resume/{code}")  # a link only asks
         assert asked.status_code == 200
@@ -194,7 +201,7 @@ def test_access_code_guards_every_page_and_the_relay(tmp_path: Path) -> None:
     import asyncio
 
     with AppProcess(tmp_path, access_code="open sesame", warm_pool_size=1) as app:
-        with httpx.Client(base_url=app.base, timeout=30) as visitor:
+        with app.client() as visitor:
             door = visitor.get("/course")
             assert door.status_code == 303 and door.headers["location"] == "/access?next=/course"
             assert visitor.get("/api/servers").status_code == 401

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from app.web.learner import CookieSigner, MintLimiter, TrustedProxies, new_id, resolve_address
+from app.web.client import TrustedProxies, resolve_address, resolve_https
+from app.web.learner import CookieSigner, MintLimiter, new_id
 
 
-def scope(peer: str, forwarded: str | None = None) -> dict:
+def scope(peer: str, forwarded: str | None = None, proto: str | None = None, scheme: str = "http") -> dict:
     headers = [(b"x-forwarded-for", forwarded.encode())] if forwarded else []
-    return {"type": "http", "client": (peer, 5555), "headers": headers}
+    if proto:
+        headers.append((b"x-forwarded-proto", proto.encode()))
+    return {"type": "http", "client": (peer, 5555), "headers": headers, "scheme": scheme}
 
 
 def test_a_signed_cookie_proves_its_learner_and_nothing_else_does() -> None:
@@ -43,3 +46,12 @@ def test_new_identities_per_address_are_limited_in_a_window() -> None:
     wait = limiter.wait("198.51.100.9")
     assert wait is not None and 0 < wait <= 600
     assert limiter.wait("198.51.100.10") is None
+
+
+def test_https_is_what_the_connection_or_a_trusted_proxy_says() -> None:
+    loopback = TrustedProxies(["127.0.0.1"])
+    assert resolve_https(scope("203.0.113.5", scheme="https"), loopback)
+    assert resolve_https(scope("127.0.0.1", proto="https"), loopback)
+    assert not resolve_https(scope("203.0.113.5", proto="https"), loopback)  # a stranger's word is not taken
+    assert not resolve_https(scope("127.0.0.1", proto="http"), loopback)
+    assert not resolve_https(scope("127.0.0.1"), loopback)

@@ -18,7 +18,7 @@ def test_two_replicas_share_progress_and_classes(tmp_path: Path, postgres_server
     with postgres_server.fresh_database() as url:
         common = {"database_url": url, "instructor_token": TOKEN, "warm_pool_size": 1}
         with AppProcess(tmp_path / "a", **common) as a, AppProcess(tmp_path / "b", **common) as b:
-            with httpx.Client(base_url=a.base, timeout=30) as teacher:
+            with a.client() as teacher:
                 teacher.post("/instructor/login", data={"token": TOKEN})
                 made = teacher.post("/instructor/classes", data={"name": "Shared"})
                 class_id = made.headers["location"].rsplit("/", 1)[1]
@@ -27,12 +27,12 @@ def test_two_replicas_share_progress_and_classes(tmp_path: Path, postgres_server
                     .select_one("[data-join-code]")
                     .get_text()
                 )
-            with httpx.Client(base_url=b.base, timeout=30) as learner:  # joins through the other replica
+            with b.client() as learner:  # joins through the other replica
                 learner.get("/")
                 assert learner.post("/join", data={"code": code, "display_name": "Edsger"}).status_code == 303
                 learner.get(f"/course/{STEP}").raise_for_status()
                 learner_id = learner.cookies[COOKIE]
-            with httpx.Client(base_url=a.base, timeout=30, cookies={COOKIE: learner_id}) as same_learner:
+            with a.client(cookies={COOKIE: learner_id}) as same_learner:
                 assert same_learner.get("/api/progress").json()["steps"][STEP]["seen"] is True
             with httpx.Client(
                 base_url=b.base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}

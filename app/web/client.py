@@ -1,0 +1,87 @@
+"""Where a request comes from: the client's address and whether it reached us over HTTPS.
+
+The one place that reads X-Forwarded-For and X-Forwarded-Proto: only from a trusted proxy
+(PLAYGROUND_TRUSTED_PROXIES; uvicorn's forwarded-allow-ips is the model, and uvicorn's own header
+handling is off). The outermost middleware stores both in the scope for everything after it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+class TrustedProxies:
+    def __init__(self, entries: Iterable[str]) -> None:
+        self.any = False
+        self.networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for entry in entries:
+            if entry.strip() == "*":
+                self.any = True
+            else:
+                self.networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+
+    def __contains__(self, address: str) -> bool:
+        if self.any:
+            return True
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(ip in network for network in self.networks)
+
+
+def peer(scope: Scope) -> str:
+    client = scope.get("client")
+    return client[0] if client else "unknown"
+
+
+def resolve_address(scope: Scope, trusted: TrustedProxies) -> str:
+    """The peer, or behind a trusted proxy the last X-Forwarded-For hop that is not a trusted proxy."""
+    direct = peer(scope)
+    if direct not in trusted:
+        return direct
+    header = Headers(scope=scope).get("x-forwarded-for")
+    if not header:
+        return direct
+    for hop in reversed([h.strip() for h in header.split(",")]):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            return direct  # a garbled header names nobody: count the proxy itself
+        if hop not in trusted:
+            return hop
+    return direct
+
+
+def resolve_https(scope: Scope, trusted: TrustedProxies) -> bool:
+    """Reached over HTTPS: directly, or through a trusted proxy that says so."""
+    if scope.get("scheme") in ("https", "wss"):
+        return True
+    if peer(scope) not in trusted:
+        return False
+    proto = Headers(scope=scope).get("x-forwarded-proto", "")
+    return proto.split(",")[0].strip().lower() == "https"
+
+
+def client_address(scope: Scope) -> str:
+    return scope.get("client_address") or peer(scope)
+
+
+def is_https(scope: Scope) -> bool:
+    return bool(scope.get("client_https"))
+
+
+class ClientMiddleware:
+    def __init__(self, app: ASGIApp, trusted: TrustedProxies) -> None:
+        self.app = app
+        self.trusted = trusted
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope["client_address"] = resolve_address(scope, self.trusted)
+            scope["client_https"] = resolve_https(scope, self.trusted)
+        await self.app(scope, receive, send)

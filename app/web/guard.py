@@ -1,0 +1,92 @@
+"""Rules every request meets before any route: security headers on every response, and no state
+change from another site.
+
+- A POST, PUT, PATCH or DELETE that a cookie could authenticate must come from a page of this site:
+  `Sec-Fetch-Site: same-origin`, or an `Origin` naming this site. Anything else (another site, a
+  sandboxed frame's `null`, no word at all) gets 403 before any cookie is read or minted. Exempt:
+  requests with the instructor's Bearer header (no cookie authenticates them), and endpoint URLs
+  (`/mcp/...`, which have an Origin rule of their own).
+- Every HTTP response carries a Content-Security-Policy without inline script or eval, framing
+  refused, `nosniff`, no Referer sent onwards (URLs can hold codes), and HSTS when reached over HTTPS.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.web.client import is_https
+
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+EXEMPT_PREFIXES = ("/mcp/",)
+CONTENT_SECURITY_POLICY = "; ".join((
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "font-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+))  # fmt: skip
+HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
+HSTS = (b"strict-transport-security", b"max-age=31536000")
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether an Origin header names the site that the Host header names."""
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host.lower()
+
+
+def from_this_site(headers: Headers) -> bool:
+    fetch_site = headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site == "same-origin"
+    origin = headers.get("origin")
+    return origin is not None and same_origin(origin, headers.get("host", ""))
+
+
+class GuardMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = HEADERS + ((HSTS,) if is_https(scope) else ())
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in extra:
+                    if name.decode() not in headers:
+                        headers.append(name.decode(), value.decode())
+            await send(message)
+
+        if scope["method"] in STATE_CHANGING and not scope["path"].startswith(EXEMPT_PREFIXES):
+            headers = Headers(scope=scope)
+            bearer = headers.get("authorization", "").lower().startswith("bearer ")
+            if not bearer and not from_this_site(headers):
+                await _refuse(scope, receive, send_with_headers)
+                return
+        await self.app(scope, receive, send_with_headers)
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:
+    from app.web.errors import error_response
+
+    message = "This request did not come from a page of this site, so nothing was changed."
+    await error_response(Request(scope), 403, message)(scope, receive, send)

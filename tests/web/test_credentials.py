@@ -1,0 +1,179 @@
+"""Secrets people type, tried as an attacker would: any bytes, guessing, sign-in sessions, the logs,
+and what a visitor without an identity can make the store keep."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from app.config import Settings
+from app.web.state import PROGRESS_DB
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import EnvelopeClient
+
+TOKEN = "instructor-token-for-credential-tests"
+STEP = "initialize-handshake/versions"
+LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("credentials"), instructor_token=TOKEN, warm_pool_size=1,
+                    failed_attempts_per_address=LIMIT) as app:  # fmt: skip
+        yield app
+
+
+def where(n: int) -> dict[str, str]:
+    """A client address of its own for each test (the app trusts X-Forwarded-For from loopback)."""
+    return {"X-Forwarded-For": f"203.0.113.{n}"}
+
+
+def rows(app: AppProcess, table: str) -> int:
+    with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
+        return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+@pytest.mark.parametrize("token", ["jalapeño", "\u202e", "x" * 100_000, "tok\x00en", "😀" * 10])
+def test_a_token_of_any_bytes_is_refused_not_a_crash(app: AppProcess, token: str) -> None:
+    raw = token.encode("utf-8")
+    bearer = httpx.get(app.base + "/instructor", headers=[(b"authorization", b"Bearer " + raw), *where(1).items()],
+                       timeout=30) if b"\x00" not in raw else None  # fmt: skip
+    if bearer is not None:
+        assert bearer.status_code in (401, 429)
+    if b"\x00" not in raw:  # a NUL cannot travel in a header at all
+        cookie = httpx.get(app.base + "/instructor/classes/x", headers=[(b"cookie", b"playground_instructor=" + raw)],
+                           timeout=30)  # fmt: skip
+        assert cookie.status_code == 401
+    with app.client(headers=where(2)) as client:
+        login = client.post("/instructor/login", data={"token": token})
+        assert login.status_code in (401, 429)
+        if b"\x00" not in raw:
+            learner = client.get("/course", headers=[(b"cookie", b"playground_learner=" + raw)])
+            assert learner.status_code == 200
+
+
+def test_wrong_tokens_are_throttled_per_address(app: AppProcess) -> None:
+    with app.client(headers=where(3)) as client:
+        for _ in range(LIMIT):
+            assert client.post("/instructor/login", data={"token": "guess"}).status_code == 401
+        refused = client.post("/instructor/login", data={"token": TOKEN})  # even the right one, for now
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+        assert "Too many wrong instructor tokens" in refused.text
+        bearer = client.get("/instructor", headers={"Authorization": "Bearer guess"})
+        assert bearer.status_code == 429
+    with app.client(headers=where(4)) as other:  # another address is not affected
+        assert other.post("/instructor/login", data={"token": TOKEN}).status_code == 303
+
+
+def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(app: AppProcess) -> None:
+    with app.client(headers=where(5)) as client:
+        signed_in = client.post("/instructor/login", data={"token": TOKEN})
+        assert signed_in.status_code == 303
+        cookie_header = signed_in.headers["set-cookie"]
+        assert TOKEN not in cookie_header
+        assert "httponly" in cookie_header.lower() and "samesite=strict" in cookie_header.lower()
+        assert "path=/" in cookie_header.lower()
+        session = client.cookies["playground_instructor"]
+        assert client.get("/instructor").status_code == 200
+        assert client.post("/instructor/logout").status_code == 303
+    replay = httpx.get(app.base + "/instructor", cookies={"playground_instructor": session}, timeout=30)
+    assert replay.status_code == 401  # the old cookie signs nobody in
+
+
+def test_a_class_behind_one_address_gets_in_with_a_few_typos(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(tmp_path, instructor_token=TOKEN, warm_pool_size=1) as defaults:  # default throttle
+        with defaults.client(headers={"Authorization": f"Bearer {TOKEN}"}) as teacher:
+            made = teacher.post("/instructor/classes", data={"name": "Big class"})
+            page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
+            code = page.select_one("[data-join-code]").get_text()
+        joined = 0
+        for n in range(100):
+            with defaults.client(headers=where(200)) as learner:
+                learner.get("/")
+                if n % 10 == 0:
+                    assert (
+                        learner.post("/join", data={"code": "WRONG9", "display_name": f"L{n}"}).status_code
+                        == 400
+                    )
+                reply = learner.post("/join", data={"code": code, "display_name": f"L{n}"})
+                joined += reply.status_code == 303
+        assert joined == 100
+
+
+def test_wrong_join_and_resume_codes_are_throttled(app: AppProcess) -> None:
+    with app.client(headers=where(6)) as client:
+        client.get("/")
+        for _ in range(LIMIT):
+            assert client.post("/join", data={"code": "NOPE22", "display_name": "X"}).status_code == 400
+        assert client.post("/join", data={"code": "NOPE22", "display_name": "X"}).status_code == 429
+        for _ in range(LIMIT):
+            assert client.post("/resume", data={"code": "WRONGCODE1"}).status_code == 404
+        throttled = client.get("/resume/WRONGCODE2")
+        assert throttled.status_code == 429 and throttled.headers["Retry-After"]
+
+
+def test_wrong_access_codes_are_throttled(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(
+        tmp_path, access_code="open sesame", failed_attempts_per_address=2, warm_pool_size=1
+    ) as guarded:
+        with guarded.client() as visitor:
+            for _ in range(2):
+                assert visitor.post("/access", data={"code": "nope", "next": "/"}).status_code == 403
+            assert visitor.post("/access", data={"code": "open sesame", "next": "/"}).status_code == 429
+            odd = guarded.post("/access", data={"code": "ñ" * 50, "next": "/"}, headers=where(9))
+            assert odd.status_code == 403
+
+
+def test_a_visitor_without_an_identity_makes_no_rows(app: AppProcess) -> None:
+    before = rows(app, "learners"), rows(app, "resume_codes")
+    for path in ("/resume", f"/course/{STEP}", "/course", "/join", "/resume/ABCDEFGH23"):
+        assert httpx.get(app.base + path, headers=where(7), timeout=30).status_code in (200, 404)
+    assert (rows(app, "learners"), rows(app, "resume_codes")) == before
+    page = BeautifulSoup(httpx.get(app.base + "/resume", headers=where(7), timeout=30).text, "html.parser")
+    assert page.select_one("[data-no-progress]") is not None and page.select_one("[data-resume-code]") is None
+
+
+def test_quiz_attempts_are_capped_but_the_first_right_one_is_kept(app: AppProcess) -> None:
+    url = f"/api/course/{STEP}/quiz/unknown-revision"
+    with app.client(headers=where(8)) as client:
+        client.get("/")
+        assert client.post(url, json={"choices": ["a"]}).json()["correct"] is True
+        for _ in range(12):
+            client.post(url, json={"choices": ["b"]})
+        quiz = client.get("/api/progress").json()["steps"][STEP]["quizzes"]["unknown-revision"]
+        assert quiz == {"answered": True, "correct": True}
+    with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
+        kept = db.execute(
+            "SELECT correct FROM quiz_answers WHERE quiz_id = 'unknown-revision' ORDER BY id"
+        ).fetchall()
+    assert len(kept) <= 6 and kept[0] == (1,)
+
+
+async def test_codes_and_session_ids_stay_out_of_the_log(app: AppProcess) -> None:
+    httpx.get(app.base + "/resume/SECRETCODE9", headers=where(10), timeout=30)
+    httpx.get(app.base + "/api/sessions/secret-session-id/transcript", timeout=30)
+    console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders?session=another-secret-id&last_seq=0",
+                                           additional_headers=where(11))  # fmt: skip
+    await console.recv_type("state")
+    await console.close()
+    log = app.log_path.read_text(errors="replace")
+    assert "SECRETCODE9" not in log and "secret-session-id" not in log and "another-secret-id" not in log
+    assert "/resume/…" in log and "session=…" in log
+
+
+def test_hosting_mode_is_explicit_or_any_non_loopback_bind() -> None:
+    assert Settings(hosting_mode=True).hosting
+    for host in ("", "0.0.0.0", "::", "192.0.2.10", "example.org"):
+        assert Settings(host=host).hosting, host
+    for host in ("127.0.0.1", "::1", "localhost"):
+        assert not Settings(host=host).hosting, host
+
+
+def test_hosting_mode_refuses_a_short_instructor_token(tmp_path) -> None:  # noqa: ANN001
+    app = AppProcess(tmp_path, hosting_mode=True, instructor_token="short", accept_weak_sandbox=True)
+    with pytest.raises(RuntimeError) as refused:
+        app.start()
+    assert "at least 24 characters" in str(refused.value)

@@ -1,0 +1,113 @@
+"""Cross-site requests change nothing, and every response carries the security headers: tried over
+real HTTP the way a hostile page (or a careless client) would."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from app.web.learner import COOKIE
+from tests.support.appserver import AppProcess
+
+TOKEN = "instructor-token-for-guard-tests-0123"
+EVIL = {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("guard"), instructor_token=TOKEN, warm_pool_size=1) as app:
+        yield app
+
+
+@contextmanager
+def victim(app: AppProcess) -> Iterator[httpx.Client]:
+    with app.client() as client:
+        client.get("/course").raise_for_status()
+        client.put("/api/progress/name", json={"display_name": "Victim"}).raise_for_status()
+        yield client
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "form"),
+    [
+        ("POST", "/resume", {"code": "ATTACKER23"}),
+        ("POST", "/join", {"code": "ABCDEF", "display_name": "Mallory"}),
+        ("POST", "/course/name", {"display_name": "Mallory"}),
+        ("POST", "/access", {"code": "x", "next": "/"}),
+        ("POST", "/instructor/login", {"token": TOKEN}),
+        ("POST", "/instructor/classes", {"name": "Evil"}),
+        ("PUT", "/api/progress/name", None),
+    ],
+)
+def test_a_cross_site_state_change_is_refused_and_changes_nothing(app: AppProcess, method: str, path: str,
+                                                                  form: dict | None) -> None:  # fmt: skip
+    with victim(app) as browser:
+        before = browser.cookies[COOKIE]
+        kwargs = {"data": form} if form is not None else {"json": {"display_name": "Mallory"}}
+        reply = browser.request(method, path, headers=EVIL, **kwargs)
+        assert reply.status_code == 403
+        assert "did not come from a page of this site" in reply.text
+        assert "set-cookie" not in reply.headers
+        assert browser.cookies[COOKIE] == before
+        assert browser.get("/api/progress").json()["display_name"] == "Victim"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},  # no word at all
+        {"Origin": "null"},  # a sandboxed frame
+        {"Origin": "https://evil.example"},
+        {"Sec-Fetch-Site": "same-site", "Origin": "http://sub.127.0.0.1"},
+        {"Sec-Fetch-Site": "cross-site"},
+    ],
+)
+def test_without_proof_of_this_site_a_post_is_refused(app: AppProcess, headers: dict) -> None:
+    reply = httpx.post(app.base + "/course/name", data={"display_name": "X"}, headers=headers, timeout=30)
+    assert reply.status_code == 403 and "set-cookie" not in reply.headers
+    api = httpx.put(app.base + "/api/progress/name", json={"display_name": "X"}, headers=headers, timeout=30)
+    assert api.status_code == 403 and api.json()["error"]["status"] == 403
+
+
+def test_this_sites_pages_and_bearer_clients_may_change_state(app: AppProcess) -> None:
+    same = httpx.put(app.base + "/api/progress/name", json={"display_name": "Ada"},
+                     headers={"Sec-Fetch-Site": "same-origin"}, timeout=30)  # fmt: skip
+    assert same.status_code == 200
+    assert app.post("/course/name", data={"display_name": "Ada"}).status_code == 303
+    made = httpx.post(app.base + "/instructor/classes", data={"name": "By script"},
+                      headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)  # fmt: skip
+    assert made.status_code == 303
+
+
+@pytest.mark.parametrize("path", ["/", "/course", "/api/servers", "/api/progress", "/static/style.css",
+                                  "/no-such-page", "/healthz"])  # fmt: skip
+def test_every_response_carries_the_security_headers(app: AppProcess, path: str) -> None:
+    reply = httpx.get(app.base + path, timeout=30)
+    csp = reply.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    assert reply.headers["x-frame-options"] == "DENY"
+    assert reply.headers["referrer-policy"] == "no-referrer"
+    assert "strict-transport-security" not in reply.headers  # plain HTTP: HSTS would mean nothing
+
+
+def test_hsts_only_over_https_as_a_trusted_proxy_says(app: AppProcess) -> None:
+    secure = httpx.get(app.base + "/course", headers={"X-Forwarded-Proto": "https"}, timeout=30)
+    assert secure.headers["strict-transport-security"].startswith("max-age=")
+    assert "secure" in secure.headers["set-cookie"].lower()
+
+
+def test_no_page_loads_anything_from_elsewhere(app: AppProcess) -> None:
+    assert httpx.get(app.base + "/api/docs", timeout=30).status_code == 404
+    for path in ("/", "/course", "/playground", "/course/initialize-handshake/versions"):
+        soup = BeautifulSoup(httpx.get(app.base + path, timeout=30).text, "html.parser")
+        for tag, attr in (("script", "src"), ("link", "href"), ("img", "src")):
+            for element in soup.find_all(tag):
+                value = element.get(attr) or ""
+                assert not value.startswith(("http:", "https:", "//")), (path, value)
+        assert not [s for s in soup.find_all("script") if not s.get("src")], path  # no inline script
