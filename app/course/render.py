@@ -44,36 +44,39 @@ def code_block(code: str, language: str, attrs: dict[str, str] | None = None) ->
 
 
 def _expect_html(expect: Expect) -> Markup:
-    before = ""
+    # Markup throughout: adding a plain str to Markup escapes the str, which once showed this very
+    # HTML to learners as text.
+    before = Markup("")
     if expect.before:
         names = ", ".join(str(m.get("method", "a response")) for m in expect.before)
-        before = f'<p class="expect-before">After sending: <code>{escape(names)}</code></p>'
-    caption = f"<figcaption>{escape(expect.caption)}</figcaption>" if expect.caption else ""
+        before = Markup('<p class="expect-before">After sending: <code>{}</code></p>').format(names)
+    caption = Markup("<figcaption>{}</figcaption>").format(expect.caption) if expect.caption else Markup("")
     if expect.send is not None:
         send = code_block(pretty_json(expect.send), "json", {"data-example": "send"})
     else:
         send = code_block(expect.send_line or "", "text", {"data-example": "line"})
-    meanwhile = ""
+    meanwhile = Markup("")
     for method, body in expect.answers:
-        meanwhile += (
-            f'<p class="exchange-label">When the server asks <code>{escape(method)}</code>, you answer</p>'
-            + code_block(pretty_json(body), "json")
-        )
+        meanwhile += Markup(
+            '<p class="exchange-label">When the server asks <code>{}</code>, you answer</p>'
+        ).format(method)
+        meanwhile += code_block(pretty_json(body), "json")
     if expect.along:
-        meanwhile += '<p class="exchange-label">Before its reply, the server also sends</p>'
-        meanwhile += "".join(code_block(pretty_json(m), "json") for m in expect.along)
+        meanwhile += Markup('<p class="exchange-label">Before its reply, the server also sends</p>')
+        for message in expect.along:
+            meanwhile += code_block(pretty_json(message), "json")
     if meanwhile:
-        meanwhile = f'<div class="exchange-meanwhile">{meanwhile}</div>'
+        meanwhile = Markup('<div class="exchange-meanwhile">{}</div>').format(meanwhile)
     if expect.reply is None:
-        reply = '<p class="expect-none">The server sends nothing back.</p>'
+        reply = Markup('<p class="expect-none">The server sends nothing back.</p>')
     else:
         reply = code_block(pretty_json(expect.reply), "json")
     return Markup(
-        f'<figure class="exchange" data-expect>{caption}{before}'
-        f'<div class="exchange-send"><p class="exchange-label">You send</p>{send}</div>{meanwhile}'
-        f'<div class="exchange-reply"><p class="exchange-label">The server replies '
-        f"(the parts that matter)</p>{reply}</div></figure>\n"
-    )
+        '<figure class="exchange" data-expect>{}{}'
+        '<div class="exchange-send"><p class="exchange-label">You send</p>{}</div>{}'
+        '<div class="exchange-reply"><p class="exchange-label">The server replies '
+        "(the parts that matter)</p>{}</div></figure>\n"
+    ).format(caption, before, send, meanwhile, reply)
 
 
 def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
