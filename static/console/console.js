@@ -72,7 +72,12 @@ class Console {
 
   sendText(text, fromCard = false) {
     if (!this.connection.send({ type: "send", text })) {
-      this.setState("lost", "Not connected, so nothing was sent. The console is reconnecting; send again in a moment.");
+      if (this.connection.finished) {
+        // Closed for good (the server exited, or the session ended): no reconnect is coming.
+        this.setState("exited", "Nothing was sent: this server has stopped. Start a new server, then send again.");
+      } else {
+        this.setState("lost", "Not connected, so nothing was sent. The console is reconnecting; send again in a moment.");
+      }
       return;
     }
     this.waits.startSending();

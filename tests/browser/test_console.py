@@ -172,6 +172,10 @@ def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
     expect(log_entry(page, "stderr")).to_contain_text("crashing on purpose")
     new_server = page.get_by_role("button", name="Start a new server")
     expect(new_server).to_be_focused()
+    page.get_by_role("button", name="Send", exact=True).click()  # Send instead: nothing to send it to
+    expect(state).to_have_attribute("data-state", "exited")
+    expect(state).to_contain_text("Nothing was sent: this server has stopped. Start a new server")
+    expect(new_server).to_be_visible()
     new_server.press("Enter")
     ready(page)
     expect(page.locator('[data-fact="session"]')).not_to_have_text(first)
