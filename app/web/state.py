@@ -120,6 +120,13 @@ class AppState:
         self._bind_metrics()
         if self.drop_privileges:
             self._drop_privileges()
+            if self.privileges.startswith("not in force") and not s.weak_sandbox_allowed:
+                await self.stop()
+                raise SandboxError(
+                    "Refusing to start: the web process cannot drop root and hosting mode needs it "
+                    "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
+                    reason="weak_sandbox",
+                )
         self.ready = True
 
     def _drop_privileges(self) -> None:

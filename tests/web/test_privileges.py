@@ -296,6 +296,24 @@ def test_check_as_reports_what_the_user_cannot_read(tmp_path: Path) -> None:
     assert _check_as(NOBODY.pw_uid, NOBODY.pw_gid, [Path("/etc/hostname")], [Path("/")]) == ""
 
 
+def test_hosting_mode_refuses_to_start_when_the_web_process_cannot_drop_root(reachable_dir: Path) -> None:
+    hidden = reachable_dir / "root-only"
+    hidden.mkdir(mode=0o700)
+    token = "a-long-enough-instructor-token-for-hosting"
+    refused = AppProcess(hidden / "refused", host="0.0.0.0", instructor_token=token, warm_pool_size=1)
+    try:
+        with pytest.raises(RuntimeError, match="the app exited"):
+            refused.start()
+    finally:
+        refused.stop()
+    assert "Refusing to start: the web process cannot drop root" in full_log(refused), full_log(refused)
+    accepted = AppProcess(hidden / "accepted", host="0.0.0.0", instructor_token=token, warm_pool_size=1,
+                          accept_weak_sandbox=True)  # fmt: skip
+    with accepted:
+        health = httpx.get(accepted.base + "/healthz", timeout=30).json()
+        assert health["privileges"].startswith("not in force: nobody cannot reach"), health
+
+
 def test_the_drop_refuses_while_other_threads_run(reachable_dir: Path) -> None:
     """no_new_privs, the bounding set and capset(2) hold per thread: a thread started before the drop
     would keep what the others lose. In a forked child (the test process itself must stay root)."""
