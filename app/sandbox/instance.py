@@ -4,7 +4,7 @@
 - `await stop(now=False)`: staged stop: close stdin, then SIGTERM, then SIGKILL to its process
   group, each stage with its own timeout; returns once the instance has exited.
 - `poll()`: None while it runs, else its ExitStatus.
-- read-only state: `ready` (started and not exited), `pending` ("start" or "stop" while in progress).
+- read-only state: `pending` ("start" or "stop" while in progress); `exited` (an event, set at exit).
 
 Lines in and out: `write_line()` sends one line to stdin; `read_line()` returns the next stdout line
 (without its newline), or None at end of output; `read_stderr()` the next stderr line.
@@ -16,7 +16,6 @@ import asyncio
 import logging
 import os
 import signal
-import time
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
@@ -43,8 +42,6 @@ class Instance:
         self.max_output_bytes = max_output_bytes
         self.pid: int | None = None
         self.server_pid: int | None = None
-        self.started_at = 0.0
-        self.last_activity = 0.0
         self.output_bytes = 0
         self.pending: str | None = None
         self.exited = asyncio.Event()
@@ -54,15 +51,8 @@ class Instance:
         self._stderr: asyncio.StreamReader | None = None
         self._transports: list[asyncio.BaseTransport] = []
 
-    @property
-    def ready(self) -> bool:
-        return self.pid is not None and self._status is None and self.pending is None
-
     def poll(self) -> ExitStatus | None:
         return self._status
-
-    def touch(self) -> None:
-        self.last_activity = time.monotonic()
 
     async def start(self) -> None:
         self.pending = "start"
@@ -96,7 +86,6 @@ class Instance:
             asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", 0)
         )
         self._stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
-        self.started_at = self.last_activity = time.monotonic()
         self.pending = None
 
     def _on_exit(self, status: ExitStatus) -> None:
@@ -107,7 +96,6 @@ class Instance:
         """Write one message line to the server's stdin. Raises SandboxError once it has gone."""
         if self._stdin is None or self._stdin.is_closing() or self._status is not None:
             raise SandboxError("The demo server has stopped.", reason="exited", status_code=410)
-        self.touch()
         self._stdin.write(line.encode("utf-8") + b"\n")
         try:
             await self._stdin.drain()
@@ -132,7 +120,6 @@ class Instance:
             raise OutputLimitError(
                 f"The server wrote more than {self.max_output_bytes} bytes in this session; it was ended."
             )
-        self.touch()
         return raw.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
 
     async def read_stderr(self) -> str | None:
