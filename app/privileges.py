@@ -43,7 +43,6 @@ PREIMPORT: tuple[str, ...] = (
     "stringprep",
     "unicodedata",
     # forms and uploads
-    "multipart",
     "python_multipart",
     "python_multipart.multipart",
     "starlette.formparsers",
