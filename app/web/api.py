@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from app.web.errors import error_body
 from app.web.state import get_state
 
 router = APIRouter()
@@ -41,9 +42,7 @@ async def transcript(
     owner_key = f"learner:{learner_id(request)}"
     session = state.sessions.find(session_id, owner_key) if state.sessions else None
     if session is None:
-        return JSONResponse(
-            {"error": {"status": 404, "message": "No such session (or it is not yours)."}}, status_code=404
-        )
+        return JSONResponse(error_body(404, "No such session (or it is not yours)."), status_code=404)
     body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
     body.update(session=session.id, status=session.status)
     return JSONResponse(

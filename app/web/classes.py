@@ -10,6 +10,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.web.client import client_address, is_https
 from app.web.credentials import retry_words, same_secret
+from app.web.errors import error_body, error_response
 from app.web.learner import MAX_AGE_S, learner_id
 from app.web.state import get_state
 from app.web.templating import templates
@@ -26,8 +27,6 @@ def _throttled(request: Request, kind: str) -> Response | None:
     wait = get_state(request).throttle.wait(kind, client_address(request.scope))
     if wait is None:
         return None
-    from app.web.errors import error_response
-
     response = error_response(
         request, 429, f"Too many wrong codes from your address. Try again in {retry_words(wait)}."
     )
@@ -188,13 +187,13 @@ class AccessCodeMiddleware:
             from starlette.responses import JSONResponse
             from starlette.websockets import WebSocket
 
-            body = {"error": {"status": 401, "message": "This playground needs its access code first."}}
+            body = error_body(401, "This playground needs its access code first.")
             await WebSocket(scope, receive, send).send_denial_response(JSONResponse(body, status_code=401))
             return
         if scope["path"].startswith("/api/"):
             from starlette.responses import JSONResponse
 
-            body = {"error": {"status": 401, "message": "This playground needs its access code first."}}
+            body = error_body(401, "This playground needs its access code first.")
             await JSONResponse(body, status_code=401)(scope, receive, send)
             return
         await RedirectResponse(f"/access?next={scope['path']}", status_code=303)(scope, receive, send)

@@ -25,6 +25,11 @@ MESSAGES = {
 }
 
 
+def error_body(status: int, message: str, **extra: object) -> dict:
+    """The one JSON error envelope, for HTTP answers and WebSocket handshake refusals alike."""
+    return {"error": {"status": status, "message": message, **extra}}
+
+
 def wants_json(request: Request) -> bool:
     path = request.url.path
     return path.startswith("/api/") or path.startswith("/ws/") or path in ("/healthz", "/metrics")
@@ -33,7 +38,7 @@ def wants_json(request: Request) -> bool:
 def error_response(request: Request, status: int, detail: str | None) -> Response:
     message = detail or MESSAGES.get(status, "Error")
     if wants_json(request):
-        return JSONResponse({"error": {"status": status, "message": message}}, status_code=status)
+        return JSONResponse(error_body(status, message), status_code=status)
     names = [f"{status}.html", "error.html"]
     template = templates.env.select_template(names)
     html = template.render(request=request, status=status, message=message, title=f"{status}")
@@ -52,9 +57,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         if wants_json(request):
-            return JSONResponse(
-                {"error": {"status": 422, "message": MESSAGES[422], "details": exc.errors()}}, status_code=422
-            )
+            return JSONResponse(error_body(422, MESSAGES[422], details=exc.errors()), status_code=422)
         return error_response(request, 422, None)
 
     @app.exception_handler(Exception)

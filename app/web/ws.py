@@ -14,6 +14,7 @@ from app.course.models import Step
 from app.protocol.transcript import Transcript
 from app.relay.wire import EnvelopeWire, McpWire, WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
+from app.web.errors import error_body
 from app.web.guard import same_origin
 from app.web.state import AppState
 
@@ -38,7 +39,7 @@ def origin_allowed(websocket: WebSocket, state: AppState) -> bool:
 
 async def deny(websocket: WebSocket, status: int, message: str, retry_after_s: int | None = None) -> None:
     headers = {"Retry-After": str(retry_after_s)} if retry_after_s else None
-    body = {"error": {"status": status, "message": message}}
+    body = error_body(status, message)
     await websocket.send_denial_response(JSONResponse(body, status_code=status, headers=headers))
 
 
