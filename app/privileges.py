@@ -121,9 +121,12 @@ def preimport(names: Sequence[str] = PREIMPORT) -> list[str]:
     return absent
 
 
-def _check_as(uid: int, gid: int, readable: Sequence[Path], reachable: Sequence[Path]) -> str:
+def _check_as(
+    uid: int, gid: int, readable: Sequence[Path], reachable: Sequence[Path], writable: Sequence[Path] = ()
+) -> str:
     """In a throwaway child that has become uid/gid: "" when it can list or read every path in
-    `readable` and stat every path in `reachable`, else the first failure in words."""
+    `readable`, stat every path in `reachable` and write every path in `writable`, else the first
+    failure in words."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
@@ -141,6 +144,9 @@ def _check_as(uid: int, gid: int, readable: Sequence[Path], reachable: Sequence[
                         handle.read(1)
             for path in reachable:
                 os.stat(path)
+            for path in writable:  # access(2) asks for the real uid: the one just taken
+                if not os.access(path, os.W_OK | (os.X_OK if path.is_dir() else 0)):
+                    raise PermissionError(13, "Permission denied (not writable)", str(path))
         except OSError as exc:
             problem = f"{exc.filename or ''}: {exc.strerror}".encode()
         except BaseException as exc:
@@ -207,6 +213,11 @@ def drop(user: str, data_dir: Path, reserved_uids: range | None = None) -> str:
     absent = preimport()
     interpreter = _check_as(uid, gid, readable=[Path(os.__file__)], reachable=[])
     changed = take_over(data_dir, uid, gid)
+    # What another owner left (not root's, so not taken over) must still be writable.
+    files = [p for p in data_dir.iterdir() if p.is_file() and not p.is_symlink()]
+    problem = _check_as(uid, gid, readable=[], reachable=[], writable=[data_dir, *files])
+    if problem:
+        return f"not in force: {user} cannot write the data folder ({problem})"
     if changed:
         log.info(
             "the data folder %s now belongs to %s (%d entries taken over from root)", data_dir, user, changed

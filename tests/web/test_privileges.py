@@ -314,17 +314,18 @@ def test_hosting_mode_refuses_to_start_when_the_web_process_cannot_drop_root(rea
         assert health["privileges"].startswith("not in force: nobody cannot reach"), health
 
 
-def test_the_drop_refuses_while_other_threads_run(reachable_dir: Path) -> None:
-    """no_new_privs, the bounding set and capset(2) hold per thread: a thread started before the drop
-    would keep what the others lose. In a forked child (the test process itself must stay root)."""
+def drop_in_a_child(data_dir: Path, threads: int = 0) -> tuple[str, int]:
+    """privileges.drop() in a forked child (the test process itself must stay root): its answer and
+    the uid the child had afterwards."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
             os.close(read_end)
             stop = threading.Event()
-            threading.Thread(target=stop.wait, daemon=True).start()
-            answer = drop("nobody", reachable_dir / "data")
+            for _ in range(threads):
+                threading.Thread(target=stop.wait, daemon=True).start()
+            answer = drop("nobody", data_dir)
             os.write(write_end, f"{answer}|{os.getuid()}".encode())
             stop.set()
         finally:
@@ -333,5 +334,26 @@ def test_the_drop_refuses_while_other_threads_run(reachable_dir: Path) -> None:
     with os.fdopen(read_end, "rb") as reader:
         answer, _, uid = reader.read().decode().rpartition("|")
     os.waitpid(pid, 0)
+    return answer, int(uid)
+
+
+def test_the_drop_refuses_while_other_threads_run(reachable_dir: Path) -> None:
+    """no_new_privs, the bounding set and capset(2) hold per thread: a thread started before the drop
+    would keep what the others lose."""
+    answer, uid = drop_in_a_child(reachable_dir / "data", threads=1)
     assert answer == "not in force: the web process runs 2 threads; the drop needs it to have one"
-    assert uid == "0"
+    assert uid == 0
+
+
+def test_a_data_folder_of_another_owner_that_the_user_cannot_write_keeps_root(reachable_dir: Path) -> None:
+    data = reachable_dir / "data"
+    data.mkdir(mode=0o755)
+    os.chown(data, 12345, 12345)  # not root's, so not taken over; nobody may enter but not write
+    answer, uid = drop_in_a_child(data)
+    assert answer.startswith("not in force: nobody cannot write the data folder"), answer
+    assert uid == 0
+    os.chown(data, 0, 0)
+    (data / "progress.sqlite3").write_bytes(b"")
+    answer, uid = drop_in_a_child(data)  # root's: taken over, and then the drop goes through
+    assert (answer, uid) == ("ok", NOBODY.pw_uid)
+    assert (data / "progress.sqlite3").stat().st_uid == NOBODY.pw_uid
