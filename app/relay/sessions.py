@@ -146,6 +146,9 @@ class Sessions:
             session.status, session.reason = "exited", exc.message
             await self._notify_state(session)
             raise
+        if session.closed:  # it ended (a timer, shutdown) while the new process started
+            await self.source.release(process)
+            raise SandboxError("This session has ended.", reason="ended", status_code=410)
         session.run(process)
         await self._notify_state(session)
 

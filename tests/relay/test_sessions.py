@@ -220,3 +220,25 @@ async def test_an_exit_answers_waiting_requests_and_releases_once(source: PlainS
     assert sessions.admission.total == 0
     assert source.released == [source.acquired[0]]  # ending it did not release the process again
     await sessions.close_all()
+
+
+async def test_a_session_ended_during_a_restart_does_not_keep_the_new_process(source: PlainSource) -> None:
+    sessions = make(source)
+    session = await sessions.open("demo-orders", ADA)
+    started, proceed = asyncio.Event(), asyncio.Event()
+    acquire = source.acquire
+
+    async def held_acquire(server: str):  # noqa: ANN202
+        started.set()
+        await proceed.wait()  # the new process starts only once the session has ended
+        return await acquire(server)
+
+    source.acquire = held_acquire  # type: ignore[method-assign]
+    restarting = asyncio.create_task(sessions.restart(session))
+    await started.wait()
+    sessions.end_soon(session, 1000, "ended on a timer")
+    proceed.set()
+    with pytest.raises(SandboxError):
+        await restarting
+    await sessions.close_all()
+    assert len(source.acquired) == 2 and source.released == source.acquired  # both processes went back
