@@ -45,6 +45,9 @@ REFUSED_TEXT_KEPT = 2000
 # Hands-on checks run at most this often on one connection; a burst of messages is checked once.
 CHECK_MIN_INTERVAL_S = 0.05
 POLICY_VIOLATION = 1008
+# A refused frame's id is read only from a frame this small: parsing megabytes per refused frame of a
+# flood would cost more than the answer is worth.
+ID_PEEK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ class Wire:
 
     def id_of(self, text: str) -> Any:
         """The request id inside a frame, for an error reply to a frame we did not forward."""
-        return readable_id(text, self.limits.max_message_bytes)
+        return readable_id(text, ID_PEEK_BYTES)
 
     async def finish(self) -> None:
         """The connection is over: stop anything the wire still runs."""
@@ -244,7 +247,7 @@ class EnvelopeWire(Wire):
 
     def id_of(self, text: str) -> Any:
         try:
-            frame = json.loads(text) if len(text) <= self.limits.max_message_bytes * 2 else None
+            frame = json.loads(text) if len(text) <= ID_PEEK_BYTES else None
         except (ValueError, RecursionError):
             return None
         inner = frame.get("text") if isinstance(frame, dict) else None
