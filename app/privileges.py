@@ -205,7 +205,7 @@ def drop(user: str, data_dir: Path, reserved_uids: range | None = None) -> str:
     problem = _check_as(
         uid,
         gid,
-        readable=[PROJECT_ROOT / "templates", PROJECT_ROOT / "static", PROJECT_ROOT / "lessons"],
+        readable=[PROJECT_ROOT / "templates", PROJECT_ROOT / "static"],  # lessons are read at start-up
         reachable=[data_dir],
     )
     if problem:
