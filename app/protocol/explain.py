@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pydantic
-from mcp_types import methods
+from mcp_types import PROTOCOL_VERSION_META_KEY, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from app.protocol.jsonrpc import ERROR_NAMES, UNSUPPORTED_VERSION
@@ -16,7 +16,7 @@ from app.protocol.revisions import table_problems
 from app.protocol.transcript import Entry, Transcript
 
 Finding = dict[str, str]
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_VERSION = PROTOCOL_VERSION_META_KEY
 NEVER_RELEASED = {"2024-10-07": "2024-10-07 was never a released MCP revision (the first is 2024-11-05)."}
 ALL_CLIENT_METHODS = {method for method, _ in methods.CLIENT_REQUESTS}
 ALL_CLIENT_NOTIFICATIONS = {method for method, _ in methods.CLIENT_NOTIFICATIONS}

@@ -9,22 +9,21 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-PARSE_ERROR = -32700
-"""The frame is not valid JSON (RFC 8259), or not valid UTF-8."""
-INVALID_REQUEST = -32600
-"""Valid JSON that is not a JSON-RPC 2.0 message the server could take."""
-METHOD_NOT_FOUND = -32601
-"""The server has no such method."""
-INVALID_PARAMS = -32602
-"""The method exists but its params are wrong."""
-INTERNAL_ERROR = -32603
-"""The server failed while handling the request."""
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+
+# The JSON-RPC and MCP codes are the SDK's names (mcp_types); the relay's own two are defined here.
 RATE_LIMITED = -32001
 """The relay's own: too many messages in a short time (a server-defined code, -32000 to -32099)."""
 SERVER_EXITED = -32002
 """The relay's own: the server exited before it answered this request."""
-UNSUPPORTED_VERSION = -32022
-"""2026-07-28: the request's protocol version is not one the server supports."""
+UNSUPPORTED_VERSION = UNSUPPORTED_PROTOCOL_VERSION
 
 ERROR_NAMES = {
     PARSE_ERROR: "Parse error",

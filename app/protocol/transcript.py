@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
 Direction = Literal["client", "server", "relay"]
 # Enough for any lesson many times over; bounds a console left running for hours.
 MAX_ENTRIES = 5000
@@ -165,7 +167,7 @@ class Transcript:
         elif request.method == "server/discover":
             params = request.message.get("params") or {}
             meta = params.get("_meta") if isinstance(params, dict) else None
-            version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+            version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
             if isinstance(version, str):
                 self.revision = version
 

@@ -6,6 +6,7 @@ import json
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from app.web.state import get_state
 from app.web.templating import templates
@@ -31,7 +32,7 @@ def starting_message(revision: str) -> str:
     """The console's first message: the handshake, or server/discover in the stateless revision."""
     if revision == "2026-07-28":
         meta = {
-            "io.modelcontextprotocol/protocolVersion": revision,
+            PROTOCOL_VERSION_META_KEY: revision,
             "io.modelcontextprotocol/clientCapabilities": {},
         }
         message: dict = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
 from app.course.checks import (
     Outcome,
     check,
@@ -17,7 +19,7 @@ from app.course.checks import (
 )
 from app.protocol.transcript import Entry, Transcript
 
-VERSION = "io.modelcontextprotocol/protocolVersion"
+VERSION = PROTOCOL_VERSION_META_KEY
 CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 
