@@ -215,6 +215,14 @@ def test_screenshots_of_the_main_pages(page: Page, artifacts: Path, probe: PageP
     expect(log_entry(page, "received")).to_have_count(2)
     page.screenshot(path=artifacts / "playground.png", full_page=True)
     assert probe.requests and probe.outside() == []
+    assert luminance(page, "body", "backgroundColor") > 0.8 and luminance(page, "body", "color") < 0.2
+
+
+def luminance(page: Page, selector: str, prop: str) -> float:
+    """Relative luminance (0 black, 1 white) of an element's computed colour."""
+    rgb = page.locator(selector).first.evaluate(f"e => getComputedStyle(e).{prop}")
+    red, green, blue = (int(v) for v in rgb[rgb.index("(") + 1 : rgb.index(")")].split(",")[:3])
+    return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255
 
 
 def test_dark_mode_playground(dark_page: Page, artifacts: Path) -> None:
@@ -226,9 +234,12 @@ def test_dark_mode_playground(dark_page: Page, artifacts: Path) -> None:
     page.locator("#console-message").fill('{"jsonrpc": "2.0", "id": 2, "method": "tools/list", }')
     expect(page.locator("[data-editor-status] .json-error")).to_contain_text("trailing commas")
     page.screenshot(path=artifacts / "playground-dark.png", full_page=True)
+    assert luminance(page, "body", "backgroundColor") < 0.1 and luminance(page, "body", "color") > 0.6
+    assert luminance(page, "#console-message", "backgroundColor") < 0.2  # the editor follows the scheme
     page.goto(INITIALIZE_STEP)
     ready(page)
     page.screenshot(path=artifacts / "step-dark.png")
+    assert luminance(page, "pre.code", "backgroundColor") < 0.2 and luminance(page, "body", "color") > 0.6
 
 
 def test_restart_and_export_the_transcript(page: Page) -> None:
