@@ -44,9 +44,11 @@ def test_slow_reply_keeps_the_server_answering_meanwhile(client: RawClient) -> N
 
 
 def test_a_cancelled_slow_reply_is_never_sent(client: RawClient) -> None:
-    cancelled = call_tool(client, "slow_reply", {"seconds": 0.2})
+    # The cancelled reply would be due first; the cancel has 1.5 s to arrive, which a busy machine
+    # needs far less than (the test used to race 0.2 s against 0.4 s).
+    cancelled = call_tool(client, "slow_reply", {"seconds": 1.5})
     client.notify("notifications/cancelled", {"requestId": cancelled, "reason": "test"})
-    later = call_tool(client, "slow_reply", {"seconds": 0.4})
+    later = call_tool(client, "slow_reply", {"seconds": 2.0})
     assert client.read()["id"] == later  # the cancelled one, due earlier, never came
 
 
