@@ -6,6 +6,7 @@ import pytest
 
 from app.course import checks
 from app.course.models import Step
+from app.protocol.jsonrpc import PARSE_ERROR, FrameError
 from app.protocol.transcript import Transcript
 from tests.course.checkhelp import init, init_result, run, transcript
 
@@ -17,19 +18,25 @@ def test_every_check_has_a_goal_and_a_reason_on_an_empty_transcript() -> None:
         assert result.name == name and not result.passed and result.reason
 
 
-def test_evaluate_runs_the_steps_checks_in_order() -> None:
+def test_a_steps_checks_run_in_the_lessons_order() -> None:
     step = Step("l/s", "s", "S", "l", 4, 1, 1, 1, checks=("initialize-answered", "ping-answered"))  # type: ignore[arg-type]
     t = transcript((">", init()), ("<", init_result()))
-    results = checks.evaluate(step, t)
+    results, complete = checks.StepChecker(step).run(t)
+    assert complete
     assert [(r.name, r.passed) for r in results] == [("initialize-answered", True), ("ping-answered", False)]
 
 
-@pytest.mark.parametrize("name", sorted(set(checks.REGISTRY) - {"garbled-line-seen"}))
-def test_unparseable_lines_do_not_break_a_check(name: str) -> None:
+# These two pass on exactly such lines: that is what they look for.
+@pytest.mark.parametrize(
+    "name", sorted(set(checks.REGISTRY) - {"garbled-line-seen", "relay-refused-bad-input"})
+)
+def test_lines_that_are_not_messages_do_not_break_a_check(name: str) -> None:
+    # What the relay records of them: a refused frame as a relay entry with its error reply, and a
+    # server line that is not JSON, or is JSON but not a message, as a server entry.
     t = Transcript(server="demo-orders")
-    t.add_client("{bad", None)
+    t.add_relay_error("{bad", FrameError(PARSE_ERROR, "bad JSON", "not JSON").reply())
     t.add_server("not json", None)
-    t.add_client("[1]", [1])
+    t.add_server("[1]", [1])
     assert not run(name, t).passed
 
 
@@ -38,8 +45,7 @@ def test_a_check_name_is_registered_once() -> None:
         checks.check("ping-answered", "again")(lambda t: (True, ""))
 
 
-def test_every_check_lives_in_a_lesson_module_and_get_finds_it() -> None:
+def test_every_check_lives_in_a_lesson_module_under_its_own_name() -> None:
     for name, registered in checks.REGISTRY.items():
-        assert checks.get(name) is registered
+        assert registered.name == name
         assert registered.predicate.__module__.startswith("app.course.checks.")
-    assert checks.get("no-such-check") is None

@@ -54,15 +54,6 @@ def check(
     return register
 
 
-def get(name: str) -> Check | None:
-    return REGISTRY.get(name)
-
-
-def evaluate(step: Step, transcript: Transcript) -> list[CheckResult]:
-    """Every check of `step` against the transcript, in the lesson's order."""
-    return [REGISTRY[name].run(transcript) for name in step.checks]
-
-
 # One round of a step's checks may take this long; checks not reached wait for the next round.
 ROUND_BUDGET_S = 0.02
 
@@ -209,8 +200,6 @@ __all__ = [
     "check",
     "client_features",
     "errors",
-    "evaluate",
-    "get",
     "handshake",
     "jsonrpc",
     "resources",
