@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import PROJECT_ROOT, Settings
 from app.demos import load_registry
-from app.web import api, classes, course_pages, errors, instructor, learner, pages, ws
+from app.web import access, api, course_pages, errors, instructor, join, learner, pages, resume, ws
 from app.web.client import ClientMiddleware, TrustedProxies
 from app.web.guard import GuardMiddleware
 from app.web.state import AppState
@@ -38,11 +38,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(ws.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
-    app.include_router(classes.router)
+    app.include_router(join.router)
+    app.include_router(resume.router)
+    app.include_router(access.router)
     app.include_router(instructor.router)
     errors.install(app)
     learner.install(app)
-    classes.install(app, settings.access_code)
+    access.install(app, settings.access_code)
     app.add_middleware(GuardMiddleware)  # before any cookie is read or minted
     # Outermost: who the client is and how it reached us, for everything above.
     app.add_middleware(ClientMiddleware, trusted=TrustedProxies(settings.trusted_proxies))

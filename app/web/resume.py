@@ -1,0 +1,61 @@
+"""Moving to another device: a resume code and link, and switching to the progress a code names."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.web.client import is_https
+from app.web.guesses import failed, throttled
+from app.web.learner import learner_id
+from app.web.state import get_state
+from app.web.templating import page
+
+router = APIRouter()
+
+
+@router.get("/resume", response_class=HTMLResponse)
+def resume_page(request: Request) -> HTMLResponse:
+    return _resume_page(request)
+
+
+def _resume_page(request: Request, status: int = 200, error: str | None = None) -> HTMLResponse:
+    """The learner's own code and link; a visitor without an identity yet gets none (a GET makes no rows)."""
+    code = link = None
+    if not request.scope.get("learner_minted"):
+        code = get_state(request).progress.resume_code(learner_id(request))
+        link = str(request.base_url).rstrip("/") + f"/resume/{code}"
+    return page(request, "resume.html", status=status, title="Continue on another device", code=code, link=link,
+                 error=error)  # fmt: skip
+
+
+def _switch_to(request: Request, code: str) -> Response:
+    if (refusal := throttled(request, "resume")) is not None:
+        return refusal
+    learner = get_state(request).progress.learner_for_resume_code(code)
+    if learner is None:
+        failed(request, "resume")
+        return _resume_page(request, 404, "No progress has that resume code. Check it and try again.")
+    response = RedirectResponse("/course?resumed=1", status_code=303)
+    identity = get_state(request).identity
+    assert identity is not None  # the app has started
+    response.headers.append("set-cookie", identity.cookie(learner, secure=is_https(request.scope)))
+    return response
+
+
+@router.get("/resume/{code}", response_class=HTMLResponse)
+def resume_link(request: Request, code: str) -> Response:
+    """A link only asks: switching who you are takes a click, so a link planted elsewhere cannot."""
+    progress = get_state(request).progress
+    if (refusal := throttled(request, "resume")) is not None:
+        return refusal
+    learner = progress.learner_for_resume_code(code)
+    if learner is None:
+        return _switch_to(request, code)  # says the code is unknown
+    name = progress.learner(learner).display_name
+    return page(request, "resume_confirm.html", title="Continue on this device", code=code, name=name)
+
+
+@router.post("/resume")
+def resume_code(request: Request, code: str = Form("")) -> Response:
+    return _switch_to(request, code)
