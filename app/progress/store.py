@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 MAX_DISPLAY_NAME = 40
+StepStatus = Literal["done", "started", "new"]
 
 
 class ProgressError(Exception):
@@ -49,6 +50,24 @@ class LearnerProgress:
 
     def quiz(self, step_slug: str, quiz_id: str) -> QuizRecord | None:
         return self.quizzes.get((step_slug, quiz_id))
+
+    def quiz_right(self, step_slug: str, quiz_id: str) -> bool:
+        """Whether any attempt at this quiz was right."""
+        record = self.quizzes.get((step_slug, quiz_id))
+        return record is not None and record.ever_correct
+
+    def quizzes_right(self, step_slug: str, quiz_ids: Iterable[str]) -> int:
+        return sum(1 for quiz_id in quiz_ids if self.quiz_right(step_slug, quiz_id))
+
+    def step_status(self, step_slug: str, checks: Iterable[str], quiz_ids: Iterable[str]) -> StepStatus:
+        """ "done": seen, every check passed and every quiz answered right once; "started": seen."""
+        if step_slug not in self.seen:
+            return "new"
+        quiz_ids = list(quiz_ids)
+        done = set(checks) <= self.checks_passed(step_slug) and self.quizzes_right(
+            step_slug, quiz_ids
+        ) == len(quiz_ids)
+        return "done" if done else "started"
 
 
 class ProgressStore(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from fastapi import APIRouter, HTTPException, Request
@@ -14,29 +14,21 @@ from app.course.catalog import Catalog
 from app.course.models import Lesson, Quiz, Step
 from app.course.quiz import AnswerError, Outcome, grade
 from app.course.render import render_inline
-from app.progress import LearnerProgress
+from app.progress.store import LearnerProgress, StepStatus
 from app.web.learner import learner_id
 from app.web.state import get_state
 from app.web.templating import templates
 
 router = APIRouter()
 
-Status = Literal["done", "started", "new"]
 STATUS_WORDS = {"done": "Completed", "started": "Started", "new": "Not started"}
 
 
-def step_status(step: Step, progress: LearnerProgress) -> Status:
-    """Done: seen, every check passed and every quiz answered right once. Started: seen."""
-    if step.slug not in progress.seen:
-        return "new"
-    passed = progress.checks_passed(step.slug)
-    quizzes_ok = all(
-        (r := progress.quiz(step.slug, q.id)) is not None and r.ever_correct for q in step.quizzes
-    )
-    return "done" if quizzes_ok and set(step.checks) <= passed else "started"
+def step_status(step: Step, progress: LearnerProgress) -> StepStatus:
+    return progress.step_status(step.slug, step.checks, (q.id for q in step.quizzes))
 
 
-def _statuses(catalog: Catalog, progress: LearnerProgress) -> dict[str, Status]:
+def _statuses(catalog: Catalog, progress: LearnerProgress) -> dict[str, StepStatus]:
     return {step.slug: step_status(step, progress) for step in catalog.steps()}
 
 
@@ -174,9 +166,11 @@ def progress_api(request: Request) -> dict[str, Any]:
             "seen": step.slug in progress.seen,
             "checks": {name: name in passed for name in step.checks},
             "quizzes": {
-                q.id: {"answered": r is not None, "correct": bool(r and r.ever_correct)}
+                q.id: {
+                    "answered": progress.quiz(step.slug, q.id) is not None,
+                    "correct": progress.quiz_right(step.slug, q.id),
+                }
                 for q in step.quizzes
-                for r in [progress.quiz(step.slug, q.id)]
             },
         }
     return {"display_name": progress.display_name, "steps": steps}

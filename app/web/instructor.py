@@ -22,7 +22,6 @@ from app.course.models import Step
 from app.progress import ClassInfo, LearnerProgress
 from app.web.api import TRANSCRIPT_PAGE
 from app.web.client import client_address, is_https
-from app.web.course_pages import step_status
 from app.web.credentials import retry_words, same_secret
 from app.web.state import AppState, get_state
 from app.web.templating import templates
@@ -156,10 +155,9 @@ def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step],
         cells = []
         for step in steps:
             passed = learner.checks_passed(step.slug)
-            quizzes_right = sum(
-                1 for q in step.quizzes if (r := learner.quiz(step.slug, q.id)) is not None and r.ever_correct
-            )
-            cells.append({"step": step, "status": step_status(step, learner), "seen": step.slug in learner.seen,
+            quiz_ids = [q.id for q in step.quizzes]
+            quizzes_right = learner.quizzes_right(step.slug, quiz_ids)
+            cells.append({"step": step, "status": learner.step_status(step.slug, step.checks, quiz_ids), "seen": step.slug in learner.seen,
                           "checks": len(set(step.checks) & passed), "checks_total": len(step.checks),
                           "quizzes": quizzes_right, "quizzes_total": len(step.quizzes)})  # fmt: skip
         rows.append({"learner": learner, "row_id": row_id(state, learner.learner_id),

@@ -111,3 +111,17 @@ def test_timestamps_keep_sub_second_precision(store) -> None:  # noqa: ANN001
     klass = store.create_class("precise")
     assert abs(store.get_class(klass.id).created_at - time.time()) < 60
     assert store.get_class(klass.id).created_at == klass.created_at
+
+
+def test_a_steps_status_and_quizzes_right_are_answered_by_the_progress() -> None:
+    from app.progress.store import LearnerProgress, QuizRecord
+
+    progress = LearnerProgress("ada-0123456789abcdef")
+    assert progress.step_status("l/s", ("a-check",), ("q1",)) == "new"
+    progress.seen.add("l/s")
+    assert progress.step_status("l/s", ("a-check",), ("q1",)) == "started"
+    progress.checks["l/s"] = {"a-check"}
+    progress.quizzes[("l/s", "q1")] = QuizRecord(("b",), correct=False, attempts=2, ever_correct=True)
+    assert progress.quizzes_right("l/s", ["q1", "q2"]) == 1 and progress.quiz_right("l/s", "q1")
+    assert progress.step_status("l/s", ("a-check",), ("q1",)) == "done"
+    assert progress.step_status("l/s", ("a-check",), ("q1", "q2")) == "started"
