@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         2 * 1024 * 1024,
         description="Bytes of messages a session's transcript keeps; the oldest are let go past it.",
     )
+    endpoint_lifetime_s: float = Field(
+        8 * 3600.0, description="How long a learner's Streamable HTTP endpoint URL works after it is made."
+    )
+    max_endpoints_per_learner: int = Field(
+        3, description="Streamable HTTP endpoints one learner may hold at once."
+    )
     reply_timeout_s: float = Field(
         10.0, description="After this long without a reply, the console says the request is still waiting."
     )

@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import PROJECT_ROOT, Settings
 from app.demos import load_registry
-from app.web import access, api, course_pages, errors, instructor, join, learner, pages, resume, ws
+from app.web import access, api, course_pages, endpoints, errors, instructor, join, learner, pages, resume, ws
 from app.web.client import ClientMiddleware, TrustedProxies
 from app.web.guard import GuardMiddleware
 from app.web.state import AppState
@@ -36,6 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=PROJECT_ROOT / "static"), name="static")
     app.include_router(api.router)
     app.include_router(ws.router)
+    app.include_router(endpoints.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
     app.include_router(join.router)

@@ -75,6 +75,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             expires_at {time} NOT NULL
         )""",
     ),
+    # 5: Streamable HTTP endpoints: a learner's own URL for outside MCP clients (the token's hash only).
+    (
+        """CREATE TABLE endpoints (
+            id TEXT PRIMARY KEY,
+            token_hash TEXT NOT NULL UNIQUE,
+            learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
+            server TEXT NOT NULL,
+            created_at {time} NOT NULL,
+            expires_at {time} NOT NULL,
+            ended_at {time}
+        )""",
+        "CREATE INDEX endpoints_learner ON endpoints (learner_id)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

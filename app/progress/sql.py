@@ -20,6 +20,7 @@ from app.progress.store import (
     JOIN_CODE_LENGTH,
     RESUME_CODE_LENGTH,
     ClassInfo,
+    EndpointInfo,
     LearnerProgress,
     ProgressError,
     QuizRecord,
@@ -377,6 +378,54 @@ class SQLProgressStore:
     def end_instructor_session(self, id_hash: str) -> None:
         with self._write() as db:
             self._exec(db, "DELETE FROM instructor_sessions WHERE id_hash = ?", (id_hash,))
+
+    # --- Streamable HTTP endpoints ------------------------------------------------------------------
+
+    _ENDPOINT_COLUMNS = "id, learner_id, server, created_at, expires_at, ended_at"
+
+    @staticmethod
+    def _endpoint(row: Sequence[Any]) -> EndpointInfo:
+        return EndpointInfo(row[0], row[1], row[2], row[3], row[4], row[5] is not None)
+
+    def create_endpoint(
+        self, learner_id: str, server: str, token_hash: str, lifetime_s: float
+    ) -> EndpointInfo:
+        now = time.time()
+        info = EndpointInfo(secrets.token_urlsafe(9), learner_id, server, now, now + lifetime_s)
+        with self._write() as db:
+            self._touch(db, learner_id, now)
+            self._exec(
+                db,
+                "INSERT INTO endpoints (id, token_hash, learner_id, server, created_at, expires_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (info.id, token_hash, learner_id, server, info.created_at, info.expires_at),
+            )
+        return info
+
+    def endpoint_by_token_hash(self, token_hash: str) -> EndpointInfo | None:
+        with self._read() as db:
+            row = self._exec(
+                db, f"SELECT {self._ENDPOINT_COLUMNS} FROM endpoints WHERE token_hash = ?", (token_hash,)
+            ).fetchone()
+        return self._endpoint(row) if row else None
+
+    def learner_endpoints(self, learner_id: str) -> list[EndpointInfo]:
+        with self._read() as db:
+            rows = self._exec(
+                db,
+                f"SELECT {self._ENDPOINT_COLUMNS} FROM endpoints WHERE learner_id = ? AND ended_at IS NULL "
+                "AND expires_at > ? ORDER BY created_at",
+                (learner_id, time.time()),
+            ).fetchall()
+        return [self._endpoint(row) for row in rows]
+
+    def end_endpoint(self, endpoint_id: str) -> None:
+        with self._write() as db:
+            self._exec(
+                db,
+                "UPDATE endpoints SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
+                (time.time(), endpoint_id),
+            )
 
     # --- resume codes ------------------------------------------------------------------------------
 

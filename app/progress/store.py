@@ -36,6 +36,21 @@ class ClassInfo:
     max_sessions: int | None = None  # live sessions for the whole class; None: only the global caps
 
 
+@dataclass(frozen=True)
+class EndpointInfo:
+    """A learner's Streamable HTTP endpoint (the token itself is never stored, only its hash)."""
+
+    id: str
+    learner_id: str
+    server: str
+    created_at: float
+    expires_at: float
+    ended: bool = False
+
+    def live(self, now: float) -> bool:
+        return not self.ended and now < self.expires_at
+
+
 @dataclass
 class LearnerProgress:
     learner_id: str
@@ -130,6 +145,19 @@ class ProgressStore(Protocol):
     def instructor_session_valid(self, id_hash: str) -> bool: ...
 
     def end_instructor_session(self, id_hash: str) -> None: ...
+
+    # Streamable HTTP endpoints.
+    def create_endpoint(
+        self, learner_id: str, server: str, token_hash: str, lifetime_s: float
+    ) -> EndpointInfo: ...
+
+    def endpoint_by_token_hash(self, token_hash: str) -> EndpointInfo | None: ...
+
+    def learner_endpoints(self, learner_id: str) -> list[EndpointInfo]:
+        """The learner's endpoints that have not ended or expired, oldest first."""
+        ...
+
+    def end_endpoint(self, endpoint_id: str) -> None: ...
 
     # Moving to another device.
     def resume_code(self, learner_id: str) -> str:

@@ -20,7 +20,7 @@ router = APIRouter()
 
 ACCESS_COOKIE = "playground_access"
 # Paths that stay open without the site's access code: the form itself, assets, probes.
-OPEN_PATHS = ("/access", "/static/", "/healthz", "/metrics")
+OPEN_PATHS = ("/access", "/static/", "/healthz", "/metrics", "/mcp/")  # an endpoint's token is its credential
 
 
 def access_token(code: str) -> str:

@@ -21,6 +21,7 @@ from app.metrics import Metrics
 from app.progress import ProgressStore, open_store
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Caps, Owner
+from app.relay.httpwire import HttpSessions
 from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
@@ -46,6 +47,7 @@ class AppState:
     progress: ProgressStore = field(init=False)
     metrics: Metrics = field(default_factory=Metrics)
     throttle: FailureThrottle = field(init=False)  # wrong secrets, per kind and client address
+    http_sessions: HttpSessions = field(default_factory=HttpSessions)  # MCP sessions on endpoints
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False

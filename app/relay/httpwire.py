@@ -1,0 +1,155 @@
+"""One MCP session over Streamable HTTP: the listener that stays attached to its relay session while
+HTTP requests come and go (see docs/endpoints.md).
+
+A POSTed request waits for its response here: as one JSON body, or as an SSE stream that also carries
+what the server sends meanwhile (its own requests and notifications). Whatever the server sends while
+no SSE request is waiting goes to the session's GET stream (bounded: the oldest go first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.protocol.jsonrpc import Frame, FrameError, parse_client_text, rate_limit_error, readable_id
+from app.protocol.transcript import Entry
+from app.relay.session import RelaySession
+from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
+
+# Server messages kept for a GET stream that is not open (or is slow); the oldest go first.
+STREAM_KEPT = 200
+FINAL = None  # the end of one request's events
+
+
+@dataclass
+class Waiter:
+    """A POSTed request waiting for its response; `events` also carries server messages when SSE."""
+
+    sse: bool
+    events: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
+    response: str | None = None
+
+
+class HttpListener:
+    def __init__(self, session: RelaySession, endpoint_id: str, limits: WireLimits) -> None:
+        self.session = session
+        self.endpoint_id = endpoint_id
+        self.limits = limits
+        self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
+        self.version: str | None = None  # MCP-Protocol-Version, once initialize has been answered
+        self.ended = asyncio.Event()
+        self.end_reason = ""
+        self._waiting: dict[str, Waiter] = {}
+        self._stream: deque[str] = deque(maxlen=STREAM_KEPT)
+        self._stream_ready = asyncio.Event()
+        self.stream_open = False
+
+    # --- what the HTTP side asks ------------------------------------------------------------------
+
+    def admit(self, text: str) -> Frame | FrameError:
+        """The same rules as a WebSocket frame: the rate limit, then strict JSON-RPC."""
+        wait = self.limiter.check()
+        if wait is not None:
+            return rate_limit_error(
+                self.limiter.limit, self.limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES)
+            )
+        return parse_client_text(text, self.limits.max_message_bytes)
+
+    @staticmethod
+    def parse_first(text: str, limits: WireLimits) -> Frame | FrameError:
+        """The first message of a would-be session, read by the same rules before there is one."""
+        return parse_client_text(text, limits.max_message_bytes)
+
+    async def request(self, frame: Frame, sse: bool) -> Waiter:
+        """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""
+        waiter = Waiter(sse)
+        self._waiting[_key(frame.message["id"])] = waiter
+        try:
+            await self.session.send(frame)
+        except BaseException:
+            self._waiting.pop(_key(frame.message["id"]), None)
+            raise
+        return waiter
+
+    async def stream(self) -> str | None:
+        """The next message for the GET stream; None once the session has ended."""
+        while not self._stream:
+            if self.ended.is_set():
+                return None
+            self._stream_ready.clear()
+            waits = [asyncio.create_task(self._stream_ready.wait()), asyncio.create_task(self.ended.wait())]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in waits:
+                    task.cancel()
+        return self._stream.popleft()
+
+    # --- what the relay session tells (the Listener protocol) ---------------------------------------
+
+    async def on_server_entry(self, entry: Entry) -> None:
+        if entry.is_response:
+            waiter = self._waiting.pop(_key(entry.message.get("id")), None)
+            if waiter is not None:
+                waiter.response = entry.line
+                waiter.events.put_nowait(entry.line)
+                waiter.events.put_nowait(FINAL)
+                return
+        # The server's own requests and notifications (and lines that are not messages).
+        streaming = [w for w in self._waiting.values() if w.sse]
+        if streaming:
+            streaming[-1].events.put_nowait(entry.line)
+        else:
+            self._stream.append(entry.line)
+            self._stream_ready.set()
+
+    async def on_stderr(self, text: str, at_ms: float) -> None:
+        pass  # an MCP client hears protocol messages only; the transcript view shows stderr
+
+    async def on_state(self) -> None:
+        pass
+
+    async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
+        # The relay answers requests the server can no longer answer (it exited).
+        waiter = self._waiting.pop(_key(error.id), None) if error.id is not None else None
+        if waiter is not None:
+            line = json.dumps(error.reply(), separators=(",", ":"))
+            waiter.response = line
+            waiter.events.put_nowait(line)
+            waiter.events.put_nowait(FINAL)
+
+    async def on_ended(self, code: int, reason: str) -> None:
+        self.end_reason = reason
+        self.ended.set()
+        for waiter in self._waiting.values():
+            waiter.events.put_nowait(FINAL)
+        self._waiting.clear()
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value)
+
+
+class HttpSessions:
+    """The MCP sessions of every endpoint on this replica, by `Mcp-Session-Id` (the relay session's id)."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, HttpListener] = {}
+
+    def add(self, listener: HttpListener) -> None:
+        self.by_id[listener.session.id] = listener
+
+    def get(self, session_id: str, endpoint_id: str) -> HttpListener | None:
+        listener = self.by_id.get(session_id)
+        if listener is None or listener.endpoint_id != endpoint_id:
+            return None  # another endpoint's session is as good as unknown
+        return listener
+
+    def remove(self, listener: HttpListener) -> None:
+        self.by_id.pop(listener.session.id, None)
+
+    def of_endpoint(self, endpoint_id: str) -> list[HttpListener]:
+        return [listener for listener in self.by_id.values() if listener.endpoint_id == endpoint_id]

@@ -1,0 +1,302 @@
+"""Streamable HTTP endpoints: a learner's own URL to their sandboxed server, for any MCP client.
+
+`/api/endpoints` makes, lists and ends a learner's endpoints (learner cookie, same site).
+`/mcp/{token}` speaks Streamable HTTP (handshake revisions): a POSTed `initialize` opens an MCP
+session (`Mcp-Session-Id`), which is one sandboxed instance admitted against the endpoint owner's
+caps, with the same limits and transcript as a console; later POSTs carry the session id; GET opens
+the stream of what the server sends on its own; DELETE ends the session. See docs/endpoints.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+
+from app.progress.store import EndpointInfo
+from app.protocol.jsonrpc import FrameError
+from app.relay.admission import Owner
+from app.relay.httpwire import FINAL, HttpListener, Waiter
+from app.relay.sessions import NORMAL_CLOSURE
+from app.relay.wire import WireLimits
+from app.sandbox.errors import CapacityError, SandboxError
+from app.web.client import client_address
+from app.web.errors import error_body
+from app.web.guard import same_origin
+from app.web.learner import learner_id
+from app.web.state import AppState, get_state
+
+router = APIRouter()
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+# A reply the server has not sent in this long is answered by the relay (the session goes on).
+REPLY_LIMIT_S = 300.0
+# An idle SSE stream gets a comment this often, so proxies keep it open.
+KEEPALIVE_S = 15.0
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def _endpoint_json(info: EndpointInfo, live: int) -> dict[str, Any]:
+    return {"id": info.id, "server": info.server, "created_at": int(info.created_at),
+            "expires_at": int(info.expires_at), "live_sessions": live}  # fmt: skip
+
+
+# --- the learner's endpoints ----------------------------------------------------------------------
+
+
+class NewEndpoint(BaseModel):
+    server: str = Field(max_length=100, description="A registry name, as in /api/servers.")
+
+
+@router.post("/api/endpoints", status_code=201)
+async def create_endpoint(request: Request, body: NewEndpoint) -> JSONResponse:
+    state = get_state(request)
+    learner = learner_id(request)
+    if body.server not in state.demos:
+        return JSONResponse(error_body(404, f"There is no server named {body.server!r}."), status_code=404)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner)
+    cap = state.settings.max_endpoints_per_learner
+    if len(mine) >= cap:
+        message = f"You already have {cap} endpoints. End one (DELETE /api/endpoints/ID) first."
+        return JSONResponse(error_body(409, message), status_code=409)
+    token = secrets.token_urlsafe(24)  # 192 random bits; only its hash is stored, and it is never logged
+    info = await anyio.to_thread.run_sync(
+        state.progress.create_endpoint,
+        learner,
+        body.server,
+        token_hash(token),
+        state.settings.endpoint_lifetime_s,
+    )
+    url = str(request.base_url).rstrip("/") + f"/mcp/{token}"
+    return JSONResponse({**_endpoint_json(info, 0), "url": url}, status_code=201)
+
+
+@router.get("/api/endpoints")
+async def list_endpoints(request: Request) -> list[dict[str, Any]]:
+    """The learner's live endpoints (their URLs were shown once, when made: the token is not kept)."""
+    state = get_state(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    return [_endpoint_json(info, len(state.http_sessions.of_endpoint(info.id))) for info in mine]
+
+
+@router.delete("/api/endpoints/{endpoint_id}")
+async def delete_endpoint(request: Request, endpoint_id: str) -> JSONResponse:
+    state = get_state(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    if not any(info.id == endpoint_id for info in mine):
+        return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
+    await anyio.to_thread.run_sync(state.progress.end_endpoint, endpoint_id)
+    for listener in state.http_sessions.of_endpoint(endpoint_id):
+        await _end(state, listener, "the endpoint was deleted")
+    return JSONResponse({"ended": True})
+
+
+# --- Streamable HTTP ------------------------------------------------------------------------------
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(status, message), status_code=status, headers=headers)
+
+
+def _jsonrpc_error(status: int, error: FrameError) -> JSONResponse:
+    return JSONResponse(error.reply(), status_code=status)
+
+
+async def _endpoint(request: Request, token: str) -> EndpointInfo | JSONResponse:
+    """The endpoint a token names, or the refusal (a foreign Origin, an unknown or ended token)."""
+    state = get_state(request)
+    origin = request.headers.get("origin")
+    if origin is not None and origin not in state.settings.allowed_origins:
+        if not same_origin(origin, request.headers.get("host", "")):
+            return _error(403, "This origin may not use this endpoint.")
+    info = await anyio.to_thread.run_sync(state.progress.endpoint_by_token_hash, token_hash(token))
+    if info is None or not info.live(time.time()):
+        return _error(404, "No such endpoint: it may have ended or expired. Make a new one.")
+    return info
+
+
+async def _end(state: AppState, listener: HttpListener, reason: str) -> None:
+    state.http_sessions.remove(listener)
+    if state.sessions is not None:
+        await state.sessions.end(listener.session, NORMAL_CLOSURE, reason)
+
+
+def _listener(request: Request, state: AppState, info: EndpointInfo) -> HttpListener | JSONResponse:
+    session_id = request.headers.get(SESSION_HEADER)
+    if not session_id:
+        return _error(400, f"This request needs the {SESSION_HEADER} header that initialize answered with.")
+    listener = state.http_sessions.get(session_id, info.id)
+    if listener is None or listener.ended.is_set() or listener.session.closed:
+        return _error(404, "No such MCP session: it has ended. Send initialize to start a new one.")
+    return listener
+
+
+def _version_problem(request: Request, listener: HttpListener) -> JSONResponse | None:
+    version = request.headers.get(VERSION_HEADER)
+    if version is None:
+        return None  # the spec's default for a client that does not say (2025-03-26)
+    if version not in HANDSHAKE_PROTOCOL_VERSIONS or (listener.version and version != listener.version):
+        return _error(400, f"{VERSION_HEADER} {version!r} is not the revision this session negotiated.")
+    return None
+
+
+@router.post("/mcp/{token}")
+async def mcp_post(request: Request, token: str) -> Response:
+    state = get_state(request)
+    info = await _endpoint(request, token)
+    if isinstance(info, JSONResponse):
+        return info
+    settings = state.settings
+    body = await request.body()
+    if len(body) > settings.max_frame_bytes:
+        return _error(413, f"A message is at most {settings.max_message_bytes} bytes.")
+    text = body.decode("utf-8", errors="surrogateescape")
+    sse = "text/event-stream" in request.headers.get("accept", "")
+    if not request.headers.get(SESSION_HEADER):
+        return await _initialize(request, state, info, text)
+    listener = _listener(request, state, info)
+    if isinstance(listener, JSONResponse):
+        return listener
+    if (problem := _version_problem(request, listener)) is not None:
+        return problem
+    result = listener.admit(text)
+    if isinstance(result, FrameError):
+        listener.session.transcript.add_relay_error(text[:2000], result.reply())
+        return _jsonrpc_error(429 if result.code == -32001 else 400, result)
+    if "method" not in result.message or "id" not in result.message:
+        await _send(listener, result)  # a notification, or a response to the server's own request
+        return Response(status_code=202)
+    return await _answer(listener, result, sse)
+
+
+async def _send(listener: HttpListener, frame: Any) -> None:
+    try:
+        await listener.session.send(frame)
+    except SandboxError:
+        pass  # the server has gone; the next request learns that the session ended
+
+
+async def _initialize(request: Request, state: AppState, info: EndpointInfo, text: str) -> Response:
+    limits = WireLimits(state.settings.max_message_bytes, state.settings.max_messages_per_10s)
+    probe = HttpListener.parse_first(text, limits)
+    if isinstance(probe, FrameError):
+        return _jsonrpc_error(400, probe)
+    if probe.message.get("method") != "initialize" or "id" not in probe.message:
+        return _error(
+            400,
+            f"Start with an initialize request (it answers with {SESSION_HEADER}); every later request "
+            f"carries that header. Stateless 2026-07-28 requests are not served by endpoints yet.",
+        )
+    assert state.sessions is not None
+    klass = await anyio.to_thread.run_sync(state.progress.learner_class, info.learner_id)
+    owner = Owner(info.learner_id, client_address(request.scope), klass.id if klass else None,
+                  (klass.max_sessions or state.settings.max_sessions_per_class) if klass else None)  # fmt: skip
+    try:
+        session = await state.sessions.open(info.server, owner)
+    except CapacityError as exc:
+        return _error(503, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
+    except SandboxError as exc:
+        return _error(exc.status_code, exc.message)
+    listener = HttpListener(session, info.id, limits)
+    listener.limiter.check()  # the initialize itself counts
+    state.sessions.attach(session, listener)
+    state.http_sessions.add(listener)
+    response = await _answer(listener, probe, sse=False)
+    if response.status_code != 200 or session.transcript.revision is None:
+        await _end(state, listener, "initialize did not succeed")  # no session to keep
+        return response
+    listener.version = session.transcript.revision
+    response.headers[SESSION_HEADER] = session.id
+    return response
+
+
+async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
+    try:
+        waiter = await listener.request(frame, sse)
+    except SandboxError as exc:
+        return _error(404, f"{exc.message} The MCP session has ended; send initialize to start a new one.")
+    if sse:
+        return StreamingResponse(_events(waiter), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})  # fmt: skip
+    try:
+        while await asyncio.wait_for(waiter.events.get(), REPLY_LIMIT_S) is not FINAL:
+            pass
+    except TimeoutError:
+        return _error(504, f"The server did not answer in {REPLY_LIMIT_S:g} s; the session goes on.")
+    if waiter.response is None:
+        return _error(404, "The MCP session ended before the server answered.")
+    return Response(waiter.response, media_type="application/json")
+
+
+def _sse(line: str) -> bytes:
+    return f"event: message\ndata: {line}\n\n".encode()
+
+
+async def _events(waiter: Waiter) -> AsyncIterator[bytes]:
+    while True:
+        try:
+            line = await asyncio.wait_for(waiter.events.get(), KEEPALIVE_S)
+        except TimeoutError:
+            yield b": still waiting\n\n"
+            continue
+        if line is FINAL:
+            return
+        yield _sse(line)
+
+
+@router.get("/mcp/{token}")
+async def mcp_get(request: Request, token: str) -> Response:
+    state = get_state(request)
+    info = await _endpoint(request, token)
+    if isinstance(info, JSONResponse):
+        return info
+    listener = _listener(request, state, info)
+    if isinstance(listener, JSONResponse):
+        return listener
+    if "text/event-stream" not in request.headers.get("accept", ""):
+        return _error(406, "The GET stream is text/event-stream: say so in Accept.")
+    if listener.stream_open:
+        return _error(409, "This session's stream is already open.")
+    listener.stream_open = True
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                try:
+                    line = await asyncio.wait_for(listener.stream(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield b": keep-alive\n\n"
+                    continue
+                if line is None:
+                    return
+                yield _sse(line)
+        finally:
+            listener.stream_open = False
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+@router.delete("/mcp/{token}")
+async def mcp_delete(request: Request, token: str) -> Response:
+    state = get_state(request)
+    info = await _endpoint(request, token)
+    if isinstance(info, JSONResponse):
+        return info
+    listener = _listener(request, state, info)
+    if isinstance(listener, JSONResponse):
+        return listener
+    await _end(state, listener, "the client ended the MCP session")
+    return Response(status_code=204)

@@ -1,0 +1,174 @@
+"""Streamable HTTP endpoints over a real uvicorn: the official Python SDK client end to end (server
+requests included), and the transport's rules tried with raw HTTP the way a careless or hostile
+client would."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CreateMessageResult, TextContent
+
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import EnvelopeClient, init_request
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+DEADLINE_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(
+        tmp_path_factory.mktemp("endpoints"), warm_pool_size=1, max_sessions_per_learner=3
+    ) as app:
+        yield app
+
+
+def make_endpoint(app: AppProcess, server: str = "demo-orders", browser: httpx.Client | None = None) -> dict:
+    if browser is None:
+        with app.client() as fresh:
+            fresh.get("/")
+            return make_endpoint(app, server, fresh)
+    made = browser.post("/api/endpoints", json={"server": server})
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+def live_sessions(app: AppProcess) -> int:
+    return httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
+
+
+def initialize(url: str) -> str:
+    reply = httpx.post(url, json=init_request(version="2025-11-25"), headers=ACCEPT, timeout=30)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["result"]["protocolVersion"] == "2025-11-25"
+    return reply.headers["Mcp-Session-Id"]
+
+
+async def test_the_python_sdk_client_uses_an_endpoint_and_ends_its_session(app: AppProcess) -> None:
+    endpoint = make_endpoint(app)
+    assert endpoint["url"].startswith(app.base + "/mcp/") and endpoint["expires_at"] > time.time()
+    before = live_sessions(app)
+    async with streamable_http_client(endpoint["url"]) as (read, write), ClientSession(read, write) as client:
+        result = await client.initialize()
+        assert result.protocol_version == "2025-11-25" and result.server_info.name == "demo-orders"
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        call = await client.call_tool("get_order_status", {"order_id": "481516"})
+        assert not call.is_error and "shipped" in call.content[0].text
+        assert live_sessions(app) == before + 1
+    deadline = time.monotonic() + DEADLINE_S
+    while live_sessions(app) != before:  # the client's DELETE ends the session and its server
+        assert time.monotonic() < deadline, "the session outlived the client's DELETE"
+        time.sleep(0.05)
+
+
+async def test_the_servers_own_requests_reach_an_sdk_client(app: AppProcess) -> None:
+    endpoint = make_endpoint(app, "demo-assistant")
+    asked: list[str] = []
+
+    async def sampling(context, params):  # noqa: ANN001, ANN202
+        asked.append(params.messages[0].content.text)
+        return CreateMessageResult(role="assistant", content=TextContent(type="text", text="Walk the old town."),
+                                   model="test-model")  # fmt: skip
+
+    async with (
+        streamable_http_client(endpoint["url"]) as (read, write),
+        ClientSession(read, write, sampling_callback=sampling) as client,
+    ):
+        await client.initialize()
+        call = await client.call_tool("suggest_trip", {"city": "Lisbon"})
+    assert asked == ["Suggest a one-day trip in Lisbon."]
+    assert "written by test-model: Walk the old town." in call.content[0].text
+
+
+def test_the_transports_rules(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    assert httpx.post(url, json=ping, headers=ACCEPT, timeout=30).status_code == 400  # no session id yet
+    session = initialize(url)
+    headers = {**ACCEPT, "Mcp-Session-Id": session}
+    unknown = httpx.post(url, json=ping, headers={**ACCEPT, "Mcp-Session-Id": "no-such-session"}, timeout=30)
+    assert unknown.status_code == 404
+    notified = httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers,
+                          timeout=30)  # fmt: skip
+    assert notified.status_code == 202 and notified.content == b""
+    as_json = httpx.post(
+        url, json=ping, headers={"Accept": "application/json", "Mcp-Session-Id": session}, timeout=30
+    )
+    assert as_json.headers["content-type"].startswith("application/json") and as_json.json()["id"] == 2
+    as_sse = httpx.post(url, json={**ping, "id": 3}, headers=headers, timeout=30)
+    assert as_sse.headers["content-type"].startswith("text/event-stream")
+    data = [line[6:] for line in as_sse.text.splitlines() if line.startswith("data: ")]
+    assert [json.loads(d)["id"] for d in data] == [3]
+    wrong_version = httpx.post(url, json={**ping, "id": 4}, headers={**headers, "MCP-Protocol-Version": "2025-03-26"},
+                               timeout=30)  # fmt: skip
+    assert wrong_version.status_code == 400 and "negotiated" in wrong_version.json()["error"]["message"]
+    right_version = httpx.post(url, json={**ping, "id": 5}, headers={**headers, "MCP-Protocol-Version": "2025-11-25",
+                                                                      "Accept": "application/json"}, timeout=30)  # fmt: skip
+    assert right_version.json()["id"] == 5
+    assert httpx.get(url, headers={"Mcp-Session-Id": session}, timeout=30).status_code == 406
+    assert httpx.delete(url, headers={"Mcp-Session-Id": session}, timeout=30).status_code == 204
+    assert httpx.post(url, json={**ping, "id": 6}, headers=headers, timeout=30).status_code == 404
+
+
+def test_bad_input_gets_a_jsonrpc_error_and_the_session_goes_on(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    session = initialize(url)
+    headers = {"Accept": "application/json", "Mcp-Session-Id": session, "Content-Type": "application/json"}
+    for body, code in (("{bad", -32700), ('{"jsonrpc": "2.0", "id": 9, "method": "ping",}', -32700),
+                       ("[1, 2]", -32600), ('{"jsonrpc": "1.0", "id": 9, "method": "ping"}', -32600)):  # fmt: skip
+        reply = httpx.post(url, content=body, headers=headers, timeout=30)
+        assert reply.status_code == 400 and reply.json()["error"]["code"] == code, body
+    fine = httpx.post(url, json={"jsonrpc": "2.0", "id": 10, "method": "ping"}, headers=headers, timeout=30)
+    assert fine.status_code == 200 and fine.json() == {"jsonrpc": "2.0", "id": 10, "result": {}}
+
+
+def test_origin_token_and_ownership(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    foreign = httpx.post(
+        url, json=init_request(), headers={**ACCEPT, "Origin": "https://evil.example"}, timeout=30
+    )
+    assert foreign.status_code == 403
+    wrong = httpx.post(url[:-3] + "abc", json=init_request(), headers=ACCEPT, timeout=30)
+    assert wrong.status_code == 404
+    with app.client() as alice, app.client() as bob:
+        alice.get("/")
+        bob.get("/")
+        made = make_endpoint(app, browser=alice)
+        assert [e["id"] for e in alice.get("/api/endpoints").json()] == [made["id"]]
+        assert "url" not in alice.get("/api/endpoints").json()[0]  # the token was shown once, not kept
+        assert bob.get("/api/endpoints").json() == []
+        assert bob.delete(f"/api/endpoints/{made['id']}").status_code == 404
+        session = initialize(made["url"])
+        assert alice.delete(f"/api/endpoints/{made['id']}").status_code == 200
+        gone = httpx.post(made["url"], json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                          headers={**ACCEPT, "Mcp-Session-Id": session}, timeout=30)  # fmt: skip
+        assert gone.status_code == 404
+        for _ in range(3):
+            make_endpoint(app, browser=alice)
+        capped = alice.post("/api/endpoints", json={"server": "demo-orders"})
+        assert capped.status_code == 409 and "already have 3 endpoints" in capped.json()["error"]["message"]
+        assert alice.post("/api/endpoints", json={"server": "../../bin/sh"}).status_code == 404
+    assert "/mcp/…" in app.log_path.read_text() and url.rsplit("/", 1)[1] not in app.log_path.read_text()
+
+
+async def test_endpoint_sessions_count_against_the_owners_cap(app: AppProcess) -> None:
+    with app.client() as browser:
+        browser.get("/")
+        cookie = browser.cookies["playground_learner"]
+        endpoint = make_endpoint(app, browser=browser)
+        sessions = [initialize(endpoint["url"]) for _ in range(2)]
+        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                               additional_headers={"Cookie": f"playground_learner={cookie}"})  # fmt: skip
+        try:
+            assert (await console.recv())["status"] == "ready"  # the owner's third place
+            refused = httpx.post(endpoint["url"], json=init_request(), headers=ACCEPT, timeout=30)
+            assert refused.status_code == 503 and "3 consoles open" in refused.json()["error"]["message"]
+        finally:
+            await console.close()
+        for session in sessions:
+            httpx.delete(endpoint["url"], headers={"Mcp-Session-Id": session}, timeout=30)
