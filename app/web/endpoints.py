@@ -4,7 +4,7 @@
 `/mcp/{token}` speaks Streamable HTTP (handshake revisions): a POSTed `initialize` opens an MCP
 session (`Mcp-Session-Id`), which is one sandboxed instance admitted against the endpoint owner's
 caps, with the same limits and transcript as a console; later POSTs carry the session id; GET opens
-the stream of what the server sends on its own; DELETE ends the session. See docs/endpoints.md.
+the stream of what the server sends on its own; DELETE ends the session. See docs/http.md.
 """
 
 from __future__ import annotations
