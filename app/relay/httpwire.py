@@ -1,5 +1,5 @@
 """One MCP session over Streamable HTTP: the listener that stays attached to its relay session while
-HTTP requests come and go (see docs/endpoints.md).
+HTTP requests come and go (see docs/http.md).
 
 A POSTed request waits for its response here: as one JSON body, or as an SSE stream that also carries
 what the server sends meanwhile (its own requests and notifications). Whatever the server sends while
