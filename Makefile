@@ -3,11 +3,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
-# Debian packages the tests need: Chromium (browser tests), libseccomp (sandbox), PostgreSQL (progress store).
+# Debian packages the tests need: Chromium (browser tests), libseccomp (sandbox), PostgreSQL (progress
+# store), Node and npm (the official TypeScript SDK client, in tests/ts).
 TEST_DEBS := chromium libseccomp2 postgresql
+TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 
-.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test clean
+.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-node clean
 
 install: $(STAMP)
 
@@ -37,8 +39,17 @@ system-deps-test:
 run: install system-deps-run
 	$(PY) -m app
 
-test: install system-deps-test
+test: install system-deps-test $(TS_CLIENT)
 	$(PY) -m pytest
+
+# Node may come with the machine (not from Debian); install Debian's only when there is none.
+$(TS_CLIENT): tests/ts/package-lock.json
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps-node
+	npm ci --prefix tests/ts --no-audit --no-fund --loglevel=error
+	touch $(TS_CLIENT)
+
+system-deps-node:
+	$(call ensure_debs,nodejs npm)
 
 check-lessons: install
 	$(PY) -m app check-lessons
@@ -56,4 +67,4 @@ bench: install system-deps-run
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules

@@ -59,6 +59,11 @@ async def test_the_python_sdk_client_uses_an_endpoint_and_ends_its_session(app: 
         assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
         call = await client.call_tool("get_order_status", {"order_id": "481516"})
         assert not call.is_error and "shipped" in call.content[0].text
+        policy = await client.read_resource("policy://refunds")
+        assert policy.contents[0].text.startswith("Refunds above")
+        prompt = await client.get_prompt("triage", {"ticket": "warm"})
+        assert len(prompt.messages) == 1
+        await client.send_ping()
         assert live_sessions(app) == before + 1
     deadline = time.monotonic() + DEADLINE_S
     while live_sessions(app) != before:  # the client's DELETE ends the session and its server
