@@ -17,6 +17,7 @@ from mcp_types import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
+from mcp_types.jsonrpc import HEADER_MISMATCH
 
 # The JSON-RPC and MCP codes are the SDK's names (mcp_types); the relay's own two are defined here.
 RATE_LIMITED = -32001
@@ -33,6 +34,7 @@ ERROR_NAMES = {
     INTERNAL_ERROR: "Internal error",
     RATE_LIMITED: "Rate limited",
     SERVER_EXITED: "Server exited",
+    HEADER_MISMATCH: "Header mismatch",
 }
 
 

@@ -138,9 +138,19 @@ class HttpSessions:
 
     def __init__(self) -> None:
         self.by_id: dict[str, HttpListener] = {}
+        # 2026-07-28 requests carry no session: one instance per endpoint serves them all.
+        self.stateless: dict[str, HttpListener] = {}
 
     def add(self, listener: HttpListener) -> None:
         self.by_id[listener.session.id] = listener
+
+    def serving(self, endpoint_id: str) -> HttpListener | None:
+        """The endpoint's instance for stateless requests, while it lives."""
+        listener = self.stateless.get(endpoint_id)
+        if listener is not None and (listener.ended.is_set() or listener.session.closed):
+            del self.stateless[endpoint_id]
+            return None
+        return listener
 
     def get(self, session_id: str, endpoint_id: str) -> HttpListener | None:
         listener = self.by_id.get(session_id)
@@ -150,6 +160,9 @@ class HttpSessions:
 
     def remove(self, listener: HttpListener) -> None:
         self.by_id.pop(listener.session.id, None)
+        if self.stateless.get(listener.endpoint_id) is listener:
+            del self.stateless[listener.endpoint_id]
 
     def of_endpoint(self, endpoint_id: str) -> list[HttpListener]:
-        return [listener for listener in self.by_id.values() if listener.endpoint_id == endpoint_id]
+        found = [listener for listener in self.by_id.values() if listener.endpoint_id == endpoint_id]
+        return found + ([self.stateless[endpoint_id]] if endpoint_id in self.stateless else [])

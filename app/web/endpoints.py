@@ -19,11 +19,14 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.shared.inbound import NAME_BEARING_METHODS, decode_header_value
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import BaseModel, Field
 
 from app.progress.store import EndpointInfo
-from app.protocol.jsonrpc import FrameError
+from app.protocol.jsonrpc import Frame, FrameError
 from app.relay.admission import Owner
 from app.relay.httpwire import FINAL, HttpListener, Waiter
 from app.relay.sessions import NORMAL_CLOSURE
@@ -39,6 +42,8 @@ router = APIRouter()
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
+METHOD_HEADER = "Mcp-Method"
+NAME_HEADER = "Mcp-Name"
 # A reply the server has not sent in this long is answered by the relay (the session goes on).
 REPLY_LIMIT_S = 300.0
 # An idle SSE stream gets a comment this often, so proxies keep it open.
@@ -166,7 +171,14 @@ async def mcp_post(request: Request, token: str) -> Response:
     text = body.decode("utf-8", errors="surrogateescape")
     sse = "text/event-stream" in request.headers.get("accept", "")
     if not request.headers.get(SESSION_HEADER):
-        return await _initialize(request, state, info, text)
+        limits = WireLimits(settings.max_message_bytes, settings.max_messages_per_10s)
+        first = HttpListener.parse_first(text, limits)
+        if isinstance(first, FrameError):
+            return _jsonrpc_error(400, first)
+        version = _modern_version(first.message)
+        if version is not None:
+            return await _stateless(request, state, info, first, text, version, sse)
+        return await _initialize(request, state, info, first)
     listener = _listener(request, state, info)
     if isinstance(listener, JSONResponse):
         return listener
@@ -189,17 +201,8 @@ async def _send(listener: HttpListener, frame: Any) -> None:
         pass  # the server has gone; the next request learns that the session ended
 
 
-async def _initialize(request: Request, state: AppState, info: EndpointInfo, text: str) -> Response:
-    limits = WireLimits(state.settings.max_message_bytes, state.settings.max_messages_per_10s)
-    probe = HttpListener.parse_first(text, limits)
-    if isinstance(probe, FrameError):
-        return _jsonrpc_error(400, probe)
-    if probe.message.get("method") != "initialize" or "id" not in probe.message:
-        return _error(
-            400,
-            f"Start with an initialize request (it answers with {SESSION_HEADER}); every later request "
-            f"carries that header. Stateless 2026-07-28 requests are not served by endpoints yet.",
-        )
+async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpListener | JSONResponse:
+    """A new sandboxed session for this endpoint, admitted against the endpoint owner's caps."""
     assert state.sessions is not None
     klass = await anyio.to_thread.run_sync(state.progress.learner_class, info.learner_id)
     owner = Owner(info.learner_id, client_address(request.scope), klass.id if klass else None,
@@ -210,10 +213,25 @@ async def _initialize(request: Request, state: AppState, info: EndpointInfo, tex
         return _error(503, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
     except SandboxError as exc:
         return _error(exc.status_code, exc.message)
+    limits = WireLimits(state.settings.max_message_bytes, state.settings.max_messages_per_10s)
     listener = HttpListener(session, info.id, limits)
-    listener.limiter.check()  # the initialize itself counts
     state.sessions.attach(session, listener)
+    return listener
+
+
+async def _initialize(request: Request, state: AppState, info: EndpointInfo, probe: Frame) -> Response:
+    if probe.message.get("method") != "initialize" or "id" not in probe.message:
+        return _error(
+            400,
+            f"Start with an initialize request (it answers with {SESSION_HEADER}); every later request "
+            "carries that header. A 2026-07-28 request carries its version in params._meta instead.",
+        )
+    listener = await _open(request, state, info)
+    if isinstance(listener, JSONResponse):
+        return listener
+    listener.limiter.check()  # the initialize itself counts
     state.http_sessions.add(listener)
+    session = listener.session
     response = await _answer(listener, probe, sse=False)
     if response.status_code != 200 or session.transcript.revision is None:
         await _end(state, listener, "initialize did not succeed")  # no session to keep
@@ -221,6 +239,53 @@ async def _initialize(request: Request, state: AppState, info: EndpointInfo, tex
     listener.version = session.transcript.revision
     response.headers[SESSION_HEADER] = session.id
     return response
+
+
+def _modern_version(message: dict[str, Any]) -> str | None:
+    """The 2026-07-28 version a stateless request names in params._meta, if it names one."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    return version if version in MODERN_PROTOCOL_VERSIONS else None
+
+
+def _header_mismatch(request: Request, message: dict[str, Any], version: str) -> str | None:
+    """2026-07-28: MCP-Protocol-Version, Mcp-Method and Mcp-Name must say what the body says."""
+    headers = request.headers
+    if headers.get(VERSION_HEADER) != version:
+        return f"{VERSION_HEADER} must be {version}, as in params._meta"
+    method = message.get("method")
+    if method is not None and headers.get(METHOD_HEADER) != method:
+        return f"{METHOD_HEADER} must be {method!r}, the body's method"
+    key = NAME_BEARING_METHODS.get(str(method))
+    params = message.get("params")
+    named = params.get(key) if key and isinstance(params, dict) else None
+    if named is not None and decode_header_value(headers.get(NAME_HEADER)) != named:
+        return f"{NAME_HEADER} must be the body's {key!r}"
+    return None
+
+
+async def _stateless(request: Request, state: AppState, info: EndpointInfo, first: Frame, text: str, version: str,
+                     sse: bool) -> Response:  # fmt: skip
+    """A 2026-07-28 request: no session; the endpoint's one instance for such requests answers it."""
+    mismatch = _header_mismatch(request, first.message, version)
+    if mismatch is not None:
+        error = FrameError(HEADER_MISMATCH, "header mismatch", mismatch, id=first.message.get("id"))
+        return _jsonrpc_error(400, error)
+    listener = state.http_sessions.serving(info.id)
+    if listener is None:
+        opened = await _open(request, state, info)
+        if isinstance(opened, JSONResponse):
+            return opened
+        listener = state.http_sessions.stateless[info.id] = opened
+    result = listener.admit(text)
+    if isinstance(result, FrameError):
+        listener.session.transcript.add_relay_error(text[:2000], result.reply())
+        return _jsonrpc_error(429 if result.code == -32001 else 400, result)
+    if "method" not in result.message or "id" not in result.message:
+        await _send(listener, result)
+        return Response(status_code=202)
+    return await _answer(listener, result, sse)
 
 
 async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:

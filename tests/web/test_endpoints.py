@@ -177,3 +177,45 @@ async def test_endpoint_sessions_count_against_the_owners_cap(app: AppProcess) -
             await console.close()
         for session in sessions:
             httpx.delete(endpoint["url"], headers={"Mcp-Session-Id": session}, timeout=30)
+
+
+async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app: AppProcess) -> None:
+    from mcp import Client
+
+    endpoint = make_endpoint(app)
+    before = live_sessions(app)
+    async with Client(endpoint["url"]) as client:  # the SDK's own choice: server/discover first
+        assert client.protocol_version == "2026-07-28"
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        call = await client.call_tool("get_order_status", {"order_id": "481516"})
+        assert "shipped" in call.content[0].text
+    assert live_sessions(app) == before + 1  # one instance served every stateless request
+
+
+def test_stateless_headers_must_say_what_the_body_says(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "get_order_status", "arguments": {"order_id": "481516"}, "_meta": meta}}  # fmt: skip
+    right = {
+        **ACCEPT,
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "get_order_status",
+    }
+    for wrong in (
+        {"MCP-Protocol-Version": "2025-11-25"},
+        {"Mcp-Method": "tools/list"},
+        {"Mcp-Name": "other"},
+    ):
+        reply = httpx.post(
+            url, json=body, headers={**right, **wrong, "Accept": "application/json"}, timeout=30
+        )
+        assert reply.status_code == 400, wrong
+        assert reply.json()["error"]["code"] == -32020 and reply.json()["id"] == 7, wrong  # HeaderMismatch
+    fine = httpx.post(url, json=body, headers={**right, "Accept": "application/json"}, timeout=30)
+    assert fine.status_code == 200 and "Mcp-Session-Id" not in fine.headers
+    assert "shipped" in fine.json()["result"]["content"][0]["text"]
