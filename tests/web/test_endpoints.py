@@ -219,3 +219,32 @@ def test_stateless_headers_must_say_what_the_body_says(app: AppProcess) -> None:
     fine = httpx.post(url, json=body, headers={**right, "Accept": "application/json"}, timeout=30)
     assert fine.status_code == 200 and "Mcp-Session-Id" not in fine.headers
     assert "shipped" in fine.json()["result"]["content"][0]["text"]
+
+
+def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    session = initialize(url)
+    headers = {"Accept": "application/json", "Mcp-Session-Id": session, "Content-Type": "application/json"}
+    padded = json.dumps(
+        {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": {"pad": "x" * 1_100_000}}}
+    )
+    reply = httpx.post(url, content=padded, headers=headers, timeout=30)
+    assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600
+    assert "limit" in reply.json()["error"]["data"]["reason"]
+    huge = httpx.post(url, content=b"x" * (5 * 1024 * 1024), headers=headers, timeout=30)
+    assert huge.status_code == 413
+    fine = httpx.post(url, json={"jsonrpc": "2.0", "id": 4, "method": "ping"}, headers=headers, timeout=30)
+    assert fine.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+
+def test_an_expired_endpoint_answers_404(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(tmp_path, warm_pool_size=1, endpoint_lifetime_s=1.0) as short:
+        with short.client() as browser:
+            browser.get("/")
+            endpoint = browser.post("/api/endpoints", json={"server": "demo-orders"}).json()
+        deadline = time.monotonic() + DEADLINE_S
+        while time.time() < endpoint["expires_at"] + 1:  # expires_at is whole seconds
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        gone = httpx.post(endpoint["url"], json=init_request(), headers=ACCEPT, timeout=30)
+        assert gone.status_code == 404 and "expired" in gone.json()["error"]["message"]
