@@ -1,8 +1,11 @@
-"""The relay's round trip for tools/call over the WebSocket, next to a direct stdio round trip."""
+"""The relay's round trip for tools/call over the WebSocket, and over a Streamable HTTP endpoint,
+next to a direct stdio round trip, interleaved in one run."""
 
 from __future__ import annotations
 
 import time
+
+import httpx
 
 from bench.cold import ColdServer
 from bench.stats import summary
@@ -18,8 +21,9 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     await client.initialize()
     direct = ColdServer()
     await direct.start()
-    relay_times, direct_times = [], []
-    for i in range(samples):  # interleaved, so both see the same machine
+    http, url, session = await _endpoint_session(app)
+    relay_times, direct_times, http_times = [], [], []
+    for i in range(samples):  # interleaved, so all see the same machine
         began = time.perf_counter()
         reply = await client.call(10 + i, "tools/call", CALL)
         assert "result" in reply, reply
@@ -28,11 +32,19 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         reply = await direct.request({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": CALL})
         assert "result" in reply, reply
         direct_times.append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        answer = await http.post(url, json={"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": CALL},
+                                 headers={"Mcp-Session-Id": session})  # fmt: skip
+        assert "result" in answer.json(), answer.text
+        http_times.append((time.perf_counter() - began) * 1000)
     await client.close()
     await direct.stop()
-    relay_s, direct_s = summary(relay_times), summary(direct_times)
+    await http.delete(url, headers={"Mcp-Session-Id": session})
+    await http.aclose()
+    relay_s, direct_s, http_s = summary(relay_times), summary(direct_times), summary(http_times)
     p50_ratio, p99_ratio = relay_s["p50"] / direct_s["p50"], relay_s["p99"] / direct_s["p99"]
-    figures = {"relay_ms": relay_s, "direct_ms": direct_s, "p50_ratio": p50_ratio, "p99_ratio": p99_ratio}
+    figures = {"relay_ms": relay_s, "direct_ms": direct_s, "http_ms": http_s, "p50_ratio": p50_ratio,
+               "p99_ratio": p99_ratio}  # fmt: skip
     table = [
         (
             "tools/call round trip p50, relay/direct",
@@ -46,5 +58,26 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             f"{direct_s['p99']:.2f} ms direct",
             "<= 2.0x",
         ),
+        (
+            "tools/call round trip p50 over an HTTP endpoint",
+            f"{http_s['p50']:.2f} ms ({http_s['p50'] / direct_s['p50']:.2f}x)",
+            f"{relay_s['p50']:.2f} ms relay, {direct_s['p50']:.2f} ms direct",
+            "",
+        ),
     ]
     return figures, table
+
+
+async def _endpoint_session(app: AppProcess) -> tuple[httpx.AsyncClient, str, str]:
+    """An endpoint of demo-orders and an initialized MCP session on it, over a keep-alive client."""
+    with app.client() as browser:
+        browser.get("/")
+        url = browser.post("/api/endpoints", json={"server": "demo-orders"}).json()["url"]
+    http = httpx.AsyncClient(timeout=30, headers={"Accept": "application/json"})
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+            "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
+    reply = await http.post(url, json=init)
+    session = reply.headers["Mcp-Session-Id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    await http.post(url, json=initialized, headers={"Mcp-Session-Id": session})
+    return http, url, session
