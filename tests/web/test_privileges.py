@@ -243,10 +243,12 @@ def test_every_request_works_after_the_drop(
             assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"] == "ok"
             problems = walk_every_request(app, "t0ken-for-the-walk")
         assert "Application shutdown complete." in app.log(), app.log()  # a clean shutdown too
-        assert not problems, problems
-        assert not late_imports(app), "\n".join(late_imports(app))
         log = full_log(app)
-        assert "ModuleNotFoundError" not in log and "Traceback" not in log, log
+        assert not problems, (problems, log)
+        assert not late_imports(app), "\n".join(late_imports(app))
+        # What a web process that may no longer read the interpreter or root's files runs into.
+        for sign in ("ImportError", "ModuleNotFoundError", "unknown encoding", "PermissionError"):
+            assert sign not in log, log
     finally:
         if database is not None:
             database.__exit__(None, None, None)
