@@ -195,6 +195,25 @@ def walk_every_request(app: AppProcess, token: str) -> list[str]:
         check(client.post("/instructor/logout"))
         check(client.get("/resume"))
         check(client.request("DELETE", "/api/progress"))  # 405
+        # A Streamable HTTP endpoint (docs/http.md): made with the learner cookie, used without it.
+        made = check(client.post("/api/endpoints", json={"server": "demo-orders"}), 201)
+        check(client.get("/api/endpoints"), 200)
+        if made.status_code == 201:
+            endpoint = made.json()
+            mcp = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+            with httpx.Client(timeout=60) as outside:
+                opened = check(outside.post(endpoint["url"], headers=mcp, json=init_request()), 200)
+                session = {**mcp, "Mcp-Session-Id": opened.headers.get("mcp-session-id", "")}
+                check(outside.post(endpoint["url"], headers=session,
+                                   json={"jsonrpc": "2.0", "method": "notifications/initialized"}), 202)  # fmt: skip
+                listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+                check(outside.post(endpoint["url"], headers=session, json=listed), 200)
+                sse = {**session, "Accept": "text/event-stream, application/json"}
+                check(outside.post(endpoint["url"], headers=sse, json={**listed, "id": 3}), 200)
+                check(outside.post(endpoint["url"], headers=session, content=b"{not json"))
+                check(outside.delete(endpoint["url"], headers=session))
+            check(client.get(f"/api/endpoints/{endpoint['id']}/traffic"))
+            check(client.delete(f"/api/endpoints/{endpoint['id']}"))
 
     async def sockets() -> None:
         headers = {"Cookie": f"{COOKIE}={learner}"}
