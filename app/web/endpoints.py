@@ -109,6 +109,34 @@ async def delete_endpoint(request: Request, endpoint_id: str) -> JSONResponse:
     return JSONResponse({"ended": True})
 
 
+# A page of an endpoint's traffic, for the learner watching it.
+TRAFFIC_PAGE = 200
+
+
+@router.get("/api/endpoints/{endpoint_id}/traffic")
+async def endpoint_traffic(
+    request: Request, endpoint_id: str, session: str = "", after: int = 0
+) -> JSONResponse:
+    """What outside clients exchange with the learner's endpoint: its live sessions (newest last), and
+    the entries of one (`session`, default the newest) numbered above `after`."""
+    state = get_state(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    if not any(info.id == endpoint_id for info in mine):
+        return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
+    listeners = sorted(state.http_sessions.of_endpoint(endpoint_id), key=lambda item: item.session.started_at)
+    serving = state.http_sessions.stateless.get(endpoint_id)
+    sessions = [{"id": item.session.id, "status": item.session.status, "revision": item.session.transcript.revision,
+                 "stateless": item is serving} for item in listeners]  # fmt: skip
+    chosen = next(
+        (item for item in listeners if item.session.id == session), listeners[-1] if listeners else None
+    )
+    body: dict[str, Any] = {"sessions": sessions, "session": None, "entries": [], "next_after": None}
+    if chosen is not None:
+        page = chosen.session.transcript.to_json(max(after, 0), TRAFFIC_PAGE)
+        body.update(session=chosen.session.id, entries=page["entries"], next_after=page["next_after"])
+    return JSONResponse(body)
+
+
 # --- Streamable HTTP ------------------------------------------------------------------------------
 
 

@@ -1,0 +1,36 @@
+"""The "Connect your own client" panel in Chromium: it makes an endpoint, its Python snippet runs as
+given, and the page shows that client's exchange live."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from playwright.sync_api import Page, expect
+
+from tests.support.appserver import ROOT
+
+CLIENT_TIMEOUT_S = 120
+
+
+def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page) -> None:
+    page.goto("/playground")
+    panel = page.locator("[data-endpoint-panel]")
+    panel.get_by_role("button", name="Make an endpoint URL").click()
+    url = panel.locator("[data-endpoint-url]")
+    expect(url).to_contain_text("/mcp/")
+    snippet = panel.locator('[data-snippet="python"]').inner_text()
+    assert (
+        url.inner_text() in snippet
+        and url.inner_text() in panel.locator('[data-snippet="vscode"]').inner_text()
+    )
+    # The snippet exactly as a learner would copy it, run by the official SDK in our own venv.
+    ran = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, cwd=ROOT,
+                         timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip() == "['get_order_status']"
+    expect(panel.locator("[data-endpoint-status]")).to_contain_text("A client is connected")
+    traffic = panel.locator("[data-endpoint-traffic] li")
+    expect(traffic.filter(has_text="request tools/list")).to_have_count(1)
+    expect(traffic.filter(has_text="result for id")).not_to_have_count(0)
+    assert "get_order_status" in traffic.filter(has_text="server → client").last.inner_text()
