@@ -166,6 +166,8 @@ def walk_every_request(app: AppProcess, token: str) -> list[str]:
                 check(client.get("/static/" + asset.relative_to(STATIC).as_posix()), 200)
         check(client.post(f"/course/{STEP}/quiz/unknown-revision", data={"choices": "a"}))
         check(client.post(f"/api/course/{STEP}/quiz/unknown-revision", json={"choices": ["a"]}))
+        check(client.post(f"/api/course/{STEP}/quiz/unknown-revision", content=b"{not json",
+                          headers={"Content-Type": "application/json"}), 422)  # fmt: skip
         check(client.put("/api/progress/name", json={"name": "Ada ünïcode"}))
         check(client.post("/course/name", data={"name": "Ada"}))
         check(client.post("/course/name", files={"name": ("a.txt", b"x" * 10)}))  # multipart
