@@ -14,7 +14,7 @@ export class CheckList {
     const reason = item.querySelector(".check-reason");
     const wasPassed = item.dataset.passed === "true";
     if (wasPassed && !frame.passed) return;
-    if (reason) reason.textContent = frame.reason || "";
+    if (reason) reason.replaceChildren(...inlineCode(frame.reason || ""));
     if (!frame.passed || wasPassed) return;
     item.dataset.passed = "true";
     const mark = item.querySelector(".mark");
@@ -26,4 +26,14 @@ export class CheckList {
     const goal = item.querySelector(".check-goal");
     this.announce(`Check passed: ${goal ? goal.textContent : frame.check}`);
   }
+}
+
+/** A check's reason as nodes: `backticked` parts become <code>, the rest stays text (never HTML). */
+export function inlineCode(text) {
+  return text.split("`").map((part, index) => {
+    if (index % 2 === 0) return document.createTextNode(part);
+    const code = document.createElement("code");
+    code.textContent = part;
+    return code;
+  });
 }

@@ -29,3 +29,12 @@ def test_a_console_connects_and_answers_under_the_policy(page: Page, probe: Page
         "data-passed", "true"
     )
     assert [line for line in probe.console if line.startswith("error:")] == []
+
+
+def test_a_check_reason_shows_code_as_code_not_backticks(page: Page) -> None:
+    page.goto("/course/initialize-handshake/initialized")
+    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+    page.get_by_role("button", name="Send", exact=True).click()  # initialize; the check now asks for the rest
+    reason = page.locator("li.check[data-check='initialized-after-reply'] .check-reason")
+    expect(reason.locator("code").last).to_have_text("notifications/initialized")
+    assert "`" not in reason.inner_text()
