@@ -103,7 +103,13 @@ class Console {
   useTemplate() {
     const item = findTemplate(this.templates, this.ui.template.value);
     if (!item) return;
-    this.put(pretty(item.build(this.nextFreeId)));
+    const waiting = this.waits.newestWaitingId();
+    this.put(pretty(item.build(this.nextFreeId, { waiting })));
+    if (item.key === "cancelled") {
+      this.tell(waiting === null
+        ? "No request is waiting for its reply, so this names id 1: put the id of the request to cancel."
+        : `This cancels request ${JSON.stringify(waiting)}, the newest one still waiting.`);
+    }
   }
 
   nextId() {

@@ -27,7 +27,8 @@ function initialize(revision) {
   };
 }
 
-/** The template list: [{group, items: [{key, label, build(id) -> message}]}]. */
+/** The template list: [{group, items: [{key, label, build(id, context) -> message}]}]; `context.waiting`
+ * is the id of the newest request still waiting for its reply, when there is one. */
 export function templateGroups(server, revision) {
   const s = { ...FALLBACK, ...(SAMPLES[server] || {}) };
   const stateless = revision === STATELESS_REVISION;
@@ -47,7 +48,10 @@ export function templateGroups(server, revision) {
     ] },
     { group: "Any time", items: [
       { key: "ping", label: "ping", build: request("ping") },
-      { key: "cancelled", label: "notifications/cancelled", build: notification("notifications/cancelled", { requestId: 1, reason: "took too long" }) },
+      // Cancels the newest request still waiting (the console passes its id), else names id 1 to edit.
+      { key: "cancelled", label: "notifications/cancelled",
+        build: (_id, context = {}) => notification("notifications/cancelled",
+          { requestId: context.waiting ?? 1, reason: "took too long" })() },
     ] },
     { group: "Tools", items: [
       { key: "tools-list", label: "tools/list", build: request("tools/list") },

@@ -45,6 +45,12 @@ export class Waits {
     this.render();
   }
 
+  /** The id of the newest request still waiting for its reply, or null. */
+  newestWaitingId() {
+    const waiting = [...this.pending.values()];
+    return waiting.length ? waiting[waiting.length - 1].id : null;
+  }
+
   render() {
     clearInterval(this.ticker);
     this.line.replaceChildren();

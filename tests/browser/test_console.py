@@ -273,3 +273,21 @@ def test_arrow_keys_inside_the_console_do_not_turn_the_page(page: Page) -> None:
         }"""
     )
     assert turned is False
+
+
+def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None:
+    page.goto("/playground?server=demo-flaky")
+    ready(page)
+    page.locator("#console-message").press("Control+Enter")  # initialize
+    expect(log_entry(page, "received")).to_have_count(1)
+    send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    send(
+        page,
+        '{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 3}}}',
+    )
+    expect(page.locator("[data-wait]")).to_contain_text("Waiting for the reply to tools/call (id 12)")
+    page.select_option("#console-template", "cancelled")
+    page.get_by_role("button", name="Use template").click()
+    message = json.loads(page.locator("#console-message").input_value())
+    assert message["method"] == "notifications/cancelled" and message["params"]["requestId"] == 12
+    expect(page.locator("[data-tool-feedback]")).to_contain_text("This cancels request 12")
