@@ -45,3 +45,30 @@ def test_a_class_from_creation_to_the_learners_progress(
     row.locator("a[data-session]").click()
     expect(teacher.locator("ol.transcript li.client").first).to_contain_text('"method":"initialize"')
     teacher.screenshot(path=str(artifacts / "instructor-transcript.png"), full_page=True)
+
+
+def test_destructive_actions_ask_first(browser_app, browser) -> None:  # noqa: ANN001
+    from tests.browser.conftest import EXPECT_TIMEOUT_MS
+
+    context = browser.new_context(base_url=browser_app.base)
+    context.set_default_timeout(EXPECT_TIMEOUT_MS)
+    teacher = context.new_page()
+    try:
+        teacher.goto("/instructor")
+        teacher.fill("#instructor-token", INSTRUCTOR_TOKEN)
+        teacher.keyboard.press("Enter")
+        teacher.wait_for_url("**/instructor")
+        teacher.fill("input[name=name]", "Keep me")
+        teacher.locator("form[action='/instructor/classes'] button").click()
+        class_page = teacher.url
+        asked: list[str] = []
+        teacher.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        teacher.get_by_role("button", name="Delete the class and its progress").click()
+        expect(teacher.locator("h1")).to_have_text("Keep me")  # dismissed: nothing was sent
+        assert teacher.url == class_page and "cannot be undone" in asked[0]
+        teacher.once("dialog", lambda dialog: dialog.accept())
+        teacher.get_by_role("button", name="Delete the class and its progress").click()
+        teacher.wait_for_url("**/instructor")
+        expect(teacher.locator("body")).not_to_contain_text("Keep me")
+    finally:
+        context.close()
