@@ -98,6 +98,11 @@ export class RequestCards {
   }
 
   /** A reply with this id went out: the card is done. */
+  /** Methods of the server's requests still waiting for the learner's answer, oldest first. */
+  openMethods() {
+    return [...this.open.values()].map((card) => card.dataset.method);
+  }
+
   answered(id) {
     const key = JSON.stringify(id);
     const card = this.open.get(key);

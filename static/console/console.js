@@ -41,6 +41,7 @@ class Console {
     this.checks = new CheckList($("ul.checks"), this.announce);
     this.waits = new Waits($("[data-wait]"), {
       cancel: (id) => this.put(pretty({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "took too long" } })),
+      serverAsking: () => this.cards.openMethods()[0] || null,
     }, Number(root.dataset.replyTimeoutMs) || undefined);
     this.templates = templateGroups(this.server, this.revision);
     fillTemplates(this.ui.template, this.templates, this.revision);
