@@ -66,8 +66,18 @@ def course_map(request: Request) -> Response:
     progress = state.progress.learner(learner_id(request))
     statuses = _statuses(state.catalog, progress)
     resume = next((s for s in state.catalog.steps() if statuses[s.slug] != "done"), None)
+    # After /join or /resume redirected here: say what just happened.
+    notice = None
+    if request.query_params.get("joined") and progress.class_id:
+        klass = state.progress.get_class(progress.class_id)
+        notice = (
+            f"You joined the class “{klass.name}”. Your instructor now sees your progress." if klass else None
+        )
+    elif request.query_params.get("resumed"):
+        notice = "You are continuing with the progress of your resume code on this device."
     context = {
         "title": "The course",
+        "notice": notice,
         "lessons": state.catalog.lessons,
         "statuses": statuses,
         "status_words": STATUS_WORDS,

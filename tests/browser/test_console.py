@@ -116,7 +116,9 @@ def test_a_server_request_becomes_a_card_answered_by_editing_a_reply(page: Page,
     expect(card).to_be_visible()
     # Past the reply time-out (1 s here) the wait is the learner's answer, not a slow server.
     wait = page.locator("[data-wait]")
-    expect(wait).to_contain_text("The server is waiting for your answer to its sampling/createMessage request")
+    expect(wait).to_contain_text(
+        "The server is waiting for your answer to its sampling/createMessage request"
+    )
     expect(wait).not_to_contain_text("may never answer")
     reply = card.get_by_label("Your reply")
     expect(reply).to_be_focused()

@@ -51,6 +51,8 @@ def learner(app: AppProcess, code: str, name: str) -> Iterator[httpx.Client]:
         client.get("/")  # the learner cookie
         reply = client.post("/join", data={"code": code, "display_name": name})
         assert reply.status_code == 303, reply.text
+        landing = BeautifulSoup(client.get(reply.headers["location"]).text, "html.parser")
+        assert "You joined the class" in landing.select_one("[data-notice]").get_text()
         yield client
 
 

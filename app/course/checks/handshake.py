@@ -163,7 +163,10 @@ def used_declared_capability(t: Transcript) -> Outcome:
             if feature in declared and result is not None and isinstance(result.get(feature), list):
                 count = len(result[feature])
                 what = feature if count != 1 else feature.removesuffix("s")  # "1 tool", "2 tools"
-                return True, f"The server declared `{feature}`, so you could list them: {count} {what} came back."
+                return (
+                    True,
+                    f"The server declared `{feature}`, so you could list them: {count} {what} came back.",
+                )
     if tried:
         return False, f"Waiting for a result to your `{tried[0]}`."
     return False, "Now send `tools/list` (or `resources/list`, `prompts/list`): the server declared them."
