@@ -138,15 +138,17 @@ def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserv
     forkserver.send(spawn(id_=7), good_fds)
     reply = forkserver.recv_op("spawned", "failed")
     assert reply["op"] == "spawned" and reply["id"] == 7, reply
-    for fd in good_fds + our_ends:
+    for fd in good_fds:
         os.close(fd)
-    pid = reply["pid"]
+    pid = reply["pid"]  # our ends stay open until it is killed: at EOF on stdin it would exit by itself
     # ... a signal with a bad number to our own instance is refused ...
     forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGSTOP}).encode())
     assert forkserver.recv_op("failed")["error"].startswith("bad request: signal 19")
     # ... and SIGKILL through the fork server ends it.
     forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGKILL}).encode())
     exited = forkserver.recv_op("exited")
+    for fd in our_ends:
+        os.close(fd)
     assert exited["pid"] == pid and exited["signal"] == signal.SIGKILL, exited
     # Once it is gone, its pid is no longer one the fork server will signal.
     forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGKILL}).encode())
