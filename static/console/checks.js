@@ -2,9 +2,10 @@
 // (it is recorded as progress), even when a later transcript, after a restart, no longer shows it.
 
 export class CheckList {
-  constructor(list, announce) {
+  constructor(list, announce, news = null) {
     this.list = list;
     this.announce = announce;
+    this.news = news; // a visible status line beside Send (a live region: screen readers hear it too)
   }
 
   update(frame) {
@@ -24,7 +25,9 @@ export class CheckList {
       if (hidden) hidden.textContent = "Passed: ";
     }
     const goal = item.querySelector(".check-goal");
-    this.announce(`Check passed: ${goal ? goal.textContent : frame.check}`);
+    const news = `✓ Check passed: ${goal ? goal.textContent : frame.check}`;
+    if (this.news) this.news.textContent = news; // beside Send, where the learner is looking
+    else this.announce(news);
   }
 }
 

@@ -38,7 +38,7 @@ class Console {
     this.log = new MessageLog($("ol.log"), { edit: (text) => this.put(text) });
     this.diagram = new SequenceDiagram($("[data-sequence]"));
     this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
-    this.checks = new CheckList($("ul.checks"), this.announce);
+    this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"));
     this.waits = new Waits($("[data-wait]"), {
       cancel: (id) => this.put(pretty({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "took too long" } })),
       serverAsking: () => this.cards.openMethods()[0] || null,

@@ -46,9 +46,13 @@ export class MessageLog {
     this.count = 0;
   }
 
-  /** Scroll the log (not the page) so the newest entry starts at its top. */
+  /** Bring the newest entry into view: by scrolling the log when it scrolls by itself (the
+   * playground), else the panel around it (a step's console), never a scroll area in another. */
   reveal(li) {
-    requestAnimationFrame(() => { this.list.scrollTop = li.offsetTop; });
+    requestAnimationFrame(() => {
+      if (this.list.scrollHeight > this.list.clientHeight) this.list.scrollTop = li.offsetTop;
+      else li.scrollIntoView({ block: "nearest" });
+    });
   }
 
   clear() {

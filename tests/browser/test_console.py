@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import PageProbe
@@ -297,3 +298,25 @@ def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None
     message = json.loads(page.locator("#console-message").input_value())
     assert message["method"] == "notifications/cancelled" and message["params"]["requestId"] == 12
     expect(page.locator("[data-tool-feedback]")).to_contain_text("This cancels request 12")
+
+
+@pytest.mark.parametrize("size", [(1366, 900), (390, 844)])
+def test_after_a_send_the_reply_and_the_passed_check_are_in_view(browser_app, browser, size) -> None:  # noqa: ANN001
+    from tests.browser.conftest import EXPECT_TIMEOUT_MS
+
+    context = browser.new_context(base_url=browser_app.base, viewport={"width": size[0], "height": size[1]})
+    context.set_default_timeout(EXPECT_TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        page.goto("/course/initialize-handshake/versions")
+        expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+        send_button = page.get_by_role("button", name="Send", exact=True)
+        send_button.scroll_into_view_if_needed()
+        send_button.click()
+        expect(log_entry(page, "received").last).to_be_in_viewport()
+        news = page.locator("[data-check-news]")
+        expect(news).to_contain_text("Check passed")
+        expect(news).to_be_in_viewport()
+        assert page.evaluate("document.documentElement.scrollWidth") <= size[0]  # nothing runs off the side
+    finally:
+        context.close()
