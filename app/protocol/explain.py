@@ -11,7 +11,7 @@ import pydantic
 from mcp_types import PROTOCOL_VERSION_META_KEY, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from app.protocol.jsonrpc import ERROR_NAMES, UNSUPPORTED_VERSION
+from app.protocol.jsonrpc import ERROR_NAMES, INVALID_PARAMS, UNSUPPORTED_VERSION
 from app.protocol.revisions import table_problems
 from app.protocol.transcript import Entry, Transcript
 
@@ -128,6 +128,15 @@ def client_findings(message: dict[str, Any], transcript: Transcript) -> list[Fin
     return out
 
 
+def _before_any_handshake(request: Entry, transcript: Transcript) -> bool:
+    """A handshake-era request sent while no initialize had been answered (nor a revision adopted)."""
+    if transcript.revision is not None or request.method in ("initialize", "ping", "server/discover"):
+        return False
+    params = request.message.get("params") if isinstance(request.message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return not (isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta)  # a stateless request is not
+
+
 def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
     """What a learner should know about a line the server wrote (call after it is recorded)."""
     message = entry.message
@@ -165,7 +174,14 @@ def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
         hint = (
             ERROR_HINTS.get(code, "An error defined by the server.") if isinstance(code, int) else "An error."
         )
-        out.append(finding("error", f"Error {code}{' ' + name if name else ''}: {hint}", "JSON-RPC 2.0"))
+        if code == INVALID_PARAMS and _before_any_handshake(request, transcript):
+            hint = (
+                "No handshake has happened in this session yet, and this server answers nothing but ping "
+                "before one: send initialize first (then notifications/initialized), and this request again."
+            )
+            out.append(finding("error", f"Error {code}{' ' + name if name else ''}: {hint}", "lifecycle"))
+        else:
+            out.append(finding("error", f"Error {code}{' ' + name if name else ''}: {hint}", "JSON-RPC 2.0"))
     else:
         revision = transcript.revision
         if revision is not None:

@@ -67,3 +67,17 @@ def test_a_server_line_that_is_not_json_and_a_stray_response() -> None:
     assert server_findings(garbled, t)[0]["level"] == "error"
     stray = t.add_server("s", {"jsonrpc": "2.0", "id": "nobody", "result": {}})
     assert "matches no request" in server_findings(stray, t)[0]["text"]
+
+
+def test_a_request_refused_for_want_of_a_handshake_says_so() -> None:
+    t = Transcript("demo-orders")
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    t.add_client("{}", request)
+    refused = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Invalid request parameters"}}
+    said = " ".join(texts(server_findings(t.add_server("{}", refused), t)))
+    assert "No handshake has happened in this session yet" in said and "send initialize first" in said
+    after = negotiated("2025-06-18")  # once the handshake is done, -32602 means the params themselves
+    after.add_client("{}", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {}})
+    wrong = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "Invalid request parameters"}}
+    said = " ".join(texts(server_findings(after.add_server("{}", wrong), after)))
+    assert "params are wrong or missing" in said and "handshake" not in said
