@@ -71,12 +71,14 @@ def _expect_html(expect: Expect) -> Markup:
         reply = Markup('<p class="expect-none">The server sends nothing back.</p>')
     else:
         reply = code_block(pretty_json(expect.reply), "json")
+    # "Try it" sends what the example needs first (a handshake, usually): the page carries those messages.
+    needs = Markup(' data-before="{}"').format(json.dumps(list(expect.before))) if expect.before else ""
     return Markup(
-        '<figure class="exchange" data-expect>{}{}'
+        '<figure class="exchange" data-expect{}>{}{}'
         '<div class="exchange-send"><p class="exchange-label">You send</p>{}</div>{}'
         '<div class="exchange-reply"><p class="exchange-label">The server replies '
         "(the parts that matter)</p>{}</div></figure>\n"
-    ).format(caption, before, send, meanwhile, reply)
+    ).format(needs, caption, before, send, meanwhile, reply)
 
 
 def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:

@@ -28,6 +28,7 @@ class Console {
     this.requests = new Map(); // client request seq -> method
     this.serverRequests = new Map(); // JSON of a server request's id -> pair key
     this.usedIds = new Set();
+    this.sentMethods = new Set(); // methods this session has sent: what an example's "before" may skip
     this.hadSession = false;
 
     this.announce = (text) => { this.ui.announcer.textContent = text; };
@@ -101,6 +102,25 @@ class Console {
     return max + 1;
   }
 
+  /** "Try it": first send what the example needs and this session has not sent (usually the
+   * handshake), each request with a fresh id, then put the example in the editor. */
+  tryExample(text, before = []) {
+    const sent = [];
+    for (const message of before) {
+      if (typeof message.method === "string" && this.sentMethods.has(message.method)) continue;
+      const copy = { ...message };
+      if ("id" in copy) {
+        copy.id = this.nextFreeId;
+        this.usedIds.add(JSON.stringify(copy.id)); // before its `sent` frame is back
+      }
+      if (typeof copy.method === "string") this.sentMethods.add(copy.method);
+      this.sendText(JSON.stringify(copy));
+      sent.push(copy.method || "a response");
+    }
+    this.put(text);
+    this.tell(sent.length ? `Sent first what this example needs: ${sent.join(", ")}. Now send the example.` : "");
+  }
+
   useTemplate() {
     const item = findTemplate(this.templates, this.ui.template.value);
     if (!item) return;
@@ -154,6 +174,7 @@ class Console {
     this.requests.clear();
     this.serverRequests.clear();
     this.usedIds.clear();
+    this.sentMethods.clear();
   }
 
   // ---- what the relay says ----
@@ -204,6 +225,7 @@ class Console {
 
   onSent(frame) {
     const message = frame.message || {};
+    if (typeof message.method === "string") this.sentMethods.add(message.method);
     const info = describe(message);
     let pairKey = null;
     let label = info.kind === "response" ? "reply" : message.method || "message";
@@ -308,7 +330,7 @@ function start() {
   const root = document.querySelector("section.console[data-server]");
   const app = root ? new Console(root) : null;
   if (root) root.consoleApp = app; // lets the browser tests simulate a dropped connection
-  addTryButtons(document, app ? (text) => app.put(text) : null);
+  addTryButtons(document, app ? (text, before) => app.tryExample(text, before) : null);
   const handoff = app && takeHandoff();
   if (handoff) app.put(handoff);
 }

@@ -3,17 +3,20 @@
 
 export const HANDOFF_KEY = "mcp-playground:try-it";
 
+/** `put(text, before)`: `before` lists the messages the example needs sent first (a handshake), or []. */
 export function addTryButtons(root, put) {
   for (const pre of root.querySelectorAll("pre[data-example]")) {
     if (pre.nextElementSibling && pre.nextElementSibling.classList.contains("try-it")) continue;
     const text = pre.textContent.trim();
+    const figure = pre.closest("figure[data-before]");
+    const before = figure ? JSON.parse(figure.dataset.before) : [];
     const b = document.createElement("button");
     b.type = "button";
     b.className = "try-it small secondary";
     b.textContent = put ? "Try it in the console" : "Try it in the playground";
     b.addEventListener("click", () => {
       if (put) {
-        put(text);
+        put(text, before);
         return;
       }
       sessionStorage.setItem(HANDOFF_KEY, text);

@@ -320,3 +320,20 @@ def test_after_a_send_the_reply_and_the_passed_check_are_in_view(browser_app, br
         assert page.evaluate("document.documentElement.scrollWidth") <= size[0]  # nothing runs off the side
     finally:
         context.close()
+
+
+def test_try_it_sends_the_handshake_an_example_needs_first(page: Page) -> None:
+    page.goto("/course/initialize-handshake/capabilities")
+    ready(page)
+    figure = page.locator("figure[data-before]").filter(has=page.locator('pre[data-example="send"]')).first
+    example = figure.locator('pre[data-example="send"]')
+    assert json.loads(example.inner_text())["method"] == "prompts/list"
+    example.locator("xpath=following-sibling::button[1]").click()
+    expect(page.locator("[data-tool-feedback]")).to_contain_text("initialize, notifications/initialized")
+    expect(log_entry(page, "received")).to_have_count(1)  # the handshake's reply
+    page.locator("#console-message").press("Control+Enter")  # now the example itself
+    expect(log_entry(page, "received")).to_have_count(2)
+    assert "result for prompts/list" in log_entry(page, "received").last.inner_text()
+    example.locator("xpath=following-sibling::button[1]").click()  # again: the handshake is not repeated
+    expect(page.locator("[data-tool-feedback]")).not_to_contain_text("Sent first")
+    expect(log_entry(page, "sent")).to_have_count(3)  # initialize, notifications/initialized, prompts/list
