@@ -68,7 +68,7 @@ def test_used_declared_capability() -> None:
     passes(
         "used-declared-capability",
         transcript(*handshake, (">", tools_list), ("<", tools)),
-        "1 tools came back",
+        "1 tool came back",
     )
     fails("used-declared-capability", transcript(), "complete the handshake")
     fails(
