@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ class HttpListener:
         self._stream: deque[str] = deque(maxlen=STREAM_KEPT)
         self._stream_ready = asyncio.Event()
         self.stream_open = False
+        # Called once the session has ended or its server exited: an MCP session has no console to
+        # restart it, so whoever holds the listener lets it go (and ends the session).
+        self.on_gone: Callable[[], None] | None = None
 
     # --- what the HTTP side asks ------------------------------------------------------------------
 
@@ -127,6 +131,9 @@ class HttpListener:
         for waiter in self._waiting.values():
             waiter.events.put_nowait(FINAL)
         self._waiting.clear()
+        if self.on_gone is not None:
+            gone, self.on_gone = self.on_gone, None
+            gone()
 
 
 def _key(value: Any) -> str:

@@ -243,7 +243,14 @@ async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpLi
         return _error(exc.status_code, exc.message)
     limits = WireLimits(state.settings.max_message_bytes, state.settings.max_messages_per_10s)
     listener = HttpListener(session, info.id, limits)
-    state.sessions.attach(session, listener)
+    sessions = state.sessions
+
+    def gone() -> None:  # its server exited, or a timer ended it: forget it, free its place
+        state.http_sessions.remove(listener)
+        sessions.end_soon(session, NORMAL_CLOSURE, listener.end_reason or "the MCP session ended")
+
+    listener.on_gone = gone
+    sessions.attach(session, listener)
     return listener
 
 

@@ -248,3 +248,22 @@ def test_an_expired_endpoint_answers_404(tmp_path) -> None:  # noqa: ANN001
             time.sleep(0.1)
         gone = httpx.post(endpoint["url"], json=init_request(), headers=ACCEPT, timeout=30)
         assert gone.status_code == 404 and "expired" in gone.json()["error"]["message"]
+
+
+def test_an_idle_mcp_session_ends_frees_its_place_and_answers_404(tmp_path) -> None:  # noqa: ANN001
+    with AppProcess(tmp_path, warm_pool_size=1, idle_timeout_s=1.0) as quick:
+        with quick.client() as browser:
+            browser.get("/")
+            url = browser.post("/api/endpoints", json={"server": "demo-orders"}).json()["url"]
+            endpoint_id = browser.get("/api/endpoints").json()[0]["id"]
+            session = initialize(url)
+            assert browser.get("/api/endpoints").json()[0]["live_sessions"] == 1
+            deadline = time.monotonic() + DEADLINE_S
+            while live_sessions(quick) != 0:  # the idle timer ends it, and its place is free
+                assert time.monotonic() < deadline, "the idle MCP session was never ended"
+                time.sleep(0.1)
+            listed = [e for e in browser.get("/api/endpoints").json() if e["id"] == endpoint_id]
+            assert listed[0]["live_sessions"] == 0  # and the endpoint no longer holds it
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        gone = httpx.post(url, json=ping, headers={**ACCEPT, "Mcp-Session-Id": session}, timeout=30)
+        assert gone.status_code == 404
