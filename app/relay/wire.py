@@ -56,6 +56,11 @@ class WireLimits:
     messages_per_window: int  # any frame, in RATE_WINDOW_S
     restarts_per_window: int = 5  # restart frames, in RESTART_WINDOW_S (on top of the above)
 
+    @classmethod
+    def from_settings(cls, settings: Any) -> WireLimits:  # app.config.Settings, kept import-free
+        """The same limits for every front door: a console's WebSocket and an endpoint's HTTP."""
+        return cls(settings.max_message_bytes, settings.max_messages_per_10s, settings.max_restarts_per_min)
+
 
 class Checks(Protocol):
     """A step's hands-on checks on this connection (built by the web layer, which knows the course)."""

@@ -177,6 +177,14 @@ def _listener(request: Request, state: AppState, info: EndpointInfo) -> HttpList
     return listener
 
 
+async def _session(request: Request, token: str) -> HttpListener | JSONResponse:
+    """The MCP session a GET or DELETE names on this endpoint, or the refusal."""
+    info = await _endpoint(request, token)
+    if isinstance(info, JSONResponse):
+        return info
+    return _listener(request, get_state(request), info)
+
+
 def _version_problem(request: Request, listener: HttpListener) -> JSONResponse | None:
     version = request.headers.get(VERSION_HEADER)
     if version is None:
@@ -199,8 +207,7 @@ async def mcp_post(request: Request, token: str) -> Response:
     text = body.decode("utf-8", errors="surrogateescape")
     sse = "text/event-stream" in request.headers.get("accept", "")
     if not request.headers.get(SESSION_HEADER):
-        limits = WireLimits(settings.max_message_bytes, settings.max_messages_per_10s)
-        first = HttpListener.parse_first(text, limits)
+        first = HttpListener.parse_first(text, WireLimits.from_settings(settings))
         if isinstance(first, FrameError):
             return _jsonrpc_error(400, first)
         version = _modern_version(first.message)
@@ -241,8 +248,7 @@ async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpLi
         return _error(503, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
     except SandboxError as exc:
         return _error(exc.status_code, exc.message)
-    limits = WireLimits(state.settings.max_message_bytes, state.settings.max_messages_per_10s)
-    listener = HttpListener(session, info.id, limits)
+    listener = HttpListener(session, info.id, WireLimits.from_settings(state.settings))
     sessions = state.sessions
 
     def gone() -> None:  # its server exited, or a timer ended it: forget it, free its place
@@ -359,11 +365,7 @@ async def _events(waiter: Waiter) -> AsyncIterator[bytes]:
 
 @router.get("/mcp/{token}")
 async def mcp_get(request: Request, token: str) -> Response:
-    state = get_state(request)
-    info = await _endpoint(request, token)
-    if isinstance(info, JSONResponse):
-        return info
-    listener = _listener(request, state, info)
+    listener = await _session(request, token)
     if isinstance(listener, JSONResponse):
         return listener
     if "text/event-stream" not in request.headers.get("accept", ""):
@@ -391,12 +393,8 @@ async def mcp_get(request: Request, token: str) -> Response:
 
 @router.delete("/mcp/{token}")
 async def mcp_delete(request: Request, token: str) -> Response:
-    state = get_state(request)
-    info = await _endpoint(request, token)
-    if isinstance(info, JSONResponse):
-        return info
-    listener = _listener(request, state, info)
+    listener = await _session(request, token)
     if isinstance(listener, JSONResponse):
         return listener
-    await _end(state, listener, "the client ended the MCP session")
+    await _end(get_state(request), listener, "the client ended the MCP session")
     return Response(status_code=204)

@@ -119,10 +119,7 @@ async def relay(websocket: WebSocket, name: str) -> None:
     except (OSError, RuntimeError):  # the client left during the handshake: its server goes too
         await sessions.end(session, NORMAL_CLOSURE, "the client left during the handshake")
         return
-    settings = state.settings
-    limits = WireLimits(
-        settings.max_message_bytes, settings.max_messages_per_10s, settings.max_restarts_per_min
-    )
+    limits = WireLimits.from_settings(state.settings)
     wire: McpWire | EnvelopeWire
     if mode == MCP_SUBPROTOCOL:
         wire = McpWire(websocket, session, sessions, limits)

@@ -7,9 +7,7 @@ Every test here speaks from its own client address: the app trusts X-Forwarded-F
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 
 import httpx
 import pytest
@@ -20,12 +18,12 @@ from app.progress.sqlite import SQLiteProgressStore
 from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
 from tests.support.appserver import AppProcess, learner_id_of
+from tests.support.procs import wait_until_async
 from tests.support.wsclient import EnvelopeClient, McpClient
 
 TOKEN = "instructor-token-for-hostile-tests"
 STEP = "initialize-handshake/versions"  # a step with hands-on checks
 LIMIT = 20  # frames per 10 s, for this app
-DEADLINE_S = 30.0
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +47,6 @@ def mint(app: AppProcess, address: str) -> str:
     reply = httpx.get(app.base + "/course", headers={"X-Forwarded-For": address}, timeout=30)
     reply.raise_for_status()
     return reply.cookies[COOKIE]
-
-
-async def until(predicate, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + DEADLINE_S
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)  # polling with a deadline
 
 
 async def test_cookieless_and_forged_cookie_clients_share_their_address_cap(app: AppProcess) -> None:
@@ -203,7 +193,7 @@ async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes
         return httpx.get(transcript, headers=headers(address, cookie), timeout=30).status_code == 404
 
     assert not gone()  # kept for a reconnect at first
-    await until(gone, "the grace period to end the dropped session")
+    assert await wait_until_async(gone, interval=0.1), "the grace period to end the dropped session"
     live = httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
     assert live == live_before - 1
 

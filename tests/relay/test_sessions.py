@@ -15,6 +15,7 @@ from app.relay.admission import Admission, Caps, Owner
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from tests.support.plainproc import PlainSource
+from tests.support.procs import wait_until_async
 from tests.support.wsclient import init_request
 
 DEADLINE_S = 30.0
@@ -53,14 +54,6 @@ class Recorder:
         self.changed.set()
 
 
-async def until(predicate, what: str) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + DEADLINE_S
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)  # polling with a deadline
-
-
 def make(source: PlainSource, *, total: int = 10, per_owner: int = 4, grace_s: float = 30.0,
          idle_timeout_s: float = 600.0, max_session_s: float = 3600.0) -> Sessions:  # fmt: skip
     sessions = Sessions(source, Admission(Caps(total, per_owner, total)), grace_s=grace_s,
@@ -85,7 +78,7 @@ async def test_a_message_goes_through_and_the_reply_reaches_the_listener(source:
     sessions.attach(session, listener)
     frame = parse_client_text(json.dumps(init_request()), 1 << 20)
     await session.send(frame)  # type: ignore[arg-type]
-    await until(lambda: listener.entries, "the initialize reply")
+    assert await wait_until_async(lambda: listener.entries), "the initialize reply"
     assert listener.entries[0].answers == 1
     assert session.transcript.revision == "2025-06-18"
     await sessions.close_all()
@@ -124,9 +117,9 @@ async def test_a_drop_keeps_the_session_for_the_grace_period_then_ends_it(source
     assert sessions.reattach(session.id, ADA.key, "demo-orders") is session
     sessions.attach(session, listener)  # came back in time: the timer is off
     sessions.detach(session, listener)
-    await until(lambda: session.closed, "the grace period to end the session")
+    assert await wait_until_async(lambda: session.closed), "the grace period to end the session"
     assert sessions.admission.total == 0 and session.id not in sessions.sessions
-    await until(lambda: source.acquired[0].poll() is not None, "the process to exit")
+    assert await wait_until_async(lambda: source.acquired[0].poll() is not None), "the process to exit"
     assert source.released == [source.acquired[0]]
     await sessions.close_all()
 
@@ -138,7 +131,7 @@ async def test_a_goodbye_ends_the_session_at_once(source: PlainSource) -> None:
     sessions.attach(session, listener)
     sessions.detach(session, listener, deliberate=True)
     assert sessions.admission.total == 0  # the place is free before the process has stopped
-    await until(lambda: source.released, "the release")
+    assert await wait_until_async(lambda: source.released), "the release"
     assert sessions.reattach(session.id, ADA.key, "demo-orders") is None
     await sessions.close_all()
 
@@ -161,10 +154,10 @@ async def test_an_idle_session_is_ended_with_a_reason(source: PlainSource) -> No
     session = await sessions.open("demo-orders", ADA)
     listener = Recorder()
     sessions.attach(session, listener)
-    await until(lambda: listener.ended is not None, "the idle timer")
+    assert await wait_until_async(lambda: listener.ended is not None), "the idle timer"
     assert listener.ended == (1000, "session ended after 0.3 s without a message")
     assert session.status == "exited" and sessions.admission.total == 0
-    await until(lambda: len(source.released) == 1, "the release")
+    assert await wait_until_async(lambda: len(source.released) == 1), "the release"
     await sessions.close_all()
 
 
@@ -208,7 +201,7 @@ async def test_an_exit_answers_waiting_requests_and_releases_once(source: PlainS
     listener = Recorder()
     sessions.attach(session, listener)
     await session.send(parse_client_text('{"jsonrpc":"2.0","id":7,"method":"ping"}', 1 << 20))  # type: ignore[arg-type]
-    await until(lambda: listener.ended is not None, "the exit to be reported")
+    assert await wait_until_async(lambda: listener.ended is not None), "the exit to be reported"
     assert listener.ended[0] == 1011 and "3" in listener.ended[1]
     assert listener.stderr == ["leaving now"]  # its last words arrived before the end was told
     assert [e.id for e in listener.bad] == [7]  # the waiting request got an answer from the relay
@@ -216,7 +209,7 @@ async def test_an_exit_answers_waiting_requests_and_releases_once(source: PlainS
     assert source.released == [source.acquired[0]]
     assert sessions.admission.total == 1  # it holds its place until its connection goes
     sessions.detach(session, listener, deliberate=True)
-    await until(lambda: session.closed, "the end")
+    assert await wait_until_async(lambda: session.closed), "the end"
     assert sessions.admission.total == 0
     assert source.released == [source.acquired[0]]  # ending it did not release the process again
     await sessions.close_all()

@@ -62,6 +62,18 @@ def descendants(root: int) -> list[HostProcess]:
     return found
 
 
+async def wait_until_async(predicate, timeout: float = 30.0, interval: float = 0.01) -> bool:  # noqa: ANN001
+    """As `wait_until`, for a test's event loop: polls without blocking it."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(interval)
+    return True
+
+
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:  # noqa: ANN001
     """Poll `predicate` until it is true or `timeout` passes; return its last value."""
     deadline = time.monotonic() + timeout

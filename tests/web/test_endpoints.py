@@ -267,3 +267,20 @@ def test_an_idle_mcp_session_ends_frees_its_place_and_answers_404(tmp_path) -> N
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         gone = httpx.post(url, json=ping, headers={**ACCEPT, "Mcp-Session-Id": session}, timeout=30)
         assert gone.status_code == 404
+
+
+def test_requests_past_the_rate_limit_get_429_with_their_id(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    session = initialize(url)  # the initialize counts too
+    headers = {"Accept": "application/json", "Mcp-Session-Id": session}
+    limited = None
+    with httpx.Client(timeout=30) as client:
+        for n in range(2, 150):  # the default limit is 100 frames in 10 s
+            reply = client.post(url, json={"jsonrpc": "2.0", "id": n, "method": "ping"}, headers=headers)
+            if reply.status_code != 200:
+                limited = (n, reply)
+                break
+    assert limited is not None, "no request was ever limited"
+    n, reply = limited
+    assert n == 101 and reply.status_code == 429
+    assert reply.json()["error"]["code"] == -32001 and reply.json()["id"] == n
