@@ -1,8 +1,19 @@
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from tests.support.appserver import AppProcess
+
+
+@pytest.fixture(autouse=True)
+def _leaks_fail_where_they_happen():
+    """Collect after every test, so a socket or transport a test forgot to close warns (and, with
+    warnings as errors, fails) in the test that leaked it, not in whichever test the collector
+    happens to run during later."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture(scope="session")

@@ -170,6 +170,7 @@ async def test_a_full_class_is_refused_kindly(app: AppProcess) -> None:
             assert full["type"] == "full" and "Try again in 60 s" in full["message"]
             assert full["reason"] == "class_full"
             assert full["retry_after_s"] == 60
+            await console.ws.wait_closed()  # the server ends a refused console; its socket goes with it
         finally:
             await first.close()
 
