@@ -10,7 +10,20 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import PROJECT_ROOT, Settings
 from app.demos import load_registry
-from app.web import access, api, course_pages, endpoints, errors, instructor, join, learner, pages, resume, ws
+from app.web import (
+    access,
+    api,
+    course_pages,
+    endpoints,
+    errors,
+    instructor,
+    join,
+    learner,
+    pages,
+    resume,
+    spec_refs,
+    ws,
+)
 from app.web.client import ClientMiddleware, TrustedProxies
 from app.web.guard import GuardMiddleware
 from app.web.state import AppState
@@ -39,6 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(endpoints.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
+    app.include_router(spec_refs.router)
     app.include_router(join.router)
     app.include_router(resume.router)
     app.include_router(access.router)

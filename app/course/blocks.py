@@ -15,8 +15,9 @@ from typing import Any, Literal
 import yaml
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 
-from app.course.models import Choice, Console, Example, Expect, LessonError, Quiz
-from app.course.render import pretty_json, render_inline
+from app.course.models import Choice, Claim, Console, Example, Expect, LessonError, Quiz
+from app.course.render import SPEC_REF_OPEN, pretty_json, render_inline, spec_refs_in, without_spec_refs
+from app.course.spec import RefError, parse_ref
 from app.protocol.revisions import parse_strict_json, validate_message
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -189,7 +190,20 @@ def parse_quiz(block: Block) -> Quiz:
         raise block.error(f"a single-choice quiz has exactly one correct choice, not {right}")
     if kind == "multiple" and right < 1:
         raise block.error("a multiple-choice quiz needs at least one correct choice")
-    return Quiz(quiz_id, render_inline(question), kind, tuple(parsed), block.line)
+    texts = [question, *(str(item.get(k, "")) for item in choices for k in ("text", "why"))]
+    claims = tuple(_quiz_claim(block, question, ref) for text in texts for ref in spec_refs_in(text))
+    return Quiz(quiz_id, render_inline(question), kind, tuple(parsed), block.line, claims)
+
+
+def _quiz_claim(block: Block, question: str, text: str) -> Claim:
+    """A `[spec ...]` marker in a quiz: checked like one in the text; the question is its sentence."""
+    marker = f"{SPEC_REF_OPEN}{text}]"
+    offset = next((n for n, line in enumerate(block.body.splitlines(), 1) if marker in line), 0)
+    try:
+        ref = parse_ref(text)
+    except RefError as exc:
+        raise block.error(str(exc), offset) from None
+    return Claim(ref, block.line + offset, render_inline(without_spec_refs(question)))
 
 
 EXPECT_KEYS = {"before", "send", "send-line", "reply", "caption", "answer", "along"}

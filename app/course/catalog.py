@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.course import checks
-from app.course.models import Lesson, LessonError, Step
+from app.course.models import Claim, Lesson, LessonError, Step
 from app.course.parser import parse_lesson
 
 LESSON_GLOB = "*.md"
@@ -53,6 +53,10 @@ class Catalog:
     def steps(self) -> Iterator[Step]:
         for lesson in self.lessons:
             yield from lesson.steps
+
+    def claims(self) -> list[tuple[Step, Claim]]:
+        """Every `[spec ...]` claim of the course with its step, in course order."""
+        return [(step, claim) for step in self.steps() for claim in step.claims]
 
     def neighbours(self, step: Step) -> tuple[Step | None, Step | None]:
         """The steps before and after `step` across the whole course."""

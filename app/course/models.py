@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from markupsafe import Markup
 
+from app.course.spec import SpecRef
+
 
 class LessonError(Exception):
     """A lesson file is wrong: says which file and line, so the author can fix it."""
@@ -34,6 +36,7 @@ class Quiz:
     kind: Literal["single", "multiple"]
     choices: tuple[Choice, ...]
     line: int
+    claims: tuple[Claim, ...] = ()  # `[spec ...]` markers in the question, choices and explanations
 
     def choice(self, key: str) -> Choice | None:
         return next((c for c in self.choices if c.key == key), None)
@@ -85,6 +88,15 @@ class Console:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A `[spec ...]` marker in a step: the section it names and the sentence it stands beside."""
+
+    ref: SpecRef
+    line: int
+    sentence: Markup
+
+
+@dataclass(frozen=True)
 class Part:
     """A piece of a step's body: prerendered HTML, or a quiz rendered per learner."""
 
@@ -108,6 +120,7 @@ class Step:
     quizzes: tuple[Quiz, ...] = ()
     examples: tuple[Example, ...] = ()
     expects: tuple[Expect, ...] = ()
+    claims: tuple[Claim, ...] = ()
 
     @property
     def url(self) -> str:

@@ -15,15 +15,18 @@ from typing import Any
 
 import yaml
 from markdown_it.token import Token
+from markupsafe import Markup
 
 from app.course import blocks
 from app.course.blocks import SLUG, Block, Info
-from app.course.models import Console, Example, Expect, Lesson, LessonError, Part, Quiz, Step
-from app.course.render import MARKDOWN, render_inline, render_tokens
+from app.course.models import Claim, Console, Example, Expect, Lesson, LessonError, Part, Quiz, Step
+from app.course.render import MARKDOWN, SPEC_REF_OPEN, render_inline, render_tokens, without_spec_refs
+from app.course.spec import RefError, parse_ref
 
 HEADING_SLUG = re.compile(r"\s*\{#([^}]*)\}\s*$")
 FILE_NUMBER = re.compile(r"^(\d+)-")
 FRONT_KEYS = {"title", "slug", "order", "summary", "server"}
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_(\[])")
 
 
 @dataclass
@@ -133,7 +136,7 @@ def _drafts(path: Path, tokens: list[Token], offset: int) -> list[_Draft]:
             raise LessonError(
                 path, line, "text before the first step: start with a '## Title {#slug}' heading"
             )
-        if token.type == "fence":
+        if token.type in ("fence", "inline"):
             token.meta["line"] = line
         drafts[-1].tokens.append(token)
         i += 1
@@ -211,7 +214,40 @@ def _build_step(
         quizzes=tuple(quizzes),
         examples=tuple(examples),
         expects=tuple(expects),
+        claims=_claims(path, draft.tokens) + tuple(c for q in quizzes for c in q.claims),
     )
+
+
+def _claims(path: Path, tokens: list[Token]) -> tuple[Claim, ...]:
+    """Every `[spec ...]` marker in the step's text, checked against the table of the spec's sections."""
+    claims: list[Claim] = []
+    for token in tokens:
+        if token.type != "inline" or not token.children:
+            continue
+        first_line = token.meta.get("line") or 0
+        searched = 0
+        for child in token.children:
+            if child.type != "spec_ref":
+                continue
+            marker = f"{SPEC_REF_OPEN}{child.content}]"
+            at = token.content.find(marker, searched)
+            searched = at + len(marker) if at >= 0 else searched
+            line = first_line + token.content.count("\n", 0, max(at, 0))
+            try:
+                ref = parse_ref(child.content)
+            except RefError as exc:
+                raise LessonError(path, line, str(exc)) from None
+            claims.append(Claim(ref, line, _sentence(token.content, at)))
+    return tuple(claims)
+
+
+def _sentence(paragraph: str, at: int) -> Markup:
+    """The sentence a marker at `at` stands beside: the last one before it (the first, if none)."""
+    before = without_spec_refs(paragraph[: max(at, 0)]).strip()
+    if not before:
+        before = without_spec_refs(paragraph).strip()
+    text = " ".join(SENTENCE_END.split(before)[-1].split())
+    return render_inline(text)
 
 
 def _example_attrs(example: Example) -> dict[str, str]:

@@ -6,10 +6,12 @@ Raw HTML in lessons is off: a lesson is text, and what the page shows is decided
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup, escape
@@ -19,6 +21,10 @@ from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
 from app.course.models import Expect
+from app.course.spec import RefError, parse_ref
+
+SPEC_REF_OPEN = "[spec "
+_ANY_SPEC_REF = re.compile(r"\s*\[spec [^\]\n]*\]")
 
 _FORMATTER = HtmlFormatter(nowrap=True)
 
@@ -101,10 +107,56 @@ def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: Options
     return f'<img src="{escape(src)}" alt="{escape(alt)}" loading="lazy">'
 
 
+def _spec_ref_rule(state: StateInline, silent: bool) -> bool:
+    """`[spec 2025-11-25 basic/lifecycle#version-negotiation]` -> one `spec_ref` token (see app/course/spec.py).
+
+    Whether the section exists is checked by the lesson parser, which knows the file and line.
+    """
+    if not state.src.startswith(SPEC_REF_OPEN, state.pos):
+        return False
+    end = state.src.find("]", state.pos)
+    if end < 0 or "\n" in state.src[state.pos : end]:
+        return False
+    if not silent:
+        token = state.push("spec_ref", "a", 0)
+        token.content = state.src[state.pos + len(SPEC_REF_OPEN) : end]
+    state.pos = end + 1
+    return True
+
+
+def spec_ref_html(text: str) -> Markup:
+    """A small link to the spec's section; the marker as text if it names none (the parser refuses those)."""
+    try:
+        ref = parse_ref(text)
+    except RefError:
+        return Markup(escape(f"{SPEC_REF_OPEN}{text}]"))
+    return Markup(
+        '<a class="spec-ref" href="{}" rel="external noopener" title="The specification, revision {}: {}">'
+        "spec {} \N{SECTION SIGN} {}</a>"
+    ).format(ref.url, ref.span, ref.label, ref.span, ref.heading)
+
+
+def _render_spec_ref(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+    return spec_ref_html(tokens[idx].content)
+
+
+def spec_refs_in(text: str) -> list[str]:
+    """What each `[spec ...]` marker in this inline Markdown says (code spans are not searched)."""
+    tokens = MARKDOWN.parseInline(text)
+    return [child.content for t in tokens for child in t.children or () if child.type == "spec_ref"]
+
+
+def without_spec_refs(text: str) -> str:
+    """The Markdown without its `[spec ...]` markers (for quoting the sentence a claim makes)."""
+    return _ANY_SPEC_REF.sub("", text)
+
+
 def make_markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    md.inline.ruler.before("link", "spec_ref", _spec_ref_rule)
     md.add_render_rule("fence", _render_fence)
     md.add_render_rule("image", _render_image)
+    md.add_render_rule("spec_ref", _render_spec_ref)
     return md
 
 

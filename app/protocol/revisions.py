@@ -63,6 +63,7 @@ RULES: tuple[Rule, ...] = (
     Rule("resources/list", "result.resources[].title", "2025-06-18", "a resource title"),
     Rule("resources/list", "result.resources[].icons", "2025-11-25", "resource icons"),
     Rule("resources/templates/list", "result.resourceTemplates[].title", "2025-06-18", "a template title"),
+    Rule("resources/templates/list", "result.resourceTemplates[].icons", "2025-11-25", "template icons"),
     Rule("prompts/list", "result.prompts[].title", "2025-06-18", "a prompt title"),
     Rule("prompts/list", "result.prompts[].arguments[].title", "2025-06-18", "a prompt argument title"),
     Rule("prompts/list", "result.prompts[].icons", "2025-11-25", "prompt icons"),
@@ -71,6 +72,8 @@ RULES: tuple[Rule, ...] = (
     Rule("tools/call", "result.structuredContent", "2025-06-18", "structuredContent"),
     Rule("tools/call", "result.content[].type=audio", "2025-03-26", "audio content"),
     Rule("tools/call", "result.content[].type=resource_link", "2025-06-18", "resource_link content"),
+    # notifications
+    Rule("notifications/progress", "params.message", "2025-03-26", "a progress message"),
 )
 
 

@@ -81,6 +81,20 @@ def test_initialize_does_not_exist_in_the_stateless_revision() -> None:
             "tools/call",
             "2025-03-26",
         ),
+        (
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {"progressToken": 1, "progress": 1, "message": "Half way"},
+            },
+            None,
+            "2025-03-26",
+        ),
+        (
+            result({"resourceTemplates": [{"name": "t", "uriTemplate": "x://{a}", "icons": []}]}),
+            "resources/templates/list",
+            "2025-11-25",
+        ),
     ],
 )
 def test_a_field_is_valid_only_from_its_revision(
