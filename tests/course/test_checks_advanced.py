@@ -306,6 +306,22 @@ def test_input_required_completed() -> None:
         transcript((">", first), ("<", interim), (">", retry), ("<", interim | {"id": 4})),
         "did not complete",
     )
+    # The retry is a new request (2026-07-28 basic/patterns/mrtr): the same id does not count.
+    same_id = {**retry, "id": 3}
+    fails(
+        "input-required-completed",
+        transcript((">", first), ("<", interim), (">", same_id), ("<", {**done, "id": 3})),
+        "reused the id 3",
+    )
+    second_try = {**retry, "id": 5}
+    passes(
+        "input-required-completed",
+        transcript(
+            (">", first), ("<", interim), (">", same_id), ("<", {**done, "id": 3}), (">", second_try),
+            ("<", {**done, "id": 5}),
+        ),
+        "as a new request",
+    )  # fmt: skip
 
 
 def test_legacy_fallback() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mcp_types import PROTOCOL_VERSION_META_KEY
@@ -100,7 +101,8 @@ def unsupported_version_seen(t: Transcript) -> Outcome:
 
 @check(
     "input-required-completed",
-    "Get an `input_required` result, then retry the same call with `inputResponses` and `requestState`.",
+    "Get an `input_required` result, then retry the call, as a new request with a new id, with "
+    "`inputResponses` and `requestState`.",
 )
 def input_required_completed(t: Transcript) -> Outcome:
     calls = list(exchanges(t, "tools/call"))
@@ -116,19 +118,37 @@ def input_required_completed(t: Transcript) -> Outcome:
         return False, "Call `transfer` with elicitation declared, and get an `input_required` result."
     first = min(s.seq for _, s in interim if s is not None)
     retries = [(r, s) for r, s in calls if r.seq > first and "inputResponses" in params_of(r)]
+    reused = [r for r, _ in retries if _reuses_an_id(r, interim)]
     for request, response in retries:
         result = result_of(response)
-        if result is not None and result.get("resultType", "complete") == "complete":
-            return True, f"The retry (message #{request.seq}) completed the call."
+        if (
+            request not in reused
+            and result is not None
+            and result.get("resultType", "complete") == "complete"
+        ):
+            return True, f"The retry (message #{request.seq}) completed the call, as a new request."
+    if reused:
+        return False, (
+            f"The retry (message #{reused[-1].seq}) reused the id {json.dumps(reused[-1].message.get('id'))} "
+            "of a call that got `input_required`. A retry is a new request: give it a new id."
+        )
     if retries:
         request, response = retries[0]
         if response is None:
             return False, waiting(request)
         return False, (
-            "The retry did not complete. Send the same call again with `inputResponses` (keyed as in "
+            "The retry did not complete. Send the call again, with a new id, `inputResponses` (keyed as in "
             "`inputRequests`) and the `requestState` you were given."
         )
-    return False, "Now retry the same `tools/call`, adding `inputResponses` and the `requestState` you got."
+    return (
+        False,
+        "Now retry the `tools/call` as a new request (a new id), adding `inputResponses` and the `requestState` you got.",
+    )
+
+
+def _reuses_an_id(retry: Entry, interim: list[tuple[Entry, Entry | None]]) -> bool:
+    """2026-07-28 basic/patterns/mrtr: a retry is an independent request, so its JSON-RPC id is new."""
+    return any(r.seq < retry.seq and r.message.get("id") == retry.message.get("id") for r, _ in interim)
 
 
 @check(
