@@ -95,6 +95,11 @@ class ForkServer:
         self._cgroup_ids = itertools.count(1)
         self._instance_cgroups: dict[int, str] = {}  # keeper pid -> its cgroup's name
         self._leftover_cgroups: set[str] = set()  # instances gone, cgroups not yet removable
+        self._selector = selectors.DefaultSelector()
+        # Keepers still setting up: keeper pid -> (request id, the pipe its report comes on). The
+        # fork server does not wait for them, so instances set up in parallel (namespaces and
+        # mounts take milliseconds); a spawn's only serial cost is its cgroup and its fork.
+        self._reports: dict[int, tuple[int, int]] = {}
 
     # --- start-up -------------------------------------------------------------------------------
 
@@ -250,7 +255,7 @@ class ForkServer:
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
-        selector = selectors.DefaultSelector()
+        selector = self._selector
         selector.register(self.sock, selectors.EVENT_READ, "control")
         selector.register(wake_read, selectors.EVENT_READ, "children")
         while True:
@@ -259,7 +264,9 @@ class ForkServer:
             if self._leftover_cgroups:
                 self._remove_cgroups(list(self._leftover_cgroups))
             for key, _ in selector.select(timeout):
-                if key.data == "children":
+                if isinstance(key.data, int):  # a keeper's report: it has set up and forked
+                    self._report(key.data)
+                elif key.data == "children":
                     while True:
                         try:
                             if not os.read(wake_read, 4096):
@@ -278,6 +285,8 @@ class ForkServer:
                 return
             if pid == 0:
                 return
+            if pid in self._reports:  # its report (or its failure) first: the app expects that order
+                self._report(pid)
             self.instances.discard(pid)
             name = self._instance_cgroups.pop(pid, None)
             if name is not None:
@@ -357,14 +366,23 @@ class ForkServer:
                 pass
             return
         try:
-            pid, server_pid = self._spawn(request["server"], request["uid"], fds)
+            self._spawn(request["id"], request["server"], request["uid"], fds)
         except OSError as exc:
             _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
-        else:
-            _send(self.sock, {"op": "spawned", "id": request["id"], "pid": pid, "server_pid": server_pid})
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def _report(self, pid: int) -> None:
+        """The keeper `pid` has written its server's pid and closed the pipe (or died): tell the app.
+
+        Read to the end: the pipe is closed by then, or about to be (the keeper closes it right after
+        writing, and has no other writer), so this never waits long."""
+        request_id, fd = self._reports.pop(pid)
+        self._selector.unregister(fd)
+        data = _read_all(fd)
+        server_pid = int(data) if data.isdigit() else 0  # 0: the keeper died before its server began
+        _send(self.sock, {"op": "spawned", "id": request_id, "pid": pid, "server_pid": server_pid})
 
     def _remove_cgroups(self, names: list[str]) -> None:
         assert self.cgroups is not None
@@ -403,7 +421,8 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, server: str, uid: int, fds: list[int]) -> tuple[int, int]:
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int]) -> None:
+        """Fork the instance's keeper; the "spawned" reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
             cgroup = f"i{next(self._cgroup_ids)}"
@@ -424,8 +443,8 @@ class ForkServer:
         if cgroup is not None:
             self._instance_cgroups[pid] = cgroup
         os.close(report_write)
-        data = _read_all(report_read)
-        return pid, int(data) if data else 0
+        self._reports[pid] = (request_id, report_read)
+        self._selector.register(report_read, selectors.EVENT_READ, pid)
 
     def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int]) -> None:
         forkserver = os.getppid()

@@ -175,3 +175,38 @@ def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserve
     forkserver.sock.close()
     assert forkserver.proc.wait(30) == 0
     assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)
+
+
+def test_spawns_sent_back_to_back_overlap_and_each_gets_its_own_reply(forkserver: RawClient) -> None:
+    """The fork server no longer waits for one instance to set up before forking the next (that wait
+    made 50 learners arriving at once queue behind each other's namespaces), so replies may come in
+    any order: each still names its own request, and each instance serves its own pipes."""
+    count = 6
+    ours_by_id: dict[int, list[int]] = {}
+    for id_ in range(1, count + 1):
+        fds, ours = pipes()
+        forkserver.send(spawn(uid=RANGE.start + id_, id_=id_), fds)
+        for fd in fds:
+            os.close(fd)
+        ours_by_id[id_] = ours
+    replies = {}
+    while len(replies) < count:
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "spawned", reply
+        replies[reply["id"]] = reply
+    assert sorted(replies) == list(range(1, count + 1))
+    assert len({r["pid"] for r in replies.values()}) == count
+    assert all(r["server_pid"] > 0 for r in replies.values()), replies
+    try:
+        for id_, (stdin, stdout, _stderr) in ours_by_id.items():
+            os.write(stdin, json.dumps({"jsonrpc": "2.0", "id": id_, "method": "ping"}).encode() + b"\n")
+            with os.fdopen(os.dup(stdout), "rb") as out:
+                assert json.loads(out.readline()) == {"jsonrpc": "2.0", "id": id_, "result": {}}
+        for reply in replies.values():
+            forkserver.send(json.dumps({"op": "signal", "pid": reply["pid"], "signal": 9}).encode())
+        exited = {forkserver.recv_op("exited")["pid"] for _ in replies}
+        assert exited == {r["pid"] for r in replies.values()}
+    finally:
+        for ours in ours_by_id.values():
+            for fd in ours:
+                os.close(fd)
