@@ -153,7 +153,8 @@ def _reuses_an_id(retry: Entry, interim: list[tuple[Entry, Entry | None]]) -> bo
 
 @check(
     "legacy-fallback",
-    "Probe an older server with `server/discover`, get `-32601`, and fall back to `initialize`.",
+    "Probe an older server with `server/discover`, get an error that is not a modern one, and fall "
+    "back to `initialize`.",
 )
 def legacy_fallback(t: Transcript) -> Outcome:
     probes = [(r, s) for r, s in exchanges(t, "server/discover") if error_of(s) is not None]
