@@ -129,6 +129,10 @@ def _drafts(path: Path, tokens: list[Token], offset: int) -> list[_Draft]:
             title = content[: match.start()].strip()
             if not title:
                 raise LessonError(path, line, "the step heading has no title")
+            if SPEC_REF_OPEN in title:
+                raise LessonError(
+                    path, line, "a [spec ...] ref goes beside a claim in the text, not in a step title"
+                )
             drafts.append(_Draft(match.group(1), title, line))
             i += 3  # heading_open, inline, heading_close
             continue

@@ -115,6 +115,11 @@ def test_a_bad_ref_in_a_quiz_is_refused_with_its_line() -> None:
     assert (error.line, "has no section #versions" in error.message) == (21, True)
 
 
+def test_a_ref_in_a_step_title_is_refused() -> None:
+    error = error_of(LESSON.replace("## First step {#first}", "## First [spec 2025-11-25 basic] {#first}"))
+    assert (error.line, "not in a step title" in error.message) == (7, True)
+
+
 def test_ranges_cover_every_revision_between() -> None:
     ref = parse_ref("2024-11-05..2025-06-18 basic/lifecycle#initialization")
     assert ref.revisions == ("2024-11-05", "2025-03-26", "2025-06-18")
