@@ -240,6 +240,18 @@ def relay_error_frame(error: dict[str, Any], request_id: Any, explanation: str, 
             "explanation": explanation}  # fmt: skip
 
 
+def entry_frame(entry: Entry, transcript: Transcript) -> dict[str, Any]:
+    """The frame for a kept entry, as a console that missed it live gets it (a reconnect's replay,
+    an instructor following the session): a sent message's findings were for that moment, not kept."""
+    if entry.direction == "client":
+        return sent_frame(entry, [])
+    if entry.direction == "relay":
+        error = entry.message["error"]
+        return relay_error_frame(error, entry.message.get("id"), error["data"].get("reason", ""),
+                                 entry.seq, entry.at_ms)  # fmt: skip
+    return received_frame(entry, transcript)
+
+
 class EnvelopeWire(Wire):
     def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
                  checks: Checks | None = None) -> None:  # fmt: skip
@@ -330,14 +342,7 @@ class EnvelopeWire(Wire):
         """After a reconnect: the entries the console missed, as the same frames live traffic uses."""
         transcript = self.session.transcript
         for entry in transcript.page(after_seq):
-            if entry.direction == "client":
-                frame = sent_frame(entry, [])
-            elif entry.direction == "relay":
-                error = entry.message["error"]
-                frame = relay_error_frame(error, entry.message.get("id"), error["data"].get("reason", ""),
-                                          entry.seq, entry.at_ms)  # fmt: skip
-            else:
-                frame = received_frame(entry, transcript)
+            frame = entry_frame(entry, transcript)
             frame["replayed"] = True
             await self.send_json(frame)
         self.checks_due()

@@ -20,6 +20,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from app.course.models import Step
 from app.progress import ClassInfo, LearnerProgress
+from app.relay.session import RelaySession
+from app.relay.wire import entry_frame
 from app.web.api import TRANSCRIPT_PAGE
 from app.web.client import client_address, is_https
 from app.web.credentials import retry_words, same_secret
@@ -166,17 +168,28 @@ def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step],
     return steps, rows
 
 
-@router.get("/instructor/classes/{class_id}", response_class=HTMLResponse)
-def class_page(state: Instructor, request: Request, class_id: str) -> HTMLResponse:
+def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     klass = _klass(state, class_id)
     steps, rows = _grid(state, state.progress.class_learners(class_id))
     join_link = str(request.base_url).rstrip("/") + f"/join/{klass.join_code}"
     live = state.sessions.count_for_class(class_id) if state.sessions else 0
     cap = klass.max_sessions or state.settings.max_sessions_per_class
-    context = {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
-               "lessons": state.catalog.lessons,
-               "live": live, "cap": cap, "now": time.time()}  # fmt: skip
-    return templates.TemplateResponse(request, "instructor_class.html", context)
+    return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
+            "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time()}  # fmt: skip
+
+
+@router.get("/instructor/classes/{class_id}", response_class=HTMLResponse)
+def class_page(state: Instructor, request: Request, class_id: str) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, "instructor_class.html", _class_context(state, request, class_id)
+    )
+
+
+@router.get("/instructor/classes/{class_id}/grid", response_class=HTMLResponse)
+def class_grid(state: Instructor, request: Request, class_id: str) -> HTMLResponse:
+    """The class page's live part alone (who joined, how far, which consoles are open): the page
+    fetches it every few seconds, so an instructor never has to reload."""
+    return templates.TemplateResponse(request, "_class_grid.html", _class_context(state, request, class_id))
 
 
 @router.get("/instructor/classes/{class_id}/progress.csv")
@@ -240,28 +253,48 @@ SESSION_PAGE_ENTRIES = 500
 
 @router.get("/instructor/sessions/{session_id}", response_class=HTMLResponse)
 def session_page(state: Instructor, request: Request, session_id: str) -> HTMLResponse:
-    session = state.sessions.sessions.get(session_id) if state.sessions else None
-    if session is None:
-        raise HTTPException(404, "That session has ended.")
+    """A learner's console as they see it, following along as they go (static/instructor.js)."""
+    session = _live_session(state, session_id)
     learner = state.progress.learner(session.learner) if session.learner else None
-    entries = session.transcript.entries[-SESSION_PAGE_ENTRIES:]
+    transcript = session.transcript
+    kept = transcript.entries[-SESSION_PAGE_ENTRIES:]
     context = {
         "title": "Transcript",
         "session": session,
         "learner": learner,
-        "entries": entries,
-        "earlier": len(session.transcript.entries) - len(entries) + session.transcript.dropped,
+        "after": kept[0].seq - 1 if kept else transcript.dropped + len(transcript.entries),
+        "earlier": len(transcript.entries) - len(kept) + transcript.dropped,
     }
     return templates.TemplateResponse(request, "instructor_session.html", context)
+
+
+@router.get("/api/instructor/sessions/{session_id}/frames")
+def session_frames(state: Instructor, session_id: str, after: int = 0) -> JSONResponse:
+    """The session's entries above `after` as the learner's console frames (the same builder as a
+    reconnect's replay), at most a page; `next_after` is where to ask from next time."""
+    session = _live_session(state, session_id)
+    entries = session.transcript.page(max(after, 0), TRANSCRIPT_PAGE)
+    return JSONResponse({
+        "session": session.id, "server": session.server, "status": session.status,
+        "revision": session.transcript.revision,
+        "frames": [entry_frame(e, session.transcript) for e in entries],
+        "next_after": entries[-1].seq if entries else max(after, 0),
+        "more": len(entries) == TRANSCRIPT_PAGE,
+    })  # fmt: skip
+
+
+def _live_session(state: AppState, session_id: str) -> RelaySession:
+    session = state.sessions.sessions.get(session_id) if state.sessions else None
+    if session is None:
+        raise HTTPException(404, "That session has ended.")
+    return session
 
 
 @router.get("/api/instructor/sessions/{session_id}/transcript")
 def session_transcript(state: Instructor, session_id: str, after: int = 0,
                              limit: int = TRANSCRIPT_PAGE) -> JSONResponse:  # fmt: skip
     """Paged like the learner's export: entries above `after`, at most `limit`; see `next_after`."""
-    session = state.sessions.sessions.get(session_id) if state.sessions else None
-    if session is None:
-        raise HTTPException(404, "That session has ended.")
+    session = _live_session(state, session_id)
     body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
     body.update(session=session.id, status=session.status, learner=session.learner)
     return JSONResponse(body)

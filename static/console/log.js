@@ -38,7 +38,7 @@ const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
 export class MessageLog {
   /**
    * @param {HTMLOListElement} list
-   * @param {{edit: Function, announce: Function}} on edit(text) puts a message in the editor
+   * @param {{edit: Function|null, announce: Function}} on edit(text) puts a message in the editor
    */
   constructor(list, on) {
     this.list = list;
@@ -85,7 +85,9 @@ export class MessageLog {
       event.target.textContent = ok ? "Copied" : "Copy failed";
       setTimeout(() => { event.target.textContent = "Copy"; }, 1500);
     }));
-    actions.append(button("Edit in the editor", () => this.on.edit(message === null ? raw : JSON.stringify(message, null, 2))));
+    if (this.on.edit) { // a read-only log (an instructor following a learner) has no editor
+      actions.append(button("Edit in the editor", () => this.on.edit(message === null ? raw : JSON.stringify(message, null, 2))));
+    }
     li.querySelector(".log-head").append(actions);
     li.append(message === null ? el("pre", "log-raw", raw) : jsonView(message));
   }

@@ -23,6 +23,7 @@ def test_a_class_from_creation_to_the_learners_progress(
     teacher.get_by_role("button", name="Create the class").click()
     code = teacher.locator("[data-join-code]").inner_text()
     assert len(code) == 6
+    expect(teacher.locator("[data-class-grid]")).to_contain_text("No learner has joined yet")
 
     learner.goto(f"/join/{code}")
     learner.get_by_label("Your name", exact=True).fill("Ada")
@@ -34,7 +35,7 @@ def test_a_class_from_creation_to_the_learners_progress(
         "data-passed", "true"
     )
 
-    teacher.reload()
+    # The class page follows by itself: no reload.
     row = teacher.locator("tr[data-learner]")
     expect(row.locator("th")).to_have_text("Ada")
     cell = row.locator('td[data-step="initialize-handshake/request"]')
@@ -43,7 +44,16 @@ def test_a_class_from_creation_to_the_learners_progress(
     expect(row.locator("a[data-session]")).to_have_text("demo-orders")  # the console is live
     teacher.screenshot(path=str(artifacts / "instructor-class.png"), full_page=True)
     row.locator("a[data-session]").click()
-    expect(teacher.locator("ol.transcript li.client").first).to_contain_text('"method":"initialize"')
+    # The learner's console as the learner sees it (the same log), following what they send next.
+    sent = teacher.locator("ol.log li.log-entry[data-kind=sent]")
+    expect(sent.first).to_contain_text("initialize (request, id 1)")
+    received = teacher.locator("ol.log li.log-entry[data-kind=received]")
+    expect(received.first).to_contain_text("result for initialize")
+    expect(teacher.get_by_role("button", name="Edit in the editor")).to_have_count(0)
+    learner.locator("#console-message").fill('{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
+    learner.locator("#console-message").press("Control+Enter")
+    expect(sent.nth(1)).to_contain_text("ping (request, id 2)")
+    expect(received.nth(1)).to_contain_text("result for ping")
     teacher.screenshot(path=str(artifacts / "instructor-transcript.png"), full_page=True)
 
 

@@ -63,7 +63,9 @@ def test_the_dashboard_refuses_without_the_token(app: AppProcess) -> None:
     for path in (
         "/instructor/classes/x",
         "/instructor/classes/x/progress.csv",
+        "/instructor/classes/x/grid",
         "/api/instructor/sessions/x/transcript",
+        "/api/instructor/sessions/x/frames",
     ):
         assert httpx.get(app.base + path, timeout=30).status_code == 401, path
     assert app.post("/instructor/classes", data={"name": "x"}, timeout=30).status_code == 401
@@ -236,3 +238,39 @@ def test_hosting_mode_prints_a_token_and_refuses_a_weak_sandbox(tmp_path: Path) 
         assert "Instructor dashboard token: " in accepted.log()
         health = httpx.get(accepted.base + "/healthz", timeout=30).json()
         assert health["status"] == "degraded" and health["sandbox"]["complete"] is False
+
+
+async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProcess) -> None:
+    class_id, code = make_class(app, "Follow along")
+    with learner(app, code, "Lin") as lin, instructor(app) as client:
+        grid = client.get(f"/instructor/classes/{class_id}/grid")
+        assert grid.status_code == 200 and "<html" not in grid.text  # the live part alone
+        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                               additional_headers={"Cookie": f"{COOKIE}={lin.cookies[COOKIE]}"})  # fmt: skip
+        try:
+            session = (await console.recv_type("state"))["session"]
+            row = BeautifulSoup(client.get(f"/instructor/classes/{class_id}/grid").text, "html.parser")
+            assert row.select_one(f'a[data-session="{session}"]').get_text() == "demo-orders"
+            await console.send(init_request())
+            await console.recv_type("received")
+            await console.send_text("{not json")
+            await console.recv_type("relay_error")
+            frames = client.get(f"/api/instructor/sessions/{session}/frames").json()
+            assert [f["type"] for f in frames["frames"]] == ["sent", "received", "relay_error"]
+            assert frames["frames"][0]["message"]["method"] == "initialize"
+            assert frames["frames"][1]["answers"] == frames["frames"][0]["seq"]
+            assert frames["frames"][2]["error"]["code"] == -32700
+            # Asked again from where it left off: only what came since.
+            await console.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+            await console.recv_type("received")
+            later = client.get(f"/api/instructor/sessions/{session}/frames",
+                               params={"after": frames["next_after"]}).json()  # fmt: skip
+            assert [(f["type"], (f["message"] or {}).get("id")) for f in later["frames"]] == [
+                ("sent", 2), ("received", 2)]  # fmt: skip
+            assert later["status"] == frames["status"] and not later["more"]
+            page = client.get(f"/instructor/sessions/{session}")
+            follow = BeautifulSoup(page.text, "html.parser").select_one("ol[data-follow]")
+            assert follow["data-follow"] == f"/api/instructor/sessions/{session}/frames"
+            assert follow["data-after"] == "0"
+        finally:
+            await console.close()
