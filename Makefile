@@ -55,8 +55,8 @@ check-lessons: install
 	$(PY) -m app check-lessons
 
 lint: install
-	$(PY) -m ruff check app tests bench
-	$(PY) -m ruff format --check app tests bench
+	$(PY) -m ruff check app tests bench scripts
+	$(PY) -m ruff format --check app tests bench scripts
 	$(PY) -m mypy app
 
 format: install
