@@ -1,0 +1,190 @@
+"""Follow the course as a learner does: for every step with a console and hands-on checks, a fresh
+console, the step's starting message sent, then the step's own "Try it" examples in order (each
+with what it needs first, as the button does), answering what the server asks with the step's own
+answers; then every check of the step must have passed. A check that following its own step cannot
+pass is a defect of the lesson or of the check.
+
+The examples are read from the rendered step page (the same `pre[data-example]` and `data-before`
+the buttons read), so what is tested is what the learner is offered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup
+
+from app.config import PROJECT_ROOT
+from app.course.catalog import Catalog
+from app.demos import load_registry
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import EnvelopeClient
+
+QUIET_S = 0.4  # after a send, how long without a frame means the server has said all it will
+CHECKS_DEADLINE_S = 30.0
+
+CATALOG = Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys())
+STEPS = [s for s in CATALOG.steps() if s.console is not None and s.checks]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    # One visitor walks every step, one console after another.
+    with AppProcess(tmp_path_factory.mktemp("walk"), max_sessions_per_learner=50, outside_class_share=1.0,
+                    max_messages_per_10s=10_000) as app:  # fmt: skip
+        yield app
+
+
+class Page:
+    """What a step page offers: the editor's starting message, the Try-it examples, the answers."""
+
+    def __init__(self, html: str) -> None:
+        soup = BeautifulSoup(html, "html.parser")
+        editor = soup.select_one("textarea#console-message")
+        self.start = editor.get_text().strip() if editor else ""
+        body = soup.select_one("article.step .step-body")
+        self.examples: list[tuple[str, list[dict]]] = []
+        self.answers: dict[str, Any] = {}
+        for pre in body.select("pre[data-example]") if body else []:
+            figure = pre.find_parent("figure")
+            before = json.loads(figure["data-before"]) if figure and figure.has_attr("data-before") else []
+            self.examples.append((pre.get_text().strip(), before))
+        for label in body.select("p.exchange-label") if body else []:
+            code = label.find("code")
+            answer = label.find_next_sibling("pre")
+            if code and answer and "you answer" in label.get_text():
+                self.answers[code.get_text()] = json.loads(answer.get_text())
+
+
+async def copy_the_request_state(learner: Learner) -> None:
+    """stateless-revision/input-required: "change its `id` and copy the key of `inputRequests` and
+    the `requestState` into the retry" (the values are the server's own, so only a copy works)."""
+    asked = next(
+        m for m in reversed(learner.received) if (m.get("result") or {}).get("resultType") == "input_required"
+    )
+    call = json.loads(learner.page.start)
+    result = asked["result"]
+    call["id"] = learner.next_id()
+    call["params"]["inputResponses"] = {key: {"action": "accept", "content": {"confirm": True}}
+                                        for key in result["inputRequests"]}  # fmt: skip
+    call["params"]["requestState"] = result["requestState"]
+    await learner.send(json.dumps(call))
+
+
+# Steps whose text asks the learner to do something by hand that no example can hold.
+BY_HAND = {"stateless-revision/input-required": copy_the_request_state}
+
+
+class Learner:
+    """The console's side of "Try it" and Send: fresh ids for what an example needs first."""
+
+    def __init__(self, console: EnvelopeClient, page: Page) -> None:
+        self.console = console
+        self.page = page
+        self.sent_methods: set[str] = set()
+        self.used_ids: set[int] = set()
+        self.checks: dict[str, dict] = {}
+        self.unanswered: list[str] = []
+        self.received: list[dict] = []  # the server's messages, for what a step has copied by hand
+
+    def next_id(self) -> int:
+        return max(self.used_ids, default=0) + 1
+
+    async def send(self, text: str) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            message = None
+        if isinstance(message, dict):
+            if isinstance(message.get("method"), str):
+                self.sent_methods.add(message["method"])
+            if isinstance(message.get("id"), int) and "method" in message:
+                self.used_ids.add(message["id"])
+        await self.console.send_text(text)
+        await self.settle()
+
+    async def try_it(self, text: str, before: list[dict]) -> None:
+        for needed in before:
+            if isinstance(needed.get("method"), str) and needed["method"] in self.sent_methods:
+                continue
+            copy = dict(needed)
+            if "id" in copy:
+                copy["id"] = self.next_id()
+            await self.send(json.dumps(copy))
+        await self.send(text)
+
+    async def settle(self) -> None:
+        """Read until the server goes quiet, answering its requests as the step says to."""
+        while True:
+            try:
+                frame = await self.console.recv(QUIET_S)
+            except TimeoutError:
+                return
+            await self.on_frame(frame)
+
+    async def on_frame(self, frame: dict) -> None:
+        if frame["type"] == "check":
+            self.checks[frame["check"]] = frame
+        message = frame.get("message")
+        if frame["type"] == "received" and isinstance(message, dict):
+            self.received.append(message)
+        if (
+            frame["type"] == "received"
+            and isinstance(message, dict)
+            and "method" in message
+            and "id" in message
+        ):
+            answer = self.page.answers.get(message["method"])
+            if answer is None:
+                self.unanswered.append(message["method"])
+                return
+            await self.console.send_text(json.dumps({"jsonrpc": "2.0", **answer, "id": message["id"]}))
+
+    async def passed(self, names: tuple[str, ...]) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CHECKS_DEADLINE_S
+        while not all(self.checks.get(n, {}).get("passed") for n in names):
+            if loop.time() > deadline:
+                return False
+            try:
+                await self.on_frame(await self.console.recv(max(deadline - loop.time(), 0.05)))
+            except TimeoutError:
+                return False
+        return True
+
+
+@pytest.mark.parametrize("slug", [s.slug for s in STEPS])
+async def test_following_a_step_passes_its_checks(app: AppProcess, slug: str) -> None:
+    step = CATALOG.step(slug)
+    assert step is not None and step.console is not None
+    with app.client() as client:
+        page = Page(client.get(f"/course/{slug}").raise_for_status().text)
+    console = await EnvelopeClient.connect(f"{app.ws_base}/ws/{step.console.server}?step={slug}")
+    try:
+        await console.recv_type("state")
+        learner = Learner(console, page)
+        await learner.settle()
+        if page.start:
+            await learner.send(page.start)
+        for text, before in page.examples:
+            await learner.try_it(text, before)
+        if slug in BY_HAND:
+            await BY_HAND[slug](learner)
+        passed = await learner.passed(step.checks)
+        failing = {n: learner.checks.get(n, {}).get("reason", "no check frame") for n in step.checks
+                   if not learner.checks.get(n, {}).get("passed")}  # fmt: skip
+        assert passed, (f"{slug}: following the step leaves checks open: {failing}; "
+                        f"server requests without an answer in the step: {learner.unanswered}")  # fmt: skip
+    finally:
+        await console.close()
+
+
+def test_the_walk_covers_every_step_with_checks() -> None:
+    """The walk above is only worth something if it finds the steps: every lesson with a console."""
+    lessons = {s.lesson_slug for s in CATALOG.steps() if s.console is not None and s.checks}
+    assert len(STEPS) >= 15 and len(lessons) == len({s.lesson_slug for s in STEPS}) >= 8, [
+        s.slug for s in STEPS
+    ]
