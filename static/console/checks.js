@@ -2,10 +2,38 @@
 // (it is recorded as progress), even when a later transcript, after a restart, no longer shows it.
 
 export class CheckList {
-  constructor(list, announce, news = null) {
+  constructor(list, announce, news = null, hint = null) {
     this.list = list;
     this.announce = announce;
     this.news = news; // a visible status line beside Send (a live region: screen readers hear it too)
+    this.hint = hint; // one line beside Send: what to do next
+    this.sent = false;
+  }
+
+  /** The "what to do next" line: the first check not passed yet, else where to go on. */
+  showHint() {
+    if (!this.hint) return;
+    const items = this.list ? [...this.list.querySelectorAll("li.check")] : [];
+    const open = items.find((li) => li.dataset.passed !== "true");
+    let text;
+    if (open) {
+      const goal = open.querySelector(".check-goal");
+      text = `Next: ${goal ? goal.textContent.trim() : open.dataset.check}`;
+    } else if (items.length) {
+      text = "Every check of this step has passed: go on to the next step when you are ready.";
+    } else if (!this.sent) {
+      text = "Next: press Send to send the message above, then read the reply under Messages.";
+    } else {
+      text = "Next: read the reply under Messages, or try an example from the text.";
+    }
+    this.hint.replaceChildren(...inlineCode(text));
+  }
+
+  /** Something was sent: the hint moves on from "press Send". */
+  noteSent() {
+    if (this.sent) return;
+    this.sent = true;
+    this.showHint();
   }
 
   update(frame) {
@@ -28,6 +56,7 @@ export class CheckList {
     const news = `✓ Check passed: ${goal ? goal.textContent : frame.check}`;
     if (this.news) this.news.textContent = news; // beside Send, where the learner is looking
     else this.announce(news);
+    this.showHint();
   }
 }
 

@@ -39,7 +39,8 @@ class Console {
     this.log = new MessageLog($("ol.log"), { edit: (text) => this.put(text) });
     this.diagram = new SequenceDiagram($("[data-sequence]"));
     this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
-    this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"));
+    this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"), $("[data-next-hint]"));
+    this.checks.showHint();
     this.waits = new Waits($("[data-wait]"), {
       cancel: (id) => this.put(pretty({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "took too long" } })),
       serverAsking: () => this.cards.openMethods()[0] || null,
@@ -224,6 +225,7 @@ class Console {
   }
 
   onSent(frame) {
+    this.checks.noteSent();
     const message = frame.message || {};
     if (typeof message.method === "string") this.sentMethods.add(message.method);
     const info = describe(message);

@@ -310,6 +310,9 @@ def test_after_a_send_the_reply_and_the_passed_check_are_in_view(browser_app, br
     try:
         page.goto("/course/initialize-handshake/versions")
         expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+        hint = page.locator("[data-next-hint]")  # what to do next, under Send: the first open check
+        first_goal = page.locator("li.check .check-goal").first.inner_text()
+        expect(hint).to_have_text(f"Next: {first_goal}")
         send_button = page.get_by_role("button", name="Send", exact=True)
         send_button.scroll_into_view_if_needed()
         send_button.click()
@@ -317,6 +320,12 @@ def test_after_a_send_the_reply_and_the_passed_check_are_in_view(browser_app, br
         news = page.locator("[data-check-news]")
         expect(news).to_contain_text("Check passed")
         expect(news).to_be_in_viewport()
+        expect(hint).not_to_have_text(f"Next: {first_goal}")  # it moved on with the passed check
+        # The way on is at the end of the console too, not only at the end of the text above it.
+        onward = page.locator("[data-console-next]")
+        expect(onward).to_have_attribute("href", page.locator("[data-nav=next]").get_attribute("href") or "")
+        onward.scroll_into_view_if_needed()
+        expect(onward).to_be_in_viewport()
         assert page.evaluate("document.documentElement.scrollWidth") <= size[0]  # nothing runs off the side
     finally:
         context.close()
