@@ -9,7 +9,7 @@ TEST_DEBS := chromium libseccomp2 postgresql
 TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 
-.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-node clean
+.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-node vendor clean
 
 install: $(STAMP)
 
@@ -50,6 +50,12 @@ $(TS_CLIENT): tests/ts/package-lock.json
 
 system-deps-node:
 	$(call ensure_debs,nodejs npm)
+
+# Rebuild CodeMirror into static/vendor/ from vendor/codemirror (needs Node; the output is committed, docs/vendor.md).
+vendor:
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps-node
+	npm ci --prefix vendor/codemirror --no-audit --no-fund --loglevel=error
+	node vendor/codemirror/build.mjs
 
 check-lessons: install
 	$(PY) -m app check-lessons
