@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 # Modules of the product's own demo servers; each defines INFO and serve().
 BUILTIN_MODULES = (
@@ -16,6 +17,12 @@ BUILTIN_MODULES = (
     "app.demos.stateless",
     "app.demos.flaky",
 )
+# What the console offers for a server whose tools nobody knows in advance: the lists.
+GENERIC_SAMPLES = (
+    {"method": "tools/list"},
+    {"method": "resources/list"},
+    {"method": "prompts/list"},
+)
 
 
 @dataclass(frozen=True)
@@ -26,12 +33,19 @@ class DemoServer:
     title: str
     description: str
     module: str
+    # Messages the console's templates offer (method and params; the console adds id and envelope).
+    samples: tuple[dict[str, Any], ...] = GENERIC_SAMPLES
 
     def load(self) -> ModuleType:
         return importlib.import_module(self.module)
 
-    def public(self) -> dict[str, str]:
-        return {"name": self.name, "title": self.title, "description": self.description}
+    def public(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "samples": list(self.samples),
+        }
 
 
 def load_registry(extra_modules: list[str] | tuple[str, ...] = ()) -> dict[str, DemoServer]:
@@ -41,7 +55,11 @@ def load_registry(extra_modules: list[str] | tuple[str, ...] = ()) -> dict[str, 
         module = importlib.import_module(path)
         info = module.INFO
         demo = DemoServer(
-            name=info["name"], title=info["title"], description=info["description"], module=path
+            name=info["name"],
+            title=info["title"],
+            description=info["description"],
+            module=path,
+            samples=_samples(path, info.get("samples", GENERIC_SAMPLES)),
         )
         if demo.name in registry:
             raise ValueError(
@@ -51,3 +69,13 @@ def load_registry(extra_modules: list[str] | tuple[str, ...] = ()) -> dict[str, 
             raise ValueError(f"demo module {path} has no serve() function")
         registry[demo.name] = demo
     return registry
+
+
+def _samples(path: str, samples: Any) -> tuple[dict[str, Any], ...]:
+    """A demo's INFO["samples"], checked: each a method name with optional params."""
+    if not isinstance(samples, list | tuple) or not all(
+        isinstance(s, dict) and isinstance(s.get("method"), str) and isinstance(s.get("params", {}), dict)
+        for s in samples
+    ):
+        raise ValueError(f'demo module {path}: INFO["samples"] must be a list of {{"method", "params"}}')
+    return tuple(samples)

@@ -28,6 +28,8 @@ INFO = {
         "Tools that ask the client for help mid-call: its model (sampling), its folders (roots), "
         "the user (elicitation). Without the capability declared, each tool says what it could not do."
     ),
+    # What the console's templates offer for this server.
+    "samples": [{"method": "tools/call", "params": {"name": "suggest_trip", "arguments": {"city": "Pune"}}}],
 }
 
 server = MCPServer(

@@ -23,6 +23,8 @@ INFO = {
         "A server that breaks the rules when asked: a non-JSON line on stdout, a reply with an unknown id, "
         "a slow reply, a crash. See what the console and the relay do with each."
     ),
+    # What the console's templates offer for this server.
+    "samples": [{"method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 3}}}],
 }
 
 SERVER_INFO = {"name": "demo-flaky", "version": "1.0.0"}

@@ -18,6 +18,8 @@ INFO = {
         "A warehouse whose tool list changes at run time: opening the returns desk adds a tool and "
         "sends notifications/tools/list_changed."
     ),
+    # What the console's templates offer for this server.
+    "samples": [{"method": "tools/call", "params": {"name": "count_stock", "arguments": {"item": "kettle"}}}],
 }
 
 server = MCPServer(

@@ -19,6 +19,8 @@ INFO = {
         "A server stuck on revision 2024-11-05: ask for a newer one and it counter-offers 2024-11-05, "
         "so your client must decide whether to carry on or disconnect."
     ),
+    # What the console's templates offer for this server.
+    "samples": [{"method": "tools/call", "params": {"name": "get_forecast", "arguments": {"city": "Oslo"}}}],
 }
 
 PROTOCOL_VERSION = "2024-11-05"

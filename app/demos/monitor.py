@@ -32,6 +32,11 @@ INFO = {
         "A greenhouse sensor: subscribe to its temperature resource and be told when it changes, "
         "watch progress notifications of a diagnostic run, and set the log level of its messages."
     ),
+    # What the console's templates offer for this server.
+    "samples": [
+        {"method": "tools/call", "params": {"name": "set_temperature", "arguments": {"celsius": 24}}},
+        {"method": "resources/read", "params": {"uri": "sensor://greenhouse/temperature"}},
+    ],
 }
 
 server = MCPServer(

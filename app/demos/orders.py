@@ -2,10 +2,21 @@
 
 from mcp.server.mcpserver import MCPServer
 
+from app.protocol import messages
+
 INFO = {
     "name": "demo-orders",
     "title": "Orders desk",
     "description": "A small shop's order desk: a tool to look up an order, the refund policy, a triage prompt.",
+    # What the console's templates offer for this server (a tool, resource and prompt it really has).
+    "samples": [
+        {"method": "tools/call", "params": {"name": "get_order_status", "arguments": {"order_id": "123456"}}},
+        {"method": "resources/read", "params": {"uri": "policy://refunds"}},
+        {
+            "method": "prompts/get",
+            "params": {"name": "triage", "arguments": {"ticket": "My parcel never arrived."}},
+        },
+    ],
 }
 
 server = MCPServer("demo-orders")
@@ -34,18 +45,16 @@ def triage(ticket: str) -> str:
 
 # Requests the fork server sends once before forking, so every instance starts warm.
 WARM_UP = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "warm-up", "version": "1"}}},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_order_status", "arguments": {"order_id": "123456"}}},
-    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "get_order_status", "arguments": {}}},
-    {"jsonrpc": "2.0", "id": 5, "method": "resources/list"},
-    {"jsonrpc": "2.0", "id": 6, "method": "resources/read", "params": {"uri": "policy://refunds"}},
-    {"jsonrpc": "2.0", "id": 7, "method": "prompts/list"},
-    {"jsonrpc": "2.0", "id": 8, "method": "prompts/get", "params": {"name": "triage", "arguments": {"ticket": "warm"}}},
-    {"jsonrpc": "2.0", "id": 9, "method": "ping"},
-]  # fmt: skip
+    *messages.handshake(1, client_info=messages.WARM_UP_CLIENT_INFO),
+    messages.request(2, "tools/list"),
+    messages.request(3, "tools/call", {"name": "get_order_status", "arguments": {"order_id": "123456"}}),
+    messages.request(4, "tools/call", {"name": "get_order_status", "arguments": {}}),
+    messages.request(5, "resources/list"),
+    messages.request(6, "resources/read", {"uri": "policy://refunds"}),
+    messages.request(7, "prompts/list"),
+    messages.request(8, "prompts/get", {"name": "triage", "arguments": {"ticket": "warm"}}),
+    messages.request(9, "ping"),
+]
 
 
 def serve() -> None:

@@ -25,6 +25,16 @@ INFO = {
         "Speaks only the stateless revision 2026-07-28: no initialize, every request carries its "
         "protocol version and client capabilities in _meta, server/discover describes the server."
     ),
+    # What the console's templates offer for this server (each sent with the `_meta` envelope).
+    "samples": [
+        {
+            "method": "tools/call",
+            "params": {
+                "name": "convert",
+                "arguments": {"amount": 10, "from_currency": "EUR", "to_currency": "INR"},
+            },
+        },
+    ],
 }
 
 server = MCPServer(

@@ -17,19 +17,15 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "warm-up", "version": "1"},
-}
+from app.protocol import messages
+
 DEFAULT_MESSAGES: list[dict[str, Any]] = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "ping"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 4, "method": "resources/list"},
-    {"jsonrpc": "2.0", "id": 5, "method": "prompts/list"},
-    {"jsonrpc": "2.0", "id": 6, "method": "no/such/method"},
+    *messages.handshake(1, client_info=messages.WARM_UP_CLIENT_INFO),
+    messages.request(2, "ping"),
+    messages.request(3, "tools/list"),
+    messages.request(4, "resources/list"),
+    messages.request(5, "prompts/list"),
+    messages.request(6, "no/such/method"),
 ]
 # A wedged warm-up must not hold up start-up: the instance would just start colder.
 WARM_UP_TIMEOUT_S = 10.0

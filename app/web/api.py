@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -20,7 +22,8 @@ async def healthz(request: Request) -> JSONResponse:
 
 
 @router.get("/api/servers")
-async def servers(request: Request) -> list[dict[str, str]]:
+async def servers(request: Request) -> list[dict[str, Any]]:
+    """Every server a console can open: what it is, and the sample messages its templates offer."""
     return [demo.public() for demo in get_state(request).demos.values()]
 
 

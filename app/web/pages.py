@@ -6,8 +6,8 @@ import json
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
-from mcp_types import PROTOCOL_VERSION_META_KEY
 
+from app.protocol import messages
 from app.web.state import get_state
 from app.web.templating import templates
 
@@ -23,24 +23,14 @@ async def home(request: Request) -> HTMLResponse:
 
 
 # The revision each playground console starts with: the server's newest, in the era it speaks.
-PLAYGROUND_REVISIONS = {"demo-legacy": "2024-11-05", "demo-stateless": "2026-07-28"}
-DEFAULT_REVISION = "2025-11-25"
+PLAYGROUND_REVISIONS = {"demo-legacy": "2024-11-05", "demo-stateless": messages.STATELESS_REVISION}
+DEFAULT_REVISION = messages.NEWEST_HANDSHAKE_REVISION
 DEFAULT_SERVER = "demo-orders"
 
 
 def starting_message(revision: str) -> str:
     """The console's first message: the handshake, or server/discover in the stateless revision."""
-    if revision == "2026-07-28":
-        meta = {
-            PROTOCOL_VERSION_META_KEY: revision,
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-        message: dict = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
-    else:
-        message = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                   "params": {"protocolVersion": revision, "capabilities": {},
-                              "clientInfo": {"name": "playground-console", "version": "1.0.0"}}}  # fmt: skip
-    return json.dumps(message, indent=2)
+    return json.dumps(messages.opening(revision), indent=2)
 
 
 @router.get("/playground", response_class=HTMLResponse)

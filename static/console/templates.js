@@ -3,18 +3,40 @@
 export const HANDSHAKE_REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 export const STATELESS_REVISION = "2026-07-28";
 
-// A tool, resource and prompt each demo server really has, so the templates work as they are.
-const SAMPLES = {
-  "demo-orders": { tool: ["get_order_status", { order_id: "123456" }], uri: "policy://refunds",
-    prompt: ["triage", { ticket: "My parcel never arrived." }] },
-  "demo-assistant": { tool: ["suggest_trip", { city: "Pune" }] },
-  "demo-inventory": { tool: ["count_stock", { item: "kettle" }] },
-  "demo-monitor": { tool: ["set_temperature", { celsius: 24 }], uri: "sensor://greenhouse/temperature" },
-  "demo-legacy": { tool: ["get_forecast", { city: "Oslo" }] },
-  "demo-stateless": { tool: ["convert", { amount: 10, from_currency: "EUR", to_currency: "INR" }] },
-  "demo-flaky": { tool: ["slow_reply", { seconds: 3 }] },
-};
+// Each server's sample messages (INFO["samples"] in app/demos), from one request per page. The
+// last answer is kept, so a console opened while the app cannot answer still has its templates.
+const SERVERS_URL = "/api/servers";
+const CACHE_KEY = "playground-servers";
+const FETCH_TIMEOUT_MS = 5000; // a console waits this long at most for its templates
 const FALLBACK = { tool: ["TOOL_NAME", {}], uri: "RESOURCE_URI", prompt: ["PROMPT_NAME", {}] };
+
+export async function loadServers() {
+  try {
+    const reply = await fetch(SERVERS_URL, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    if (!reply.ok) throw new Error(`${SERVERS_URL}: ${reply.status}`);
+    const servers = await reply.json();
+    try { localStorage.setItem(CACHE_KEY, JSON.stringify(servers)); } catch { /* storage off: no copy */ }
+    return servers;
+  } catch {
+    try { return JSON.parse(localStorage.getItem(CACHE_KEY)) || []; } catch { return []; }
+  }
+}
+
+// Awaited before the console starts, so templateGroups() can stay synchronous.
+const SERVERS = await loadServers();
+
+/** A tool, resource and prompt from a server's samples ([{method, params}]), placeholders for the rest. */
+export function samplesFrom(samples = []) {
+  const params = (method) => (samples.find((s) => s.method === method) || {}).params;
+  const tool = params("tools/call");
+  const read = params("resources/read");
+  const prompt = params("prompts/get");
+  return {
+    tool: tool ? [tool.name, tool.arguments || {}] : FALLBACK.tool,
+    uri: read ? read.uri : FALLBACK.uri,
+    prompt: prompt ? [prompt.name, prompt.arguments || {}] : FALLBACK.prompt,
+  };
+}
 
 function initialize(revision) {
   return {
@@ -29,8 +51,8 @@ function initialize(revision) {
 
 /** The template list: [{group, items: [{key, label, build(id, context) -> message}]}]; `context.waiting`
  * is the id of the newest request still waiting for its reply, when there is one. */
-export function templateGroups(server, revision) {
-  const s = { ...FALLBACK, ...(SAMPLES[server] || {}) };
+export function templateGroups(server, revision, servers = SERVERS) {
+  const s = samplesFrom((servers.find((it) => it.name === server) || {}).samples);
   const stateless = revision === STATELESS_REVISION;
   const meta = { "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION, "io.modelcontextprotocol/clientCapabilities": {} };
   const request = (method, params) => (id) => {

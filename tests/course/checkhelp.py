@@ -6,24 +6,18 @@ import json
 from typing import Any
 
 from app.course import checks
+from app.protocol import messages
 from app.protocol.transcript import Transcript
 
 CLIENT_INFO = {"name": "t", "version": "1"}
 
 
 def init(id_: Any = 1, version: str = "2025-06-18", caps: dict | None = None, **params: Any) -> dict:
-    body = {
-        "protocolVersion": version,
-        "capabilities": caps if caps is not None else {},
-        "clientInfo": CLIENT_INFO,
-    }
-    body.update(params)
-    return {
-        "jsonrpc": "2.0",
-        "id": id_,
-        "method": "initialize",
-        "params": {k: v for k, v in body.items() if v is not None},
-    }
+    """An initialize request; a param given as None is left out."""
+    message = messages.initialize(id_, version, capabilities=caps, client_info=CLIENT_INFO)
+    body = {**message["params"], **params}
+    message["params"] = {k: v for k, v in body.items() if v is not None}
+    return message
 
 
 def init_result(id_: Any = 1, version: str = "2025-06-18") -> dict:
@@ -36,7 +30,7 @@ def init_result(id_: Any = 1, version: str = "2025-06-18") -> dict:
         "protocolVersion": version, "capabilities": caps, "serverInfo": {"name": "demo-orders", "version": ""}}}  # fmt: skip
 
 
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+INITIALIZED = messages.initialized()
 
 
 def error(id_: Any, code: int = -32602) -> dict:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from app.protocol import messages
 from tests.support.rawclient import HANDSHAKE_CLIENT_INFO, RawClient, envelope
 
 
 def initialize(client: RawClient, version: str) -> dict:
-    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": HANDSHAKE_CLIENT_INFO}
-    return client.call("initialize", params)
+    return client.call(
+        "initialize", messages.initialize(revision=version, client_info=HANDSHAKE_CLIENT_INFO)["params"]
+    )
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28", "1999-01-01"])

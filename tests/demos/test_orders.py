@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.protocol import messages
 from tests.support import seed003
 from tests.support.stdio import StdioServer
 
@@ -11,8 +12,11 @@ HANDSHAKE_REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 
 
 def init_params(version: str | None) -> dict:
-    params: dict = {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    if version is not None:
+    """initialize's params asking for `version` (None: without protocolVersion)."""
+    params = messages.initialize(client_info={"name": "t", "version": "1"})["params"]
+    if version is None:
+        del params["protocolVersion"]
+    else:
         params["protocolVersion"] = version
     return params
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.protocol import messages
 from tests.support.rawclient import HANDSHAKE_CLIENT_INFO, RawClient, envelope
 
 TRANSFER = {"name": "transfer", "arguments": {"amount": 50, "to_account": "DE-42"}}
@@ -24,8 +25,8 @@ def test_discover_and_a_call_with_the_envelope() -> None:
 
 def test_unsupported_version_and_initialize_get_minus_32022() -> None:
     with RawClient("app.demos.stateless") as client:
-        handshake = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": HANDSHAKE_CLIENT_INFO}
-        refused = client.call("initialize", handshake)["error"]
+        handshake = messages.initialize(revision="2025-11-25", client_info=HANDSHAKE_CLIENT_INFO)
+        refused = client.call("initialize", handshake["params"])["error"]
         assert refused["code"] == -32022 and refused["data"]["supported"] == ["2026-07-28"]
         old = client.call("tools/list", {"_meta": envelope(version="2025-11-25")})["error"]
         assert old == {

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from app.protocol import messages
 from app.protocol.explain import client_findings, server_findings
 from app.protocol.transcript import Transcript
 
 
 def init(version: str, **client_info: str) -> dict:
-    info = {"name": "t", "version": "1", **client_info}
-    return {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": info}}  # fmt: skip
+    return messages.initialize(1, version, client_info={"name": "t", "version": "1", **client_info})
 
 
 def texts(findings: list[dict]) -> list[str]:

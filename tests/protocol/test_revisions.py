@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.protocol import messages
 from app.protocol.revisions import RULES, parse_strict_json, validate_message
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2024-11-05",
-        "capabilities": {},
-        "clientInfo": {"name": "c", "version": "1"},
-    },
-}
+INIT = messages.initialize(1, "2024-11-05", client_info={"name": "c", "version": "1"})
 
 
 def init_with(**params: object) -> dict:

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
+from app.protocol import messages
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient
 
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = messages.envelope()
+CLIENT_INFO = {"name": "t", "version": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +26,10 @@ async def session(
     app: AppProcess, server: str, capabilities: dict | None = None, version: str = "2025-11-25"
 ) -> McpClient:
     client = await McpClient.connect(f"{app.ws_base}/ws/{server}")
-    reply = await client.call(1, "initialize", {"protocolVersion": version, "capabilities": capabilities or {},
-                                                "clientInfo": {"name": "t", "version": "1"}})  # fmt: skip
+    opening, done = messages.handshake(1, version, capabilities=capabilities, client_info=CLIENT_INFO)
+    reply = await client.call(1, "initialize", opening["params"])
     assert "result" in reply, reply
-    await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    await client.send(done)
     return client
 
 
@@ -114,8 +113,7 @@ async def test_monitor_notifies_subscribers_and_reports_progress_only_when_asked
 async def test_legacy_counter_offers_its_only_revision(app: AppProcess) -> None:
     client = await McpClient.connect(f"{app.ws_base}/ws/demo-legacy")
     try:
-        reply = await client.call(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                    "clientInfo": {"name": "t", "version": "1"}})  # fmt: skip
+        reply = await client.call(1, "initialize", messages.initialize(client_info=CLIENT_INFO)["params"])
         assert reply["result"]["protocolVersion"] == "2024-11-05"
     finally:
         await client.close()  # a client that needs 2025-11-25 disconnects
@@ -129,8 +127,7 @@ async def test_stateless_discover_and_refusals(app: AppProcess) -> None:
         old = {**META, "io.modelcontextprotocol/protocolVersion": "2025-06-18"}
         refused = await client.call(2, "tools/list", {"_meta": old})
         assert refused["error"]["code"] == -32022
-        handshake = await client.call(3, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                                        "clientInfo": {"name": "t", "version": "1"}})  # fmt: skip
+        handshake = await client.call(3, "initialize", messages.initialize(client_info=CLIENT_INFO)["params"])
         assert handshake["error"]["code"] == -32022
         listed = await client.call(4, "tools/list", {"_meta": META})
         assert [t["name"] for t in listed["result"]["tools"]] == ["convert", "transfer"]

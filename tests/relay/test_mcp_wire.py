@@ -9,6 +9,7 @@ import httpx
 import pytest
 import websockets
 
+from app.protocol import messages
 from tests.support import seed003
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient
@@ -232,13 +233,11 @@ async def test_server_exit_closes_1011_with_the_status(app: AppProcess) -> None:
 async def test_server_initiated_requests_pass_both_ways(app: AppProcess) -> None:
     client = await connect(app, server="demo-assistant")
     try:
-        init = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"sampling": {}},
-            "clientInfo": {"name": "t", "version": "1"},
-        }
-        await client.call(1, "initialize", init)
-        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        opening, done = messages.handshake(
+            1, capabilities={"sampling": {}}, client_info={"name": "t", "version": "1"}
+        )
+        await client.call(1, "initialize", opening["params"])
+        await client.send(done)
         await client.start_tool(2, "suggest_trip", city="Pune")
         ask = await client.recv()
         assert ask["method"] == "sampling/createMessage"

@@ -9,14 +9,16 @@ from typing import Any
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from app.protocol import messages
+
 # A busy 2-core machine can be slow; these only bound a broken test.
 RECV_TIMEOUT_S = 30.0
 
 
 def init_request(id_: int = 1, version: str = "2025-06-18", **extra: Any) -> dict[str, Any]:
-    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
-    params.update(extra)
-    return {"jsonrpc": "2.0", "id": id_, "method": "initialize", "params": params}
+    message = messages.initialize(id_, version, client_info={"name": "test", "version": "1"})
+    message["params"].update(extra)
+    return message
 
 
 def tool_call(id_: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +60,7 @@ class McpClient:
 
     async def initialize(self) -> dict[str, Any]:
         reply = await self.call(1, "initialize", init_request()["params"])
-        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.send(messages.initialized())
         return reply
 
     async def start_tool(self, id_: int, name: str, **arguments: Any) -> None:

@@ -20,8 +20,11 @@ def test_healthz_reports_ready_with_every_sandbox_layer(live_app) -> None:
 def test_api_servers_lists_the_registry(live_app) -> None:
     servers = httpx.get(live_app.base + "/api/servers", timeout=10).json()
     orders = next(s for s in servers if s["name"] == "demo-orders")
-    assert set(orders) == {"name", "title", "description"}
+    assert set(orders) == {"name", "title", "description", "samples"}
     assert orders["title"] and orders["description"]
+    # The console's templates come from here: the tool, resource and prompt demo-orders declares.
+    assert [s["method"] for s in orders["samples"]] == ["tools/call", "resources/read", "prompts/get"]
+    assert orders["samples"][0]["params"]["name"] == "get_order_status"
 
 
 def test_home_page_renders(live_app) -> None:
