@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from typing import Any, Protocol
 
 from app.course.models import Expect
+from app.protocol.lineclient import LineClient, NoLine, StreamClosed
 
 # A cold demo server imports the SDK first (about 0.4 s); a busy machine can take many times that.
 REPLY_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 10.0
 # Server-sent notifications or requests skipped while waiting for one reply.
 MAX_SKIPPED = 50
 PROBE_ID = "expect-no-reply-probe"
@@ -127,57 +122,16 @@ def run_expect(expect: Expect, channel: Channel) -> None:
         raise ExpectFailed(f"{problem}; the whole reply was {json.dumps(reply)}")
 
 
-class ProcessChannel:
+class ProcessChannel(LineClient):
     """A demo server module run as a plain subprocess on stdio (for `check-lessons`)."""
 
     def __init__(self, module: str, cwd: str) -> None:
-        env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "HOME") if k in os.environ}
-        env["PYTHONPATH"] = cwd
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", module], cwd=cwd, env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
-        )  # fmt: skip
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.send_line(json.dumps(message))
-
-    def send_line(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        super().__init__(module, cwd, read_timeout_s=REPLY_TIMEOUT_S)
 
     def receive(self) -> Any:
         try:
-            line = self.lines.get(timeout=REPLY_TIMEOUT_S)
-        except queue.Empty:
+            return parse_line(self.read_line())
+        except NoLine:
             raise ExpectFailed(f"the server sent nothing for {REPLY_TIMEOUT_S} s") from None
-        if line is None:
-            raise ExpectFailed(f"the server exited with status {self.proc.wait()}")
-        return parse_line(line)
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(STOP_TIMEOUT_S)
-        except (subprocess.TimeoutExpired, BrokenPipeError):
-            self.proc.kill()
-            self.proc.wait()
-        self._reader.join(STOP_TIMEOUT_S)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-    def __enter__(self) -> ProcessChannel:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        except StreamClosed:
+            raise ExpectFailed(f"the server exited with status {self.proc.wait()}") from None

@@ -9,11 +9,10 @@ import pytest
 
 from app.config import PROJECT_ROOT
 from app.course.catalog import Catalog
-from app.course.expect import ExpectFailed, contains, parse_line, run_expect
+from app.course.expect import ExpectFailed, ProcessChannel, contains, run_expect
 from app.course.models import Example, Expect
 from app.demos import load_registry
 from app.protocol.revisions import parse_strict_json, validate_message
-from tests.support.stdio import StdioServer
 
 DEMOS = load_registry()
 CATALOG = Catalog.load(PROJECT_ROOT / "lessons", servers=DEMOS.keys())
@@ -23,6 +22,13 @@ EXPECTS = [(lesson, ex) for lesson in CATALOG.lessons for step in lesson.steps f
 
 def where(item: tuple[Any, Example | Expect]) -> str:
     return f"{item[0].path.name}:{item[1].line}"
+
+
+def channel_to(server: str) -> ProcessChannel:
+    """The demo server as `make check-lessons` runs it: a plain subprocess on stdio."""
+    module = DEMOS[server].module
+    assert module is not None
+    return ProcessChannel(module, str(PROJECT_ROOT))
 
 
 def test_every_lesson_loads() -> None:
@@ -47,33 +53,11 @@ def test_every_example_validates_for_its_revision_unless_marked_invalid(item: tu
         assert bool(problems) == example.invalid, problems
 
 
-class StdioChannel:
-    """tests.support's StdioServer (a real subprocess of the demo server) as an expect channel."""
-
-    def __init__(self, server: StdioServer) -> None:
-        self.server = server
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.server.send(message)
-
-    def send_line(self, line: str) -> None:
-        assert self.server.proc.stdin is not None
-        self.server.proc.stdin.write(line + "\n")
-        self.server.proc.stdin.flush()
-
-    def receive(self) -> Any:
-        assert self.server.proc.stdout is not None
-        line = self.server.proc.stdout.readline()
-        if not line:
-            raise ExpectFailed("the server closed its output")
-        return parse_line(line)
-
-
 @pytest.mark.parametrize("item", EXPECTS, ids=where)
 def test_every_expect_block_holds_against_the_live_demo_server(item: tuple[Any, Expect]) -> None:
     _, expect = item
-    with StdioServer(DEMOS[expect.server].module) as server:
-        run_expect(expect, StdioChannel(server))
+    with channel_to(expect.server) as channel:
+        run_expect(expect, channel)
 
 
 def test_an_expect_that_does_not_hold_says_what_differs() -> None:
@@ -82,8 +66,8 @@ def test_an_expect_that_does_not_hold_says_what_differs() -> None:
     wrong = step.expects[1].__class__(
         **{**step.expects[1].__dict__, "reply": {"result": {"protocolVersion": "1999-01-01"}}}
     )
-    with StdioServer(DEMOS["demo-orders"].module) as server, pytest.raises(ExpectFailed) as caught:
-        run_expect(wrong, StdioChannel(server))
+    with channel_to("demo-orders") as channel, pytest.raises(ExpectFailed) as caught:
+        run_expect(wrong, channel)
     assert 'reply.result.protocolVersion is "2025-11-25", not "1999-01-01"' in str(caught.value)
 
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from tests.support.rawclient import RawClient
+from app.protocol import messages
+from tests.support.rawclient import Message, RawClient
 
 
 @pytest.fixture
@@ -44,12 +45,25 @@ def test_slow_reply_keeps_the_server_answering_meanwhile(client: RawClient) -> N
 
 
 def test_a_cancelled_slow_reply_is_never_sent(client: RawClient) -> None:
-    # The cancelled reply would be due first; the cancel has 1.5 s to arrive, which a busy machine
-    # needs far less than (the test used to race 0.2 s against 0.4 s).
-    cancelled = call_tool(client, "slow_reply", {"seconds": 1.5})
-    client.notify("notifications/cancelled", {"requestId": cancelled, "reason": "test"})
-    later = call_tool(client, "slow_reply", {"seconds": 2.0})
-    assert client.read()["id"] == later  # the cancelled one, due earlier, never came
+    # The call and its cancel go in one write, so the server reads them together and the cancel is
+    # handled before the reply falls due, however slow the machine. A second slow reply sent after
+    # them falls due no sooner, so an uncancelled first reply always comes before it.
+    def first_reply(cancel: bool) -> Message:
+        lines = [json.dumps(slow_call("first"))]
+        if cancel:
+            lines.append(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                     "params": {"requestId": "first", "reason": "test"}}))  # fmt: skip
+        client.send_line("\n".join(lines))
+        client.send(slow_call("second"))
+        return client.read()
+
+    assert first_reply(cancel=False)["id"] == "first"  # the control
+    assert client.read()["id"] == "second"
+    assert first_reply(cancel=True)["id"] == "second"  # cancelled: never sent
+
+
+def slow_call(id_: str) -> Message:
+    return messages.request(id_, "tools/call", {"name": "slow_reply", "arguments": {"seconds": 0}})
 
 
 def test_slow_reply_is_bounded(client: RawClient) -> None:

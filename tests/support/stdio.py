@@ -1,56 +1,22 @@
-"""A demo server as a plain subprocess speaking stdio, the way seed 003 drives it."""
+"""A demo server as a plain subprocess speaking stdio, the way seed 003 drives it: each request's
+reply is the next line."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
+from app.protocol.lineclient import LineClient
 from tests.support.appserver import ROOT
 
 # A cold start imports the SDK (about 0.4 s here); a busy machine can take many times that.
 READ_TIMEOUT_S = 60.0
 
 
-class StdioServer:
+class StdioServer(LineClient):
     def __init__(self, module: str = "app.demos.orders") -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", module], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
-        )  # fmt: skip
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
+        super().__init__(module, ROOT, read_timeout_s=READ_TIMEOUT_S)
 
     def call(self, id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": id_,
-                "method": method,
-                **({"params": params} if params is not None else {}),
-            }
-        )
-        assert self.proc.stdout is not None
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            return self.proc.wait(READ_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait()
-        finally:
-            assert self.proc.stdout is not None
-            self.proc.stdout.close()
-
-    def __enter__(self) -> StdioServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        """Send a request; the next line is taken as its reply."""
+        self.request(method, params, id_)
+        return self.read()
