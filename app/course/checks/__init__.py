@@ -150,10 +150,74 @@ def server_notifications(t: Transcript, method: str, after: int = 0) -> list[Ent
     return [e for e in t.server_messages() if e.is_notification and e.method == method and e.seq > after]
 
 
+# --- What a check says while the server has not answered yet: every such text is here ------------
+
+
 def waiting(request: Entry, what: str | None = None) -> str:
+    """The learner's request is still open; `what` names it (default: its method, as code)."""
     return (
         f"Waiting for the reply to your {what or '`' + str(request.method) + '`'} (message #{request.seq})."
     )
+
+
+def waiting_for_result(method: str) -> str:
+    """A request of `method` was sent after the step's condition, and no good result has come yet."""
+    return f"Waiting for a result to your `{method}`."
+
+
+def waiting_for_tool(method: str, reply: Entry) -> str:
+    """The learner answered the server's request; the tool call that asked it has not finished."""
+    return f"You answered `{method}` (message #{reply.seq}). Waiting for the tool's result."
+
+
+# --- The skeleton most checks share ---------------------------------------------------------------
+
+Exchange = tuple[Entry, Entry | None]  # a request and its response (None while unanswered)
+
+
+def newest_first(t: Transcript, sent: list[Entry]) -> list[Exchange]:
+    """Each of the learner's requests in `sent` (oldest first) with its response, newest first."""
+    return [(request, t.response_to(request)) for request in reversed(sent)]
+
+
+def judge(
+    seen: list[Exchange],
+    passes: Callable[[Entry, Entry | None], str | None],
+    *,
+    unsent: str,
+    failed: Callable[[Entry, Entry], str] | str,
+    what: str | None = None,
+    before_reply: Callable[[Entry], str | None] | None = None,
+) -> Outcome:
+    """A check over exchanges, newest first: passed if any one `passes` (its reason); else why not.
+
+    Why not, in order: nothing sent (`unsent`); a problem of the newest request itself
+    (`before_reply`); its reply still awaited (`waiting`); else what its reply shows (`failed`).
+    """
+    for request, response in seen:
+        reason = passes(request, response)
+        if reason:
+            return True, reason
+    if not seen:
+        return False, unsent
+    request, response = seen[0]
+    problem = before_reply(request) if before_reply is not None else None
+    if problem:
+        return False, problem
+    if response is None:
+        return False, waiting(request, what)
+    return False, failed(request, response) if callable(failed) else failed
+
+
+def refused(request: Entry, response: Entry | None) -> str | None:
+    """A `passes` for checks that want an error reply."""
+    error = error_of(response)
+    return None if error is None else f"Message #{request.seq} was refused with {error_words(error)}."
+
+
+def answered_with(_request: Entry, response: Entry) -> str:
+    """A `failed` that names the error the reply carried."""
+    return f"The server answered with {error_words(error_of(response) or {})}."
 
 
 def first_good_initialize(t: Transcript) -> tuple[Entry, Entry] | None:
@@ -194,6 +258,7 @@ __all__ = [
     "REGISTRY",
     "Check",
     "CheckResult",
+    "Exchange",
     "Outcome",
     "StepChecker",
     "changes",

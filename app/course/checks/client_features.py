@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from app.course.checks import Outcome, check, exchanges, first_text, result_of, waiting
+from app.course.checks import (
+    Outcome,
+    check,
+    exchanges,
+    first_text,
+    judge,
+    result_of,
+    waiting,
+    waiting_for_tool,
+)
 from app.protocol.transcript import Entry, Transcript
 
 
@@ -25,7 +34,7 @@ def _answered(t: Transcript, method: str, capability: str) -> Outcome:
             result = result_of(response)
             if call.seq < request.seq and response is not None and response.seq > reply.seq and result:
                 return True, f"You answered `{method}`, and the tool finished: {first_text(result)}"
-        return False, f"You answered `{method}` (message #{reply.seq}). Waiting for the tool's result."
+        return False, waiting_for_tool(method, reply)
     if asked:
         request = asked[-1]
         reply = _client_reply(t, request)
@@ -51,16 +60,18 @@ def _answered(t: Transcript, method: str, capability: str) -> Outcome:
     "Without declaring a client capability, call a tool that needs it, and read why it refused.",
 )
 def undeclared_feature_refused(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "tools/call"))
-    for _request, response in seen:
+    def passes(_request: Entry, response: Entry | None) -> str | None:
         result = result_of(response)
-        if result is not None and result.get("isError") is True and "declare" in first_text(result):
-            return True, f"The tool refused without asking you anything: {first_text(result)}"
-    if not seen:
-        return False, 'Complete the handshake with `"capabilities": {}`, then call `suggest_trip`.'
-    if seen[0][1] is None:
-        return False, waiting(seen[0][0])
-    return False, 'The tool did not refuse. Start again with `"capabilities": {}` in `initialize`.'
+        if result is None or result.get("isError") is not True or "declare" not in first_text(result):
+            return None
+        return f"The tool refused without asking you anything: {first_text(result)}"
+
+    return judge(
+        list(exchanges(t, "tools/call")),
+        passes,
+        unsent='Complete the handshake with `"capabilities": {}`, then call `suggest_trip`.',
+        failed='The tool did not refuse. Start again with `"capabilities": {}` in `initialize`.',
+    )
 
 
 @check(

@@ -4,30 +4,38 @@ from __future__ import annotations
 
 from app.course.checks import (
     Outcome,
+    answered_with,
     check,
     error_of,
     error_words,
     exchanges,
     first_good_initialize,
+    judge,
     no_initialize_reason,
     params_of,
+    refused,
     result_of,
+    waiting_for_result,
 )
-from app.protocol.transcript import Transcript
+from app.protocol.transcript import Entry, Transcript
 
 
 @check("ping-answered", "Send a `ping` request and get its empty result.")
 def ping_answered(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "ping"))
-    for request, response in seen:
-        if result_of(response) is not None:
-            return True, f"The server answered your ping (message #{request.seq}) with an empty result."
-    if not seen:
-        return False, "You have not sent a `ping` request yet (it needs an `id`: it is a request)."
-    request, response = seen[0]
-    if response is None:
-        return False, f"Waiting for the reply to your ping (message #{request.seq})."
-    return False, f"The server answered your ping with {error_words(error_of(response) or {})}."
+    def passes(request: Entry, response: Entry | None) -> str | None:
+        if result_of(response) is None:
+            return None
+        return f"The server answered your ping (message #{request.seq}) with an empty result."
+
+    return judge(
+        list(exchanges(t, "ping")),
+        passes,
+        unsent="You have not sent a `ping` request yet (it needs an `id`: it is a request).",
+        what="ping",
+        failed=lambda _, response: (
+            f"The server answered your ping with {error_words(error_of(response) or {})}."
+        ),
+    )
 
 
 @check(
@@ -35,33 +43,39 @@ def ping_answered(t: Transcript) -> Outcome:
     "Send `initialize` with a `protocolVersion` and get a result that holds `serverInfo`.",
 )
 def initialize_answered(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "initialize"))
-    for request, response in seen:
+    def passes(request: Entry, response: Entry | None) -> str | None:
         result = result_of(response)
-        if isinstance(params_of(request).get("protocolVersion"), str) and result is not None:
-            info = result.get("serverInfo")
-            if isinstance(info, dict):
-                return True, (
-                    f"The server introduced itself as {info.get('name')!r} and agreed on protocol "
-                    f"{result.get('protocolVersion')}."
-                )
-    if not seen:
-        return False, no_initialize_reason(t)
-    request, response = seen[0]
-    if not isinstance(params_of(request).get("protocolVersion"), str):
+        if not isinstance(params_of(request).get("protocolVersion"), str) or result is None:
+            return None
+        info = result.get("serverInfo")
+        if not isinstance(info, dict):
+            return None
         return (
-            False,
-            'Your latest `initialize` has no `params.protocolVersion` (a string such as "2025-06-18").',
+            f"The server introduced itself as {info.get('name')!r} and agreed on protocol "
+            f"{result.get('protocolVersion')}."
         )
-    if response is None:
-        return False, f"Waiting for the reply to your `initialize` (message #{request.seq})."
-    error = error_of(response)
-    if error is not None:
-        return False, (
-            f"The server answered with {error_words(error)}: params needs protocolVersion, "
-            "capabilities and clientInfo (with name and version)."
-        )
-    return False, "The server's result has no `serverInfo`."
+
+    def no_version(request: Entry) -> str | None:
+        if isinstance(params_of(request).get("protocolVersion"), str):
+            return None
+        return 'Your latest `initialize` has no `params.protocolVersion` (a string such as "2025-06-18").'
+
+    def failed(_request: Entry, response: Entry) -> str:
+        error = error_of(response)
+        if error is not None:
+            return (
+                f"The server answered with {error_words(error)}: params needs protocolVersion, "
+                "capabilities and clientInfo (with name and version)."
+            )
+        return "The server's result has no `serverInfo`."
+
+    return judge(
+        list(exchanges(t, "initialize")),
+        passes,
+        unsent=no_initialize_reason(t),
+        before_reply=no_version,
+        failed=failed,
+    )
 
 
 @check(
@@ -69,18 +83,14 @@ def initialize_answered(t: Transcript) -> Outcome:
     "Send an `initialize` the server must refuse (leave out `clientInfo`, say) and read its error.",
 )
 def initialize_rejected(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "initialize"))
-    for request, response in seen:
-        error = error_of(response)
-        if error is not None:
-            return True, f"Message #{request.seq} was refused with {error_words(error)}."
-    if not seen:
-        return False, no_initialize_reason(t)
-    if seen[0][1] is None:
-        return False, f"Waiting for the reply to your `initialize` (message #{seen[0][0].seq})."
-    return False, (
-        "The server accepted every `initialize` so far. Remove a required field, such as "
-        "`clientInfo`, and send it again."
+    return judge(
+        list(exchanges(t, "initialize")),
+        refused,
+        unsent=no_initialize_reason(t),
+        failed=(
+            "The server accepted every `initialize` so far. Remove a required field, such as "
+            "`clientInfo`, and send it again."
+        ),
     )
 
 
@@ -115,23 +125,28 @@ def initialized_after_reply(t: Transcript) -> Outcome:
     "Send `initialize` declaring a client capability, such as `roots` or `sampling`, and get a result.",
 )
 def client_capabilities_declared(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "initialize"))
-    for request, response in seen:
+    def passes(request: Entry, response: Entry | None) -> str | None:
         caps = params_of(request).get("capabilities")
         result = result_of(response)
-        if isinstance(caps, dict) and caps and result is not None:
-            theirs = result.get("capabilities")
-            server = ", ".join(sorted(theirs)) if isinstance(theirs, dict) and theirs else "nothing"
-            return True, f"You declared {', '.join(sorted(caps))}; the server declared {server}."
-    if not seen:
-        return False, no_initialize_reason(t)
-    request, response = seen[0]
-    caps = params_of(request).get("capabilities")
-    if not isinstance(caps, dict) or not caps:
-        return False, 'Your `capabilities` is empty. `{}` is valid, but declare one here, e.g. `"roots": {}`.'
-    if response is None:
-        return False, f"Waiting for the reply to your `initialize` (message #{request.seq})."
-    return False, f"The server answered with {error_words(error_of(response) or {})}."
+        if not (isinstance(caps, dict) and caps and result is not None):
+            return None
+        theirs = result.get("capabilities")
+        server = ", ".join(sorted(theirs)) if isinstance(theirs, dict) and theirs else "nothing"
+        return f"You declared {', '.join(sorted(caps))}; the server declared {server}."
+
+    def none_declared(request: Entry) -> str | None:
+        caps = params_of(request).get("capabilities")
+        if isinstance(caps, dict) and caps:
+            return None
+        return 'Your `capabilities` is empty. `{}` is valid, but declare one here, e.g. `"roots": {}`.'
+
+    return judge(
+        list(exchanges(t, "initialize")),
+        passes,
+        unsent=no_initialize_reason(t),
+        before_reply=none_declared,
+        failed=answered_with,
+    )
 
 
 LISTS = {"tools/list": "tools", "resources/list": "resources", "prompts/list": "prompts"}
@@ -168,7 +183,7 @@ def used_declared_capability(t: Transcript) -> Outcome:
                     f"The server declared `{feature}`, so you could list them: {count} {what} came back.",
                 )
     if tried:
-        return False, f"Waiting for a result to your `{tried[0]}`."
+        return False, waiting_for_result(tried[0])
     return False, "Now send `tools/list` (or `resources/list`, `prompts/list`): the server declared them."
 
 
@@ -177,26 +192,29 @@ def used_declared_capability(t: Transcript) -> Outcome:
     "Ask for a protocol version the server does not support and see the version it offers instead.",
 )
 def version_counter_offer(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "initialize"))
-    for request, response in seen:
+    def passes(request: Entry, response: Entry | None) -> str | None:
         asked = params_of(request).get("protocolVersion")
         result = result_of(response)
         offered = result.get("protocolVersion") if result else None
         if isinstance(asked, str) and isinstance(offered, str) and offered != asked:
-            return True, f"You asked for {asked!r}; with no error, the server offered {offered!r} instead."
-    if not seen:
-        return False, no_initialize_reason(t) + ' Ask for a version such as "1999-01-01".'
-    request, response = seen[0]
-    asked = params_of(request).get("protocolVersion")
-    if response is None:
-        return False, f"Waiting for the reply to your `initialize` (message #{request.seq})."
-    error = error_of(response)
-    if error is not None:
-        return False, (
-            f"The server answered with {error_words(error)}. The version is not the problem: "
-            "the rest of params (capabilities, clientInfo) must still be valid."
+            return f"You asked for {asked!r}; with no error, the server offered {offered!r} instead."
+        return None
+
+    def failed(request: Entry, response: Entry) -> str:
+        error = error_of(response)
+        if error is not None:
+            return (
+                f"The server answered with {error_words(error)}. The version is not the problem: "
+                "the rest of params (capabilities, clientInfo) must still be valid."
+            )
+        return (
+            f"You asked for {params_of(request).get('protocolVersion')!r}, which the server supports, so it "
+            'agreed. Ask for one it does not know, such as "1999-01-01".'
         )
-    return False, (
-        f"You asked for {asked!r}, which the server supports, so it agreed. "
-        'Ask for one it does not know, such as "1999-01-01".'
+
+    return judge(
+        list(exchanges(t, "initialize")),
+        passes,
+        unsent=no_initialize_reason(t) + ' Ask for a version such as "1999-01-01".',
+        failed=failed,
     )

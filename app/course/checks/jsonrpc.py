@@ -2,39 +2,49 @@
 
 from __future__ import annotations
 
-from app.course.checks import Outcome, check, error_of, error_words, waiting
-from app.protocol.transcript import Transcript
+from mcp_types import METHOD_NOT_FOUND
+
+from app.course.checks import Outcome, check, error_of, error_words, judge, newest_first, waiting
+from app.protocol.transcript import Entry, Transcript
 
 
 @check("string-id-answered", 'Send a request whose `id` is a string, such as `"abc"`, and get its response.')
 def string_id_answered(t: Transcript) -> Outcome:
+    def passes(request: Entry, response: Entry | None) -> str | None:
+        if response is None:
+            return None
+        return f"Your request used the id {request.message['id']!r}, and the response carried it back."
+
     sent = [e for e in t.client_messages() if e.is_request and isinstance(e.message["id"], str)]
-    for request in reversed(sent):
-        response = t.response_to(request)
-        if response is not None:
-            return (
-                True,
-                f"Your request used the id {request.message['id']!r}, and the response carried it back.",
-            )
-    if sent:
-        return False, waiting(sent[-1], "request")
-    if any(e.is_request for e in t.client_messages()):
-        return False, 'Your requests so far use number ids. Try a string, such as "id": "abc".'
-    return False, "You have not sent a request yet (a message with a `method` and an `id`)."
+    return judge(
+        newest_first(t, sent),
+        passes,
+        unsent=(
+            'Your requests so far use number ids. Try a string, such as "id": "abc".'
+            if any(e.is_request for e in t.client_messages())
+            else "You have not sent a request yet (a message with a `method` and an `id`)."
+        ),
+        what="request",
+        failed="",  # never reached: an answered request passes
+    )
 
 
 @check("method-not-found-seen", "Call a method the server does not have and read the `-32601` error.")
 def method_not_found_seen(t: Transcript) -> Outcome:
-    asked = [e for e in t.client_messages() if e.is_request]
-    for request in reversed(asked):
-        error = error_of(t.response_to(request))
-        if error is not None and error.get("code") == -32601:
-            return True, f"`{request.method}` (message #{request.seq}) got {error_words(error)}."
-    if not asked:
-        return False, "You have not sent a request yet. Invent a method name, such as `orders/teleport`."
-    if t.response_to(asked[-1]) is None:
-        return False, waiting(asked[-1])
-    return False, f"`{asked[-1].method}` is a method the server knows. Invent one it does not have."
+    def passes(request: Entry, response: Entry | None) -> str | None:
+        error = error_of(response)
+        if error is None or error.get("code") != METHOD_NOT_FOUND:
+            return None
+        return f"`{request.method}` (message #{request.seq}) got {error_words(error)}."
+
+    return judge(
+        newest_first(t, [e for e in t.client_messages() if e.is_request]),
+        passes,
+        unsent="You have not sent a request yet. Invent a method name, such as `orders/teleport`.",
+        failed=lambda request, _: (
+            f"`{request.method}` is a method the server knows. Invent one it does not have."
+        ),
+    )
 
 
 @check(

@@ -4,32 +4,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.course.checks import Outcome, check, error_of, error_words, exchanges, result_of, waiting
-from app.protocol.transcript import Transcript
+from app.course.checks import Outcome, answered_with, check, error_of, exchanges, judge, refused, result_of
+from app.protocol.transcript import Entry, Transcript
 
 
 def _outcome(
     t: Transcript, method: str, good: Callable[[dict], str | None], want_error: bool, hint: str
 ) -> Outcome:
-    seen = list(exchanges(t, method))
-    for request, response in seen:
+    def passes(request: Entry, response: Entry | None) -> str | None:
         if want_error:
-            error = error_of(response)
-            if error is not None:
-                return True, f"Message #{request.seq} was refused with {error_words(error)}."
-        else:
-            result = result_of(response)
-            said = good(result) if result is not None else None
-            if said:
-                return True, said
-    if not seen:
-        return False, f"You have not sent `{method}` yet."
-    request, response = seen[0]
-    if response is None:
-        return False, waiting(request)
-    if not want_error and error_of(response) is not None:
-        return False, f"The server answered with {error_words(error_of(response) or {})}. {hint}"
-    return False, hint
+            return refused(request, response)
+        result = result_of(response)
+        return good(result) if result is not None else None
+
+    def failed(request: Entry, response: Entry) -> str:
+        if not want_error and error_of(response) is not None:
+            return f"{answered_with(request, response)} {hint}"
+        return hint
+
+    return judge(
+        list(exchanges(t, method)), passes, unsent=f"You have not sent `{method}` yet.", failed=failed
+    )
 
 
 def _contents(result: dict) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY, UNSUPPORTED_PROTOCOL_VERSION
 
 from app.course.checks import (
     Outcome,
@@ -13,6 +13,8 @@ from app.course.checks import (
     error_of,
     error_words,
     exchanges,
+    judge,
+    newest_first,
     params_of,
     requests,
     result_of,
@@ -21,7 +23,7 @@ from app.course.checks import (
 from app.protocol.transcript import Entry, Transcript
 
 VERSION = PROTOCOL_VERSION_META_KEY
-CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+CAPABILITIES = CLIENT_CAPABILITIES_META_KEY
 
 
 def _meta(entry: Entry) -> dict[str, Any]:
@@ -34,21 +36,24 @@ def _meta(entry: Entry) -> dict[str, Any]:
     "Ask `server/discover`, with the `_meta` envelope, and read what the server supports.",
 )
 def server_discover_answered(t: Transcript) -> Outcome:
-    seen = list(exchanges(t, "server/discover"))
-    for _, response in seen:
+    def passes(_request: Entry, response: Entry | None) -> str | None:
         result = result_of(response)
-        if result is not None and isinstance(result.get("supportedVersions"), list):
-            versions = ", ".join(map(str, result["supportedVersions"]))
-            return True, f"The server supports {versions}, with no handshake."
-    if not seen:
-        return False, "You have not sent `server/discover` yet."
-    request, response = seen[0]
-    if response is None:
-        return False, waiting(request)
-    error = error_of(response) or {}
-    if VERSION not in _meta(request) or CAPABILITIES not in _meta(request):
-        return False, f"The server answered {error_words(error)}: `params._meta` needs both envelope keys."
-    return False, f"The server answered {error_words(error)}."
+        if result is None or not isinstance(result.get("supportedVersions"), list):
+            return None
+        return f"The server supports {', '.join(map(str, result['supportedVersions']))}, with no handshake."
+
+    def failed(request: Entry, response: Entry) -> str:
+        error = error_of(response) or {}
+        if VERSION not in _meta(request) or CAPABILITIES not in _meta(request):
+            return f"The server answered {error_words(error)}: `params._meta` needs both envelope keys."
+        return f"The server answered {error_words(error)}."
+
+    return judge(
+        list(exchanges(t, "server/discover")),
+        passes,
+        unsent="You have not sent `server/discover` yet.",
+        failed=failed,
+    )
 
 
 @check(
@@ -56,47 +61,47 @@ def server_discover_answered(t: Transcript) -> Outcome:
     "Send a request other than `server/discover`, with both `_meta` envelope keys, and get a result.",
 )
 def envelope_request_answered(t: Transcript) -> Outcome:
-    asked = [e for e in t.client_messages() if e.is_request and e.method != "server/discover"]
-    for request in reversed(asked):
-        result = result_of(t.response_to(request))
-        if result is not None and VERSION in _meta(request):
-            return True, (
-                f"`{request.method}` carried its own revision ({_meta(request)[VERSION]}) and got a "
-                f"result of type {result.get('resultType')!r}."
-            )
-    if not asked:
-        return False, "Send `tools/list` (or another request) with the `_meta` envelope in params."
-    request = asked[-1]
-    response = t.response_to(request)
-    if response is None:
-        return False, waiting(request)
-    missing = [key for key in (VERSION, CAPABILITIES) if key not in _meta(request)]
-    if missing:
+    def passes(request: Entry, response: Entry | None) -> str | None:
+        result = result_of(response)
+        if result is None or VERSION not in _meta(request):
+            return None
         return (
-            False,
-            f"`params._meta` lacks {', '.join(missing)}: the server refused with {error_words(error_of(response) or {})}.",
+            f"`{request.method}` carried its own revision ({_meta(request)[VERSION]}) and got a "
+            f"result of type {result.get('resultType')!r}."
         )
-    return False, f"The server answered {error_words(error_of(response) or {})}."
+
+    def failed(request: Entry, response: Entry) -> str:
+        error = error_words(error_of(response) or {})
+        missing = [key for key in (VERSION, CAPABILITIES) if key not in _meta(request)]
+        if missing:
+            return f"`params._meta` lacks {', '.join(missing)}: the server refused with {error}."
+        return f"The server answered {error}."
+
+    return judge(
+        newest_first(t, [e for e in t.client_messages() if e.is_request and e.method != "server/discover"]),
+        passes,
+        unsent="Send `tools/list` (or another request) with the `_meta` envelope in params.",
+        failed=failed,
+    )
 
 
 @check(
     "unsupported-version-seen", "Ask for a revision the server does not support and read the `-32022` error."
 )
 def unsupported_version_seen(t: Transcript) -> Outcome:
-    asked = [e for e in t.client_messages() if e.is_request]
-    for request in reversed(asked):
-        error = error_of(t.response_to(request))
-        if error is not None and error.get("code") == -32022:
-            data: dict[str, Any] = error["data"] if isinstance(error.get("data"), dict) else {}
-            return (
-                True,
-                f"You asked for {data.get('requested')!r}; the server supports {data.get('supported')}.",
-            )
-    if not asked:
-        return False, 'Send a request whose envelope names an older revision, such as "2025-11-25".'
-    if t.response_to(asked[-1]) is None:
-        return False, waiting(asked[-1])
-    return False, "The server accepted the revision you named. Put one it does not support in the envelope."
+    def passes(_request: Entry, response: Entry | None) -> str | None:
+        error = error_of(response)
+        if error is None or error.get("code") != UNSUPPORTED_PROTOCOL_VERSION:
+            return None
+        data: dict[str, Any] = error["data"] if isinstance(error.get("data"), dict) else {}
+        return f"You asked for {data.get('requested')!r}; the server supports {data.get('supported')}."
+
+    return judge(
+        newest_first(t, [e for e in t.client_messages() if e.is_request]),
+        passes,
+        unsent='Send a request whose envelope names an older revision, such as "2025-11-25".',
+        failed="The server accepted the revision you named. Put one it does not support in the envelope.",
+    )
 
 
 @check(
