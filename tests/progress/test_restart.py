@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from bs4 import BeautifulSoup
 
-from app.progress import SQLiteProgressStore
+from app.protocol import messages
 from app.web.learner import COOKIE
-from app.web.state import PROGRESS_DB
-from tests.support.appserver import AppProcess, learner_id_of
+from tests.support.appserver import AppProcess
+from tests.support.procs import wait_until
+from tests.support.wsclient import EnvelopeClient
 
 STEP = "initialize-handshake/versions"
 
@@ -23,11 +25,10 @@ def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
         client.put("/api/progress/name", json={"display_name": "Ada"}).raise_for_status()
         answer = client.post(f"/api/course/{STEP}/quiz/unknown-revision", json={"choices": ["a"]})
         assert answer.json()["correct"] is True
-    # While the app is down, a hands-on check passes (as the WebSocket route records it).
-    store = SQLiteProgressStore(data / PROGRESS_DB)
-    store.open()
-    store.record_check(learner_id_of(cookie), STEP, "version-counter-offer")
-    store.close()
+        # A hands-on check passes in the step's console, and the WebSocket route records it.
+        asyncio.run(pass_the_versions_check(first, cookie))
+        # The pass is recorded off the event loop, moments after its frame.
+        assert wait_until(lambda: client.get("/api/progress").json()["steps"][STEP]["checks"] != {}, 30)
 
     with AppProcess(data, warm_pool_size=1) as second:
         with second.client(cookies={COOKIE: cookie}) as client:
@@ -42,3 +43,18 @@ def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
             soup = BeautifulSoup(client.get(f"/course/{STEP}").text, "html.parser")
             assert soup.select_one('li.check[data-check="version-counter-offer"]')["data-passed"] == "true"
             assert "right" in soup.select_one("form#quiz-unknown-revision .quiz-verdict")["class"]
+
+
+async def pass_the_versions_check(app: AppProcess, cookie: str) -> None:
+    client = await EnvelopeClient.connect(
+        f"{app.ws_base}/ws/demo-orders?step={STEP}", additional_headers={"Cookie": f"{COOKIE}={cookie}"}
+    )
+    try:
+        await client.recv_type("state")
+        await client.send(messages.initialize(1, "1999-01-01"))  # the server counter-offers its own
+        while not (
+            (frame := await client.recv_type("check"))["check"] == "version-counter-offer" and frame["passed"]
+        ):
+            pass
+    finally:
+        await client.close()

@@ -191,39 +191,6 @@ def test_the_cpu_limit_stops_a_spinning_server(tmp_path: Path) -> None:
     assert "SIGXCPU" in reason or "SIGKILL" in reason
 
 
-def test_open_and_close_100_sessions_leaves_nothing_behind(tmp_path: Path) -> None:
-    import asyncio
-
-    import httpx
-
-    with AppProcess(tmp_path, warm_pool_size=2) as app:
-        low, high = app.uid_base, app.uid_base + 1000
-
-        async def cycles() -> None:
-            for i in range(100):
-                client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
-                if i % 10 == 0:
-                    await client.initialize()
-                await client.close()
-
-        def only_warm_pools_left() -> bool:
-            # Each warm instance is a keeper and a server; an exited one is reaped (no zombie).
-            pools = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
-            procs = processes_in_uid_range(low, high)
-            return (
-                len(procs) == 2 * sum(pools.values())
-                and pools["demo-orders"] == 2
-                and not any(p.zombie for p in procs)
-            )
-
-        asyncio.run(cycles())
-        assert wait_until(only_warm_pools_left, 60), processes_in_uid_range(low, high)
-        app.stop()
-        assert wait_until(lambda: not processes_in_uid_range(low, high), 30), processes_in_uid_range(
-            low, high
-        )
-
-
 def test_killing_the_app_leaves_no_server_behind(tmp_path: Path) -> None:
     import asyncio
     import signal
