@@ -90,7 +90,7 @@ def _expect_html(expect: Expect) -> Markup:
 def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     token = tokens[idx]
     kind = token.meta.get("kind")
-    if kind in ("console", "checks", "quiz"):
+    if kind in ("console", "checks", "quiz", "exercise"):
         return ""  # rendered by the step template, not in the text flow
     if kind == "expect":
         return _expect_html(token.meta["expect"])
@@ -99,12 +99,23 @@ def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: Options
     return code_block(token.content, language, attrs)
 
 
+# Lessons work offline in a classroom: images only from our own /static.
+IMAGE_PREFIX = "/static/"
+
+
 def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
-    # Lessons work offline in a classroom: images only from our own /static.
     token = tokens[idx]
     src = str(token.attrGet("src") or "")
     alt = self.renderInlineAsText(token.children or [], options, env)
+    if not local_image(src):
+        return f'<span class="image-refused">{escape(alt)}</span>'  # its words, never a request elsewhere
     return f'<img src="{escape(src)}" alt="{escape(alt)}" loading="lazy">'
+
+
+def local_image(src: str) -> bool:
+    """Whether `src` names a file under our own /static (no other host, scheme or way out of it)."""
+    path = src.split("?", 1)[0].split("#", 1)[0]
+    return path.startswith(IMAGE_PREFIX) and "\\" not in path and ".." not in path.split("/")
 
 
 def _spec_ref_rule(state: StateInline, silent: bool) -> bool:

@@ -1,15 +1,15 @@
 """The isolation layers, applied by the fork server (once) and by each instance (after fork).
 
-Run as root, with the kernel's own calls: bubblewrap as root either keeps every capability or leaves
-a uid that the host sees as root (ENVIRONMENT.md), so neither meets the sandbox rule.
-Order matters: namespaces and mounts need root, so privileges are dropped last, then seccomp.
+With the kernel's own calls, not bubblewrap: run as root, bubblewrap either keeps every capability
+or leaves a uid that the host sees as root, so neither meets the sandbox rule. The fork server runs
+them as root, or as root of a user namespace of its own in rootless mode (docs/sandbox.md).
+Order matters: namespaces and mounts need that root, so privileges are dropped last, then seccomp.
 """
 
 from __future__ import annotations
 
 import os
 import resource
-import sys
 import tempfile
 from collections.abc import Iterable
 
@@ -183,7 +183,3 @@ def build_seccomp_filter() -> tuple[k.SeccompProgram, list[str]]:
     from app.sandbox import syscall_filter
 
     return syscall_filter.compile_program()
-
-
-def log(message: str) -> None:
-    print(f"playground-sandbox: {message}", file=sys.stderr, flush=True)
