@@ -30,7 +30,9 @@ def test_the_opening_message_is_valid_in_its_revision(revision: str) -> None:
 @pytest.mark.parametrize("revision", HANDSHAKE_REVISIONS)
 def test_the_handshake_is_initialize_then_the_initialized_notification(revision: str) -> None:
     caps = {"roots": {"listChanged": True}}
-    first, second = messages.handshake(3, revision, capabilities=caps, client_info={"name": "t", "version": "1"})
+    first, second = messages.handshake(
+        3, revision, capabilities=caps, client_info={"name": "t", "version": "1"}
+    )
     assert validate_message(first, revision) == [] and validate_message(second, revision) == []
     assert first["params"]["capabilities"] == caps and first["params"]["clientInfo"]["name"] == "t"
     assert second == {"jsonrpc": "2.0", "method": "notifications/initialized"}
