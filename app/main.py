@@ -22,6 +22,7 @@ from app.web import (
     pages,
     resume,
     spec_refs,
+    workspace,
     ws,
 )
 from app.web.client import ClientMiddleware, TrustedProxies
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api.router)
     app.include_router(ws.router)
     app.include_router(endpoints.router)
+    app.include_router(workspace.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
     app.include_router(spec_refs.router)

@@ -15,13 +15,15 @@ from typing import Any, Literal
 import yaml
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 
+from app.course import exercises
+from app.course.exercises import Exercise
 from app.course.models import Choice, Claim, Console, Example, Expect, LessonError, Quiz
 from app.course.render import SPEC_REF_OPEN, pretty_json, render_inline, spec_refs_in, without_spec_refs
 from app.course.spec import RefError, parse_ref
 from app.protocol.revisions import parse_strict_json, validate_message
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-SPECIAL = ("console", "checks", "quiz", "expect")
+SPECIAL = ("console", "checks", "quiz", "expect", "exercise")
 # The revision a deliberately invalid block without rev= is checked against.
 DEFAULT_INVALID_REVISION = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 
@@ -153,6 +155,17 @@ def parse_checks(block: Block, known: Collection[str]) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise block.error("a check is listed twice")
     return tuple(names)
+
+
+def parse_exercise(block: Block) -> Exercise:
+    block.only(attrs=("rev", "solution"))
+    lessons_dir = block.path.parent
+    try:
+        return exercises.parse(block.yaml(), revision=block.info.attrs.get("rev"),
+                               solution=block.info.attrs.get("solution"), lessons_dir=lessons_dir,
+                               line=block.line)  # fmt: skip
+    except exercises.ExerciseError as exc:
+        raise block.error(str(exc)) from None
 
 
 QUIZ_KEYS = {"question", "kind", "choices"}

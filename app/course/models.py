@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from markupsafe import Markup
 
 from app.course.spec import SpecRef
+
+if TYPE_CHECKING:
+    from app.course.exercises import Exercise
 
 
 class LessonError(Exception):
@@ -121,10 +124,16 @@ class Step:
     examples: tuple[Example, ...] = ()
     expects: tuple[Expect, ...] = ()
     claims: tuple[Claim, ...] = ()
+    exercise: Exercise | None = None  # a test suite for the learner's own server
 
     @property
     def url(self) -> str:
         return f"/course/{self.slug}"
+
+    @property
+    def required_checks(self) -> tuple[str, ...]:
+        """What progress must record for the step to be done: its hands-on checks, and its exercise."""
+        return self.checks + (("exercise",) if self.exercise is not None else ())
 
     def quiz(self, quiz_id: str) -> Quiz | None:
         return next((q for q in self.quizzes if q.id == quiz_id), None)

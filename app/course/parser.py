@@ -19,9 +19,11 @@ from markupsafe import Markup
 
 from app.course import blocks
 from app.course.blocks import SLUG, Block, Info
+from app.course.exercises import Exercise
 from app.course.models import Claim, Console, Example, Expect, Lesson, LessonError, Part, Quiz, Step
 from app.course.render import MARKDOWN, SPEC_REF_OPEN, render_inline, render_tokens, without_spec_refs
 from app.course.spec import RefError, parse_ref
+from app.demos import MY_SERVER
 
 HEADING_SLUG = re.compile(r"\s*\{#([^}]*)\}\s*$")
 FILE_NUMBER = re.compile(r"^(\d+)-")
@@ -158,6 +160,7 @@ def _build_step(
     servers: Collection[str],
 ) -> Step:
     console: Console | None = None
+    exercise: Exercise | None = None
     check_names: tuple[str, ...] = ()
     quizzes: list[Quiz] = []
     examples: list[Example] = []
@@ -173,6 +176,11 @@ def _build_step(
             if console is not None:
                 raise block.error("a step has at most one console")
             console = blocks.parse_console(block, front_server, servers)
+        elif kind == "exercise":
+            if exercise is not None:
+                raise block.error("a step has at most one exercise")
+            exercise = blocks.parse_exercise(block)
+            token.meta["kind"] = "exercise"
         elif kind == "checks":
             if check_names:
                 raise block.error("a step has one checks block")
@@ -199,8 +207,14 @@ def _build_step(
             expect = blocks.parse_expect(token.meta.pop("block"), default_server, servers)
             expects.append(expect)
             token.meta.update(kind="expect", expect=expect)
-    if console is not None and not check_names:
-        raise LessonError(path, console.line, "a step with a console needs at least one hands-on check")
+    if console is not None and not check_names and exercise is None:
+        raise LessonError(path, console.line, "a step with a console needs a hands-on check or an exercise")
+    if exercise is not None and (console is None or console.server != MY_SERVER):
+        raise LessonError(
+            path,
+            exercise.line,
+            f"an exercise tests the learner's server: add a ```console server={MY_SERVER}",
+        )
     if check_names and console is None:
         raise LessonError(path, draft.line, "hands-on checks read the console's transcript: add a ```console")
     return Step(
@@ -219,6 +233,7 @@ def _build_step(
         examples=tuple(examples),
         expects=tuple(expects),
         claims=_claims(path, draft.tokens) + tuple(c for q in quizzes for c in q.claims),
+        exercise=exercise,
     )
 
 

@@ -1,4 +1,8 @@
-"""The registry of demo MCP servers. A browser names a server only by its registry name."""
+"""The registry of MCP servers a learner can talk to. A browser names a server only by its registry name.
+
+Every entry is one of our demo servers (a module with INFO and serve()), except `my-server`: the
+learner's own file, run as `python server.py` would run it (app/sandbox/forkserver.py).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ BUILTIN_MODULES = (
     "app.demos.stateless",
     "app.demos.flaky",
 )
+# The registry name of the learner's own server (DESIGN.md, "The learner's own server").
+MY_SERVER = "my-server"
 # What the console offers for a server whose tools nobody knows in advance: the lists.
 GENERIC_SAMPLES = (
     {"method": "tools/list"},
@@ -32,11 +38,17 @@ class DemoServer:
     name: str
     title: str
     description: str
-    module: str
+    module: str | None  # None for my-server: no module of ours, the learner's file
     # Messages the console's templates offer (method and params; the console adds id and envelope).
     samples: tuple[dict[str, Any], ...] = GENERIC_SAMPLES
 
+    @property
+    def learners_own(self) -> bool:
+        return self.module is None
+
     def load(self) -> ModuleType:
+        if self.module is None:
+            raise ValueError(f"{self.name} is the learner's own file, not a module")
         return importlib.import_module(self.module)
 
     def public(self) -> dict[str, Any]:
@@ -50,7 +62,14 @@ class DemoServer:
 
 def load_registry(extra_modules: list[str] | tuple[str, ...] = ()) -> dict[str, DemoServer]:
     """Import every demo module and return the registry, keyed by name (a duplicate name is an error)."""
-    registry: dict[str, DemoServer] = {}
+    registry: dict[str, DemoServer] = {
+        MY_SERVER: DemoServer(
+            name=MY_SERVER,
+            title="Your server",
+            description="Your own server.py, written in the page and run in your sandbox with the official SDK.",
+            module=None,
+        )
+    }
     for path in (*BUILTIN_MODULES, *extra_modules):
         module = importlib.import_module(path)
         info = module.INFO

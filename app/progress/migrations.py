@@ -88,6 +88,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX endpoints_learner ON endpoints (learner_id)",
     ),
+    # 6: the learner's own server.py, the last few saved versions (every replica runs the same file).
+    (
+        """CREATE TABLE server_files (
+            learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            saved_at {time} NOT NULL,
+            PRIMARY KEY (learner_id, version)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,11 +19,13 @@ from app.progress import migrations
 from app.progress.store import (
     JOIN_CODE_LENGTH,
     RESUME_CODE_LENGTH,
+    SERVER_FILE_VERSIONS,
     ClassInfo,
     EndpointInfo,
     LearnerProgress,
     ProgressError,
     QuizRecord,
+    ServerFile,
     clean_class_name,
     clean_display_name,
     new_code,
@@ -426,6 +428,56 @@ class SQLProgressStore:
                 "UPDATE endpoints SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
                 (time.time(), endpoint_id),
             )
+
+    # --- the learner's own server.py ---------------------------------------------------------------
+
+    def save_server_file(self, learner_id: str, source: str) -> ServerFile:
+        size = len(source.encode("utf-8"))
+        for _ in range(CODE_ATTEMPTS):  # two saves at once (two replicas) may draw the same number
+            try:
+                now = time.time()
+                with self._write() as db:
+                    self._touch(db, learner_id, now)
+                    row = self._exec(
+                        db, "SELECT MAX(version) FROM server_files WHERE learner_id = ?", (learner_id,)
+                    ).fetchone()
+                    version = (row[0] or 0) + 1
+                    self._exec(
+                        db,
+                        "INSERT INTO server_files (learner_id, version, source, saved_at) VALUES (?, ?, ?, ?)",
+                        (learner_id, version, source, now),
+                    )
+                    self._exec(
+                        db,
+                        "DELETE FROM server_files WHERE learner_id = ? AND version <= ?",
+                        (learner_id, version - SERVER_FILE_VERSIONS),
+                    )
+                return ServerFile(version, now, size)
+            except Exception as exc:
+                if not self._is_integrity_error(exc):
+                    raise
+        raise ProgressError("could not save the file: too many saves at once")
+
+    def server_file(self, learner_id: str, version: int | None = None) -> ServerFile | None:
+        query = "SELECT version, saved_at, source FROM server_files WHERE learner_id = ?"
+        args: tuple[Any, ...] = (learner_id,)
+        if version is None:
+            query += " ORDER BY version DESC LIMIT 1"
+        else:
+            query, args = query + " AND version = ?", (learner_id, version)
+        with self._read() as db:
+            row = self._exec(db, query, args).fetchone()
+        return ServerFile(row[0], row[1], len(row[2].encode("utf-8")), row[2]) if row else None
+
+    def server_file_history(self, learner_id: str) -> list[ServerFile]:
+        with self._read() as db:
+            rows = self._exec(
+                db,
+                "SELECT version, saved_at, source FROM server_files WHERE learner_id = ? ORDER BY version DESC",
+                (learner_id,),
+            ).fetchall()
+        # Sizes in bytes, as the limit counts them (SQL's LENGTH counts characters).
+        return [ServerFile(row[0], row[1], len(row[2].encode("utf-8"))) for row in rows]
 
     # --- resume codes ------------------------------------------------------------------------------
 

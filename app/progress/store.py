@@ -1,4 +1,4 @@
-"""The progress interface. SQLite implements it today; another database can sit behind the same methods."""
+"""The progress interface: SQLite (app/progress/sqlite.py) and PostgreSQL (postgres.py) implement it."""
 
 from __future__ import annotations
 
@@ -49,6 +49,20 @@ class EndpointInfo:
 
     def live(self, now: float) -> bool:
         return not self.ended and now < self.expires_at
+
+
+@dataclass(frozen=True)
+class ServerFile:
+    """One saved version of a learner's server.py (`source` is "" in a history listing)."""
+
+    version: int  # 1, 2, ... per learner; a restore saves the old text as a new version
+    saved_at: float
+    size: int  # bytes of UTF-8
+    source: str = ""
+
+
+# Saved versions kept per learner: enough to undo a bad afternoon, not a version-control system.
+SERVER_FILE_VERSIONS = 10
 
 
 @dataclass
@@ -158,6 +172,19 @@ class ProgressStore(Protocol):
         ...
 
     def end_endpoint(self, endpoint_id: str) -> None: ...
+
+    # The learner's own server.py.
+    def save_server_file(self, learner_id: str, source: str) -> ServerFile:
+        """Save a new version (the oldest beyond SERVER_FILE_VERSIONS go); returns it without source."""
+        ...
+
+    def server_file(self, learner_id: str, version: int | None = None) -> ServerFile | None:
+        """The latest saved version, or the one named; None when there is none."""
+        ...
+
+    def server_file_history(self, learner_id: str) -> list[ServerFile]:
+        """The versions kept, newest first, without their source."""
+        ...
 
     # Moving to another device.
     def resume_code(self, learner_id: str) -> str:

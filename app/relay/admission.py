@@ -23,6 +23,7 @@ from app.sandbox.errors import CapacityError
 # Seconds a refused client is told to wait, by cap: a tab closed frees a place at once, others churn.
 RETRY_OWNER_S = 10
 RETRY_SHARED_S = 60
+RETRY_EXERCISE_S = 5
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Caps:
     total: int  # every live session
     per_owner: int  # one learner, or one address without identity
     outside_classes: int  # every session of owners in no class, together
+    exercises_per_owner: int = 1  # exercise runs at once, apart from the owner's consoles
 
     @classmethod
     def from_share(cls, total: int, per_owner: int, outside_share: float) -> Caps:
@@ -53,15 +55,19 @@ class Caps:
 class Slot:
     """One admitted session's place; `release()` gives it back (once, however often it is called)."""
 
-    def __init__(self, admission: Admission, owner: Owner) -> None:
+    def __init__(self, admission: Admission, owner: Owner, exercise: bool = False) -> None:
         self.owner = owner
+        self.exercise = exercise
         self._admission = admission
         self.released = False
 
     def release(self) -> None:
         if not self.released:
             self.released = True
-            self._admission._give_back(self.owner)
+            if self.exercise:
+                self._admission._give_back_exercise(self.owner)
+            else:
+                self._admission._give_back(self.owner)
 
 
 class Admission:
@@ -71,6 +77,7 @@ class Admission:
         self._by_owner: Counter[str] = Counter()
         self._by_class: Counter[str] = Counter()
         self._outside = 0
+        self._exercises: Counter[str] = Counter()  # exercise runs by owner
 
     def count_for(self, owner: Owner) -> int:
         return self._by_owner[owner.key]
@@ -92,6 +99,30 @@ class Admission:
         else:
             self._by_class[owner.class_id] += 1
         return Slot(self, owner)
+
+    def admit_exercise(self, owner: Owner) -> Slot:
+        """Count an exercise run: its own small budget per owner (never a console's place), and the
+        global cap, since its instance is as real as any other."""
+        if self._exercises[owner.key] >= self.caps.exercises_per_owner:
+            raise CapacityError(
+                "Your previous exercise run is still going. Wait for its result, then run it again.",
+                reason="exercise_busy", retry_after_s=RETRY_EXERCISE_S,
+            )  # fmt: skip
+        if self.total >= self.caps.total:
+            raise CapacityError(
+                f"The playground is full right now ({_consoles(self.caps.total)} open). "
+                f"Try again in {RETRY_SHARED_S} s.",
+                reason="full", retry_after_s=RETRY_SHARED_S,
+            )  # fmt: skip
+        self.total += 1
+        self._exercises[owner.key] += 1
+        return Slot(self, owner, exercise=True)
+
+    def _give_back_exercise(self, owner: Owner) -> None:
+        self.total -= 1
+        self._exercises[owner.key] -= 1
+        if self._exercises[owner.key] <= 0:
+            del self._exercises[owner.key]
 
     def _check(self, owner: Owner) -> None:
         caps = self.caps

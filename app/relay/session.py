@@ -35,13 +35,23 @@ class Listener(Protocol):
 
 # After a process exits, how long its last stderr lines may take to arrive before it is released.
 STDERR_DRAIN_S = 1.0
+# A learner's own server that has not written a line this long after it was first sent one has not
+# started serving (a forgotten `mcp.run()`, a loop before it): the learner is told. Generous: a real
+# server answers in milliseconds, and a slow first tool call is rare in an exercise.
+NOT_SERVING_S = 5.0
+NOT_SERVING = (
+    "your server has not answered anything in {seconds:g} s since it was sent its first message: it is "
+    "running but has not started serving. Does server.py end with `mcp.run()`, and does nothing before "
+    "it wait forever?"
+)
 # Called by the stdout pump when the process has exited: (session, process, why we ended it or None).
 ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"], Awaitable[None]]
 
 
 class RelaySession:
     def __init__(self, server: str, owner: Owner, slot: Slot, metrics: Metrics, *,
-                 new_transcript: Callable[[], Transcript], on_exit: ExitHandler) -> None:  # fmt: skip
+                 new_transcript: Callable[[], Transcript], on_exit: ExitHandler,
+                 watch_serving: bool = False) -> None:  # fmt: skip
         self.id = secrets.token_urlsafe(12)
         self.server = server
         self.owner = owner
@@ -59,6 +69,9 @@ class RelaySession:
         self.detached_at: float | None = None
         self._on_exit = on_exit
         self._pumps: list[asyncio.Task] = []
+        self.watch_serving = watch_serving  # a learner's own server: say so if it never serves
+        self.answered = False  # the current process has written at least one stdout line
+        self._serving_watch: asyncio.Task | None = None
 
     @property
     def learner(self) -> str | None:
@@ -82,6 +95,7 @@ class RelaySession:
         """Relay `process` from now on (a fresh one: after open or restart)."""
         self.process = process
         self.status, self.exit_status, self.reason = "ready", None, None
+        self.answered = False
         self.touch()
         self._pumps = [
             asyncio.create_task(self._pump_stdout(process), name=f"stdout-{self.id}"),
@@ -98,10 +112,10 @@ class RelaySession:
         """Stop relaying and hand the process back to whoever releases it (Sessions)."""
         process, self.process = self.process, None
         me = asyncio.current_task()
-        for task in self._pumps:
-            if task is not me:
+        for task in [*self._pumps, self._serving_watch]:
+            if task is not None and task is not me:
                 task.cancel()
-        self._pumps = []
+        self._pumps, self._serving_watch = [], None
         return process
 
     async def send(self, frame: Frame) -> Entry:
@@ -112,13 +126,30 @@ class RelaySession:
         self.touch()
         await self.process.write_line(frame.line)
         self.metrics.relay_messages.labels("client").inc()
+        if self.watch_serving and not self.answered and self._serving_watch is None:
+            self._serving_watch = asyncio.create_task(
+                self._watch_serving(self.process), name=f"serving-{self.id}"
+            )
         return entry
+
+    async def _watch_serving(self, process: ServerProcess) -> None:
+        """Tell the listener when a learner's server, sent a message, has not answered within the time."""
+        try:
+            await asyncio.sleep(NOT_SERVING_S)
+        except asyncio.CancelledError:
+            return
+        if self.process is process and not self.answered and process.poll() is None:
+            self.reason = NOT_SERVING.format(seconds=NOT_SERVING_S)
+            log.info("session %s: not serving", self.id, extra={"session": self.id, "server": self.server})
+            if self.listener is not None:
+                await self.listener.on_state()
 
     async def _pump_stdout(self, process: ServerProcess) -> None:
         ended: tuple[int, str] | None = None
         try:
             while (line := await process.read_line()) is not None:
                 self.touch()
+                self.answered = True
                 message, error = parse_json(line)
                 entry = self.transcript.add_server(line, None if error else message)
                 self.metrics.relay_messages.labels("server").inc()

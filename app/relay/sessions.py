@@ -8,10 +8,12 @@ admit and open, attach a listener, detach it, and the session ends on its own ti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+from app.demos import MY_SERVER
 from app.metrics import Metrics
 from app.protocol.jsonrpc import server_exited_error
 from app.protocol.transcript import Transcript
@@ -33,7 +35,8 @@ GOING_AWAY = 1001
 class Sessions:
     def __init__(self, source: ProcessSource, admission: Admission, *, grace_s: float, idle_timeout_s: float,
                  max_session_s: float, metrics: Metrics | None = None,
-                 new_transcript: Callable[[str], Transcript] | None = None) -> None:  # fmt: skip
+                 new_transcript: Callable[[str], Transcript] | None = None,
+                 own_source: Callable[[Owner], Awaitable[str]] | None = None) -> None:  # fmt: skip
         self.source = source
         self.admission = admission
         self.grace_s = grace_s
@@ -41,6 +44,8 @@ class Sessions:
         self.max_session_s = max_session_s
         self.metrics = metrics or Metrics()
         self._new_transcript = new_transcript or (lambda server: Transcript(server=server))
+        # The learner's latest saved server.py (or the starter), read whenever my-server (re)starts.
+        self._own_source = own_source
         self.sessions: dict[str, RelaySession] = {}
         self._grace: dict[str, asyncio.Task] = {}
         self._endings: set[asyncio.Task] = set()
@@ -84,9 +89,9 @@ class Sessions:
             raise
         session = RelaySession(server, owner, slot, self.metrics,
                                new_transcript=lambda: self._new_transcript(server),
-                               on_exit=self._process_exited)  # fmt: skip
+                               on_exit=self._process_exited, watch_serving=server == MY_SERVER)  # fmt: skip
         try:
-            process = await self.source.acquire(server)
+            process = await self._acquire(server, owner)
         except BaseException:
             slot.release()
             raise
@@ -141,7 +146,7 @@ class Sessions:
         await self._release_process(session)
         session.transcript = session.new_transcript()
         try:
-            process = await self.source.acquire(session.server)
+            process = await self._acquire(session.server, session.owner)
         except SandboxError as exc:
             session.status, session.reason = "exited", exc.message
             await self._notify_state(session)
@@ -192,7 +197,29 @@ class Sessions:
             extra={"session": session.id, "server": session.server},
         )
 
+    @contextlib.asynccontextmanager
+    async def exercise_instance(self, owner: Owner) -> AsyncIterator[ServerProcess]:
+        """A fresh instance of the owner's own server for one exercise run: admitted on the exercise
+        budget (not a console's place), and released when the run ends, however it ends."""
+        slot = self.admission.admit_exercise(owner)
+        try:
+            process = await self._acquire(MY_SERVER, owner)
+            try:
+                yield process
+            finally:
+                await self.source.release(process)
+        finally:
+            slot.release()
+
     # --- inside ----------------------------------------------------------------------------------
+
+    async def _acquire(self, server: str, owner: Owner) -> ServerProcess:
+        if server != MY_SERVER:
+            return await self.source.acquire(server)
+        if self._own_source is None:
+            raise SandboxError("Your own server is not available here.", reason="unknown_server",
+                               status_code=404)  # fmt: skip
+        return await self.source.acquire(server, await self._own_source(owner))
 
     async def _release_process(self, session: RelaySession) -> None:
         process = session.take_process()

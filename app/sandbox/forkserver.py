@@ -4,6 +4,7 @@ Run as `python -m app.sandbox.forkserver CONFIG_JSON` by app.sandbox.launcher, n
 Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
 
   app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 pipe fds (stdin, stdout, stderr)
+                 and, for my-server only, a 4th: a memfd holding the learner's server.py
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
                {"op": "spawned", "id": N, "pid": PID, "server_pid": PID}   pid: the instance's group leader
@@ -17,8 +18,9 @@ Both drop to the instance's uid; when either dies the other goes too (parent-dea
 
 The web process drops root once this process is up (app/privileges.py), so a request here may come
 from a compromised, unprivileged process: every one is checked (`check_request`), exactly these
-keys, a registered server, a uid inside the reserved range, three pipes; anything else is refused
-with a "failed" reply (id null when it had none) and logged on stderr.
+keys, a registered server, a uid inside the reserved range, three pipes (and for my-server a file of
+at most 64 KiB of UTF-8 text); anything else is refused with a "failed" reply (id null when it had
+none) and logged on stderr. A learner's file is read here but runs only in the confined server process.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ import tempfile
 import time
 import traceback
 
-from app.demos import load_registry
-from app.sandbox import cgroups, confine, kernel
+from app.demos import MY_SERVER, load_registry
+from app.sandbox import cgroups, confine, kernel, own_server
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
@@ -76,7 +78,7 @@ class ForkServer:
         self.limits = Limits(**config["limits"])
         self.sock = socket.socket(fileno=config["fd"])
         self.registry = load_registry(config["extra_modules"])
-        self.modules = {name: demo.load() for name, demo in self.registry.items()}
+        self.modules = {name: demo.load() for name, demo in self.registry.items() if not demo.learners_own}
         self.layers: dict[str, str] = {}
         self.seccomp: kernel.SeccompProgram | None = None
         self.seccomp_problem: str | None = None  # why the seccomp layer is not whole, if it is not
@@ -317,16 +319,24 @@ class ForkServer:
                 return request, "a spawn takes exactly op, id, server and uid"
             if not _is_int(request["id"]):
                 return request, "the id is not an integer"
-            if not isinstance(request["server"], str) or request["server"] not in self.modules:
+            own = request["server"] == MY_SERVER
+            if not isinstance(request["server"], str) or not (own or request["server"] in self.modules):
                 return request, f"no registered server {request['server']!r}"
             if not _is_int(request["uid"]) or request["uid"] not in self.uid_range:
                 return request, (f"uid {request['uid']!r} is outside the reserved range "
                                  f"{self.uid_range.start}-{self.uid_range.stop - 1}")  # fmt: skip
-            if len(fds) != 3:
-                return request, f"a spawn needs 3 descriptors, got {len(fds)}"
-            for fd in fds:
+            wanted = 4 if own else 3
+            if len(fds) != wanted:
+                return request, f"a spawn of {request['server']} needs {wanted} descriptors, got {len(fds)}"
+            for fd in fds[:3]:
                 if not stat.S_ISFIFO(os.fstat(fd).st_mode):
                     return request, "a spawn's descriptors must be pipes"
+            if own:
+                info = os.fstat(fds[3])
+                if not stat.S_ISREG(info.st_mode):
+                    return request, "the server file must come as a regular file (a memfd)"
+                if info.st_size > own_server.MAX_SOURCE_BYTES:
+                    return request, f"the server file is over {own_server.MAX_SOURCE_BYTES} bytes"
             return request, ""
         if op == "signal":
             if set(request) != {"op", "pid", "signal"}:
@@ -342,7 +352,7 @@ class ForkServer:
 
     def _handle_control(self) -> None:
         try:
-            data, fds, flags, _addr = socket.recv_fds(self.sock, MAX_PACKET, 3)
+            data, fds, flags, _addr = socket.recv_fds(self.sock, MAX_PACKET, 4)
         except InterruptedError:
             return
         if not data and not fds:  # the app is gone; so are we, and every instance with us
@@ -366,12 +376,27 @@ class ForkServer:
                 pass
             return
         try:
-            self._spawn(request["id"], request["server"], request["uid"], fds)
+            source = None
+            if request["server"] == MY_SERVER:
+                source, problem = self._read_source(fds[3])
+                if problem:
+                    _send(
+                        self.sock, {"op": "failed", "id": request["id"], "error": f"bad request: {problem}"}
+                    )
+                    return
+            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source)
         except OSError as exc:
             _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
         finally:
             for fd in fds:
                 os.close(fd)
+
+    @staticmethod
+    def _read_source(fd: int) -> tuple[str, str]:
+        """The learner's file from its memfd: (text, "") or ("", what is wrong with it). Never run here."""
+        data = os.pread(fd, own_server.MAX_SOURCE_BYTES + 1, 0)
+        problem = own_server.problem_with(data)
+        return ("", problem) if problem else (data.decode("utf-8"), "")
 
     def _report(self, pid: int) -> None:
         """The keeper `pid` has written its server's pid and closed the pipe (or died): tell the app.
@@ -421,7 +446,7 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int]) -> None:
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None) -> None:
         """Fork the instance's keeper; the "spawned" reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
@@ -432,7 +457,7 @@ class ForkServer:
         if pid == 0:
             try:
                 os.close(report_read)
-                self._keeper(server, uid, fds, report_write, procs)
+                self._keeper(server, uid, fds, report_write, procs, source)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -446,7 +471,8 @@ class ForkServer:
         self._reports[pid] = (request_id, report_read)
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
-    def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int]) -> None:
+    def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
+                source: str | None) -> None:  # fmt: skip
         forkserver = os.getppid()
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
@@ -468,7 +494,7 @@ class ForkServer:
         child = os.fork()
         if child == 0:
             os.close(report)
-            self._server(server, uid, keeper)
+            self._server(server, uid, keeper, source)
         os.write(report, str(child).encode())
         os.close(report)
         os.close(0)
@@ -506,12 +532,14 @@ class ForkServer:
         if self.has("seccomp") and self.seccomp is not None:
             self.seccomp.load()
 
-    def _server(self, server: str, uid: int, keeper: int) -> None:
+    def _server(self, server: str, uid: int, keeper: int, source: str | None) -> None:
         try:
             # As PID 1 of its namespace, the server sees its parent as 0.
             self._lock_down(uid, 0 if self.has("pid_namespace") else keeper)
             # PID 1 ignores signals it has no handler for, so give SIGTERM one.
             signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+            if source is not None:
+                own_server.run(source)  # exits as `python server.py` would
             self.modules[server].serve()
             os._exit(0)
         except BaseException:

@@ -34,14 +34,14 @@ STDERR_CHUNK = 8192
 
 class Instance:
     def __init__(self, launcher: Launcher, server: str, uid: int, *, max_line_bytes: int,
-                 max_output_bytes: int) -> None:  # fmt: skip
+                 max_output_bytes: int, source: str | None = None) -> None:  # fmt: skip
         self.launcher = launcher
         self.server = server
+        self.source = source  # my-server only: the learner's file it runs
         self.uid = uid
         self.max_line_bytes = max_line_bytes
         self.max_output_bytes = max_output_bytes
         self.pid: int | None = None
-        self.server_pid: int | None = None
         self.output_bytes = 0
         self.pending: str | None = None
         self.exited = asyncio.Event()
@@ -60,8 +60,8 @@ class Instance:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
-            self.pid, self.server_pid = await self.launcher.spawn(
-                self.server, self.uid, (in_r, out_w, err_w), self._on_exit
+            self.pid, _server_pid = await self.launcher.spawn(
+                self.server, self.uid, (in_r, out_w, err_w), self._on_exit, self.source
             )
         except BaseException:
             for fd in (in_w, out_r, err_r):

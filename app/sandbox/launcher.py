@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import itertools
 import json
 import logging
@@ -44,6 +45,22 @@ def child_environment(project_root: str) -> dict[str, str]:
         LANG=env.get("LANG", "C.UTF-8"),
     )
     return env
+
+
+def _sealed_file(text: str) -> int:
+    """A memfd holding `text`, sealed so that nothing can change it once the fork server has it."""
+    fd = os.memfd_create("server.py", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        data = text.encode("utf-8")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW
+                    | fcntl.F_SEAL_WRITE)  # fmt: skip
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def subordinate_id_overlap(ids: range, files: tuple[str, ...] = ("/etc/subuid", "/etc/subgid")) -> str:
@@ -221,16 +238,23 @@ class Launcher:
                     future.set_result({"op": "failed", "error": "the fork server has stopped"})
 
     async def spawn(self, server: str, uid: int, fds: tuple[int, int, int],
-                    on_exit: Callable[[ExitStatus], None]) -> tuple[int, int]:  # fmt: skip
-        """Start one instance with the given stdin/stdout/stderr ends; return (group pid, server pid)."""
+                    on_exit: Callable[[ExitStatus], None], source: str | None = None) -> tuple[int, int]:  # fmt: skip
+        """Start one instance with the given stdin/stdout/stderr ends; return (group pid, server pid).
+
+        `source`: the learner's server.py, for my-server only; it goes as a sealed memfd."""
         if self._sock is None or self.closed.is_set():
             raise SandboxError("The demo servers are not running.", reason="forkserver", status_code=503)
         request_id = next(self._ids)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         packet = json.dumps({"op": "spawn", "id": request_id, "server": server, "uid": uid}).encode()
-        async with self._send_lock:
-            await self._send_fds(packet, list(fds))
+        extra = [] if source is None else [_sealed_file(source)]
+        try:
+            async with self._send_lock:
+                await self._send_fds(packet, [*fds, *extra])
+        finally:
+            for fd in extra:
+                os.close(fd)
         try:
             reply = await asyncio.wait_for(future, SPAWN_TIMEOUT_S)
         except TimeoutError as exc:

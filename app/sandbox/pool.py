@@ -108,15 +108,16 @@ class InstancePool:
 
     # --- instances -------------------------------------------------------------------------------
 
-    async def acquire(self, server: str) -> Instance:
+    async def acquire(self, server: str, source: str | None = None) -> Instance:
         if server not in self.servers:
             raise SandboxError(
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
             )
-        instance = self._take_warm(server)
-        if instance is None:
-            instance = await self._start_instance(server)
-        self._refill(server)
+        if source is not None:  # a learner's own file: never warm, always the file given now
+            instance = await self._start_instance(server, source)
+        else:
+            instance = self._take_warm(server) or await self._start_instance(server)
+            self._refill(server)
         self._out.add(instance)
         return instance
 
@@ -135,7 +136,7 @@ class InstancePool:
             self._recycle_uid(instance)
         return None
 
-    async def _start_instance(self, server: str) -> Instance:
+    async def _start_instance(self, server: str, source: str | None = None) -> Instance:
         if not self._free_uids:
             raise SandboxError(
                 "The playground has no room for another server right now. Try again in a minute.",
@@ -148,6 +149,7 @@ class InstancePool:
             uid,
             max_line_bytes=self.max_line_bytes,
             max_output_bytes=self.max_output_bytes,
+            source=source,
         )
         try:
             await instance.start()

@@ -48,8 +48,8 @@ class ProcessSource(Protocol):
 
     servers: list[str]
 
-    async def acquire(self, server: str) -> ServerProcess:
-        """A started process of `server`; raises SandboxError."""
+    async def acquire(self, server: str, source: str | None = None) -> ServerProcess:
+        """A started process of `server` (for my-server, running `source`); raises SandboxError."""
         ...
 
     async def release(self, process: ServerProcess) -> None:

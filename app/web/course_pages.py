@@ -25,7 +25,7 @@ STATUS_WORDS = {"done": "Completed", "started": "Started", "new": "Not started"}
 
 
 def step_status(step: Step, progress: LearnerProgress) -> StepStatus:
-    return progress.step_status(step.slug, step.checks, (q.id for q in step.quizzes))
+    return progress.step_status(step.slug, step.required_checks, (q.id for q in step.quizzes))
 
 
 def _statuses(catalog: Catalog, progress: LearnerProgress) -> dict[str, StepStatus]:
@@ -121,6 +121,12 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
             for name in step.checks
         ],
         "server": state.demos.get(step.console.server) if step.console else None,
+        "own_server": bool(
+            step.console
+            and state.demos.get(step.console.server, None) is not None
+            and state.demos[step.console.server].learners_own
+        ),  # fmt: skip
+        "exercise_passed": "exercise" in passed,
     }
     return templates.TemplateResponse(request, "lesson_step.html", context)
 
@@ -174,7 +180,7 @@ def progress_api(request: Request) -> dict[str, Any]:
         steps[step.slug] = {
             "status": step_status(step, progress),
             "seen": step.slug in progress.seen,
-            "checks": {name: name in passed for name in step.checks},
+            "checks": {name: name in passed for name in step.required_checks},
             "quizzes": {
                 q.id: {
                     "answered": progress.quiz(step.slug, q.id) is not None,

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from app.course.models import Step
+from app.course.render import code_block
 from app.progress import ClassInfo, LearnerProgress
 from app.relay.session import RelaySession
 from app.relay.wire import entry_frame
@@ -159,8 +160,8 @@ def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step],
             passed = learner.checks_passed(step.slug)
             quiz_ids = [q.id for q in step.quizzes]
             quizzes_right = learner.quizzes_right(step.slug, quiz_ids)
-            cells.append({"step": step, "status": learner.step_status(step.slug, step.checks, quiz_ids), "seen": step.slug in learner.seen,
-                          "checks": len(set(step.checks) & passed), "checks_total": len(step.checks),
+            cells.append({"step": step, "status": learner.step_status(step.slug, step.required_checks, quiz_ids), "seen": step.slug in learner.seen,
+                          "checks": len(set(step.required_checks) & passed), "checks_total": len(step.required_checks),
                           "quizzes": quizzes_right, "quizzes_total": len(step.quizzes)})  # fmt: skip
         rows.append({"learner": learner, "row_id": row_id(state, learner.learner_id),
                      "cells": cells, "sessions": sessions.get(learner.learner_id, []),
@@ -233,13 +234,36 @@ def delete_class(state: Instructor, class_id: str) -> Response:
 def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
     """`row` is the learner's opaque row id on the class page (never their own id, which is a secret)."""
     _klass(state, class_id)
+    learner = _class_learner(state, class_id, row)
+    state.progress.reset_learner(learner.learner_id)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+@router.get("/instructor/classes/{class_id}/learners/{row}/server.py", response_class=HTMLResponse)
+def learner_server_file(state: Instructor, request: Request, class_id: str, row: str,
+                        version: int | None = None) -> HTMLResponse:  # fmt: skip
+    """A learner's own server.py, read-only: the newest saved version, or one of the kept ones."""
+    klass = _klass(state, class_id)
+    learner = _class_learner(state, class_id, row)
+    saved = state.progress.server_file(learner.learner_id, version)
+    if saved is None and version is not None:
+        raise HTTPException(404, f"There is no saved version {version} (only the last few are kept).")
+    context = {
+        "title": f"server.py of {learner.display_name or '(no name)'}",
+        "klass": klass, "learner": learner, "row": row, "saved": saved,
+        "code": code_block(saved.source, "python") if saved else None,
+        "history": state.progress.server_file_history(learner.learner_id),
+    }  # fmt: skip
+    return templates.TemplateResponse(request, "instructor_server_file.html", context)
+
+
+def _class_learner(state: AppState, class_id: str, row: str) -> LearnerProgress:
     learner = next(
         (p for p in state.progress.class_learners(class_id) if row_id(state, p.learner_id) == row), None
     )
     if learner is None:
         raise HTTPException(404, "There is no such learner in this class.")
-    state.progress.reset_learner(learner.learner_id)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+    return learner
 
 
 def row_id(state: AppState, learner: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from fastapi import Request
 
+from app import workspace
 from app.config import MIN_HOSTING_TOKEN_LENGTH, Settings
 from app.course.catalog import Catalog
 from app.course.models import LessonError
@@ -57,6 +58,14 @@ class AppState:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
         self.throttle = FailureThrottle(self.settings.failed_attempts_per_address)
 
+    async def own_source(self, owner: Owner) -> str:
+        """The server.py my-server runs for `owner`: their latest saved file, else the starter."""
+        if owner.learner is not None:
+            saved = await anyio.to_thread.run_sync(self.progress.server_file, owner.learner)
+            if saved is not None:
+                return saved.source
+        return workspace.starter()
+
     async def start(self) -> None:
         s = self.settings
         # Lessons first: a bad file stops the app before any server process starts.
@@ -82,8 +91,9 @@ class AppState:
             s.cookie_secret or self.progress.shared_secret(SECRET_NAME),
             s.new_learners_per_address,
         )
+        # No warm instance of a learner's own server: each runs the file its learner saved last.
         pool_sizes = {name: (s.warm_pool_size if name == "demo-orders" else min(1, s.warm_pool_size))
-                      for name in self.demos}  # fmt: skip
+                      for name, demo in self.demos.items() if not demo.learners_own}  # fmt: skip
         self.pool = InstancePool(
             servers=list(self.demos),
             limits=Limits.from_settings(s),
@@ -117,6 +127,7 @@ class AppState:
             self.pool, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
             max_session_s=s.max_session_s, metrics=self.metrics,
             new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
+            own_source=self.own_source,
         )  # fmt: skip
         self.sessions.start()
         self._bind_metrics()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
@@ -9,6 +11,14 @@ from fastapi.templating import Jinja2Templates
 from app.config import PROJECT_ROOT
 
 templates = Jinja2Templates(directory=str(PROJECT_ROOT / "templates"))
+
+
+def utc_time(seconds: float) -> str:
+    """A moment as an instructor reads it, the same on every replica: `2026-12-01 14:05 UTC`."""
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+templates.env.filters["utc"] = utc_time
 
 
 def page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:

@@ -134,7 +134,7 @@ def test_text_before_the_first_step_and_level_one_headings_are_refused() -> None
 
 def test_a_console_needs_a_check_and_checks_need_a_console() -> None:
     assert (
-        "at least one hands-on check"
+        "a hands-on check or an exercise"
         in error_of(GOOD.replace("```checks\n- ping-answered\n```\n", "")).message
     )
     no_console = GOOD.replace(

@@ -125,3 +125,29 @@ def test_a_steps_status_and_quizzes_right_are_answered_by_the_progress() -> None
     assert progress.quizzes_right("l/s", ["q1", "q2"]) == 1 and progress.quiz_right("l/s", "q1")
     assert progress.step_status("l/s", ("a-check",), ("q1",)) == "done"
     assert progress.step_status("l/s", ("a-check",), ("q1", "q2")) == "started"
+
+
+def test_a_learners_server_file_keeps_its_last_versions(store) -> None:  # noqa: ANN001
+    from app.progress.store import SERVER_FILE_VERSIONS
+
+    assert store.server_file(ADA) is None and store.server_file_history(ADA) == []
+    first = store.save_server_file(ADA, "print('é')\n")
+    assert (first.version, first.size) == (1, len("print('é')\n".encode()))
+    for n in range(2, SERVER_FILE_VERSIONS + 3):
+        store.save_server_file(ADA, f"version = {n}\n")
+    latest = store.server_file(ADA)
+    assert latest is not None and latest.source == f"version = {SERVER_FILE_VERSIONS + 2}\n"
+    history = store.server_file_history(ADA)
+    assert [v.version for v in history] == list(range(SERVER_FILE_VERSIONS + 2, 2, -1))
+    assert all(v.source == "" for v in history)
+    assert store.server_file(ADA, 1) is None  # beyond the kept versions
+    assert store.server_file(ADA, 3).source == "version = 3\n"
+    assert store.server_file(BOB) is None  # one learner's file is nobody else's
+
+
+def test_a_deleted_class_takes_its_learners_files_with_it(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Files")
+    store.join_class(BOB, klass.id, "Bob")
+    store.save_server_file(BOB, "x = 1\n")
+    store.delete_class(klass.id)
+    assert store.server_file(BOB) is None

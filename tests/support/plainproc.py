@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus
@@ -84,14 +86,29 @@ class PlainSource:
         self.servers = list(MODULES)
         self.acquired: list[PlainProcess] = []
         self.released: list[ServerProcess] = []
+        self.sources: list[str] = []  # every learner file started, in order
+        self._folders: list[str] = []
 
-    async def acquire(self, server: str) -> PlainProcess:
-        if server not in MODULES:
+    def remove_files(self) -> None:
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    async def acquire(self, server: str, source: str | None = None) -> PlainProcess:
+        if server not in MODULES and source is None:
             raise SandboxError(
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
             )
+        if source is not None:  # a learner's file: as `python server.py`, unsandboxed (tests only)
+            self.sources.append(source)
+            folder = tempfile.mkdtemp(prefix="plain-server-")
+            self._folders.append(folder)
+            target = [os.path.join(folder, "server.py")]
+            with open(target[0], "w", encoding="utf-8") as out:
+                out.write(source)
+        else:
+            target = ["-m", MODULES[server]]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", MODULES[server],
+            sys.executable, *target,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd()},
             start_new_session=True,

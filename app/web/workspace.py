@@ -1,0 +1,162 @@
+"""The learner's own server.py (DESIGN.md, "The learner's own server"), over HTTP.
+
+`PUT /api/workspace/server.py` saves (the learner cookie; same site, as the guard enforces for every
+PUT) and answers the syntax errors found without running the file; `GET` returns the saved file, or
+the starter. The last few versions are kept and can be read or restored. The file runs only as
+`my-server`, in the learner's own sandboxed instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from app import workspace
+from app.course import exercises
+from app.progress.store import ServerFile
+from app.sandbox.errors import CapacityError, SandboxError
+from app.sandbox.process import ServerProcess
+from app.web.errors import error_body
+from app.web.learner import learner_id
+from app.web.state import AppState, get_state
+
+router = APIRouter()
+
+PYTHON_TEXT = "text/x-python; charset=utf-8"
+
+
+def _refuse(status: int, message: str) -> JSONResponse:
+    return JSONResponse(error_body(status, f"{message}. Nothing was saved."), status_code=status)
+
+
+async def _body_within_limit(request: Request) -> bytes | None:
+    """The request body, or None as soon as it passes the limit (a huge body is never held whole)."""
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > workspace.MAX_SOURCE_BYTES:
+            return None
+    return bytes(data)
+
+
+def _version_json(saved: ServerFile) -> dict[str, Any]:
+    return {"version": saved.version, "saved_at": saved.saved_at, "size": saved.size}
+
+
+async def _save(state: AppState, learner: str, source: str) -> JSONResponse:
+    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source)
+    saved = await anyio.to_thread.run_sync(state.progress.save_server_file, learner, source)
+    return JSONResponse({"saved": True, **_version_json(saved),
+                         "diagnostics": [d.to_json() for d in diagnostics]})  # fmt: skip
+
+
+@router.get("/api/workspace/server.py")
+async def read_file(request: Request) -> PlainTextResponse:
+    state = get_state(request)
+    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner_id(request))
+    source = saved.source if saved else workspace.starter()
+    headers = {"X-Version": str(saved.version if saved else 0), "Cache-Control": "no-store"}
+    return PlainTextResponse(source, media_type=PYTHON_TEXT, headers=headers)
+
+
+@router.put("/api/workspace/server.py")
+async def save_file(request: Request) -> JSONResponse:
+    data = await _body_within_limit(request)
+    if data is None:
+        return _refuse(413, f"The file is over the limit of {workspace.MAX_SOURCE_BYTES // 1024} KiB")
+    problem = workspace.problem_with(data)
+    if problem:
+        return _refuse(400, problem[0].upper() + problem[1:])
+    return await _save(get_state(request), learner_id(request), data.decode("utf-8"))
+
+
+@router.get("/api/workspace")
+async def workspace_state(request: Request) -> JSONResponse:
+    """What the editor opens with: the file (saved, or the starter), its diagnostics and its history."""
+    state = get_state(request)
+    learner = learner_id(request)
+    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner)
+    history = await anyio.to_thread.run_sync(state.progress.server_file_history, learner)
+    source = saved.source if saved else workspace.starter()
+    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source)
+    return JSONResponse({
+        "source": source,
+        "version": saved.version if saved else 0,
+        "starter": saved is None,
+        "diagnostics": [d.to_json() for d in diagnostics],
+        "history": [_version_json(v) for v in history],
+        "max_bytes": workspace.MAX_SOURCE_BYTES,
+    }, headers={"Cache-Control": "no-store"})  # fmt: skip
+
+
+@router.get("/api/workspace/history/{version}")
+async def read_version(request: Request, version: int) -> Response:
+    state = get_state(request)
+    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner_id(request), version)
+    if saved is None:
+        return JSONResponse(error_body(404, f"No saved version {version} (only the last few are kept)."),
+                            status_code=404)  # fmt: skip
+    return PlainTextResponse(saved.source, media_type=PYTHON_TEXT, headers={"Cache-Control": "no-store"})
+
+
+@router.post("/api/workspace/history/{version}/restore")
+async def restore_version(request: Request, version: int) -> JSONResponse:
+    """Save an old version again as the newest (the versions after it stay in the history)."""
+    state = get_state(request)
+    learner = learner_id(request)
+    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner, version)
+    if saved is None:
+        return JSONResponse(error_body(404, f"No saved version {version} (only the last few are kept)."),
+                            status_code=404)  # fmt: skip
+    return await _save(state, learner, saved.source)
+
+
+# --- exercises ------------------------------------------------------------------------------------
+
+
+@router.post("/api/exercises/{lesson_slug}/{step_slug}")
+async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JSONResponse:
+    """Run a step's exercise against a fresh instance of the learner's saved server; record a pass."""
+    state = get_state(request)
+    step = state.catalog.step(f"{lesson_slug}/{step_slug}")
+    if step is None or step.exercise is None:
+        return JSONResponse(error_body(404, "This step has no exercise."), status_code=404)
+    owner = await state.owner_of(request.scope)
+    assert state.sessions is not None
+    if owner.learner is None:
+        return JSONResponse(error_body(403, "Open a lesson page first: exercises need your learner identity."),
+                            status_code=403)  # fmt: skip
+    try:
+        async with state.sessions.exercise_instance(owner) as process:
+            report = await exercises.run(step.exercise, process)
+            report.stderr = await _stderr_so_far(process)
+    except CapacityError as exc:
+        return JSONResponse(error_body(429, exc.message, retry_after_s=exc.retry_after_s), status_code=429,
+                            headers={"Retry-After": str(exc.retry_after_s)})  # fmt: skip
+    except SandboxError as exc:
+        return JSONResponse(error_body(exc.status_code, exc.message), status_code=exc.status_code)
+    if report.passed:
+        await anyio.to_thread.run_sync(state.progress.record_check, owner.learner, step.slug, "exercise")
+    return JSONResponse(report.to_json())
+
+
+# What of the server's stderr an exercise report shows (a traceback, often), read without waiting long.
+STDERR_READ_S = 0.2
+
+
+async def _stderr_so_far(process: ServerProcess) -> str:
+    """Whatever the instance has written to stderr by now (read until a short quiet spell)."""
+    chunks: list[str] = []
+    while sum(map(len, chunks)) < 16_000:
+        try:
+            text = await asyncio.wait_for(process.read_stderr(), STDERR_READ_S)
+        except TimeoutError:
+            break
+        if text is None:
+            break
+        chunks.append(text)
+    return "".join(chunks)

@@ -1,0 +1,218 @@
+"""A learner's own server.py is arbitrary code: tried here from the attacker's side, saved through the
+workspace API and run as my-server exactly as a learner's file runs.
+
+Every escape of the attack table is denied; ordinary learner code works; and a file that forks until
+refused, allocates until refused, spins the CPU, floods stdout or never serves is stopped by its limit
+and reported, while the playground keeps answering everyone else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from app.web.learner import COOKIE
+from tests.sandbox.attacks import ATTACKS, is_denied
+from tests.support.appserver import AppProcess
+from tests.support.wsclient import EnvelopeClient, McpClient, init_request
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+MAX_PROCESSES = 16
+MEMORY_MB = 256
+
+
+def _without_future_import(path: Path) -> str:
+    return path.read_text().replace("from __future__ import annotations\n", "")
+
+
+# The attack kit and the ordinary-code report, pasted into one file as a learner would write it: the
+# sandbox shows an instance nothing of tests/, so nothing may be imported from there.
+ATTACKER = (
+    "from __future__ import annotations\n"
+    + _without_future_import(FIXTURES / "attack_kit.py")
+    + _without_future_import(FIXTURES / "learner_code.py")
+    + textwrap.dedent("""
+        from mcp.server.mcpserver import MCPServer
+
+        mcp = MCPServer("learner-attacker")
+
+
+        @mcp.tool()
+        def attempts(codes: dict[str, str]) -> str:
+            return json.dumps({name: run_in_child(code) for name, code in codes.items()})
+
+
+        @mcp.tool()
+        def learner_code() -> str:
+            return json.dumps(exercise())
+
+
+        if __name__ == "__main__":
+            mcp.run()
+    """)
+)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("own-attacks"), warm_pool_size=1, max_processes=MAX_PROCESSES,
+                    memory_limit_mb=MEMORY_MB, cpu_limit_s=2, max_sessions_per_learner=4) as app:  # fmt: skip
+        yield app
+
+
+def save(app: AppProcess, learner: str, source: str) -> None:
+    with app.client(cookies={COOKIE: app.learner_cookie(learner)}) as page:
+        reply = page.put("/api/workspace/server.py", content=source)
+    assert reply.status_code == 200, reply.text
+
+
+def cookie(app: AppProcess, learner: str) -> dict[str, str]:
+    return {"Cookie": f"{COOKIE}={app.learner_cookie(learner)}"}
+
+
+async def test_every_escape_is_denied_from_a_learners_file(app: AppProcess) -> None:
+    save(app, "attacker", ATTACKER)
+    client = await McpClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                     additional_headers=cookie(app, "attacker"))  # fmt: skip
+    try:
+        assert (await client.initialize())["result"]["serverInfo"]["name"] == "learner-attacker"
+        reply = await client.call(2, "tools/call", {"name": "attempts",
+                                                    "arguments": {"codes": {a.name: a.code for a in ATTACKS}}})  # fmt: skip
+        outcomes = json.loads(reply["result"]["content"][0]["text"])
+        report = json.loads(await client.tool(3, "learner_code"))
+    finally:
+        await client.close()
+    assert {a.name: outcomes[a.name] for a in ATTACKS if not is_denied(a, outcomes[a.name])} == {}
+    assert "error" not in report, report
+
+
+async def _console_until_exit(app: AppProcess, learner: str, send_first: bool = False) -> tuple[dict, str]:
+    """Open a console on the learner's file; return its exited state frame and all its stderr."""
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers=cookie(app, learner))  # fmt: skip
+    stderr: list[str] = []
+    try:
+        if send_first:
+            await client.send(init_request(version="2025-11-25"))
+        while True:
+            frame = await client.recv_type("stderr", "state", "relay_error", timeout=60)
+            if frame["type"] == "stderr":
+                stderr.append(frame["text"])
+            elif frame["type"] == "state" and frame["status"] == "exited":
+                return frame, "".join(stderr)
+    finally:
+        await client.close()
+
+
+async def _orders_answers_quickly(app: AppProcess) -> float:
+    """Seconds for another visitor's demo-orders console to open and answer initialize."""
+    began = time.monotonic()
+    client = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base,
+                                     additional_headers=cookie(app, "bystander"))  # fmt: skip
+    try:
+        assert "result" in await client.initialize()
+    finally:
+        await client.close()
+    return time.monotonic() - began
+
+
+FORKER = """
+import os, sys, time
+forked = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        print(f"refused after {forked} forks: {exc}", file=sys.stderr, flush=True)
+        sys.exit(7)
+    if pid == 0:
+        time.sleep(120)
+        os._exit(0)
+    forked += 1
+"""
+ALLOCATOR = """
+chunks = []
+while True:
+    chunks.append(bytearray(16 * 1024 * 1024))
+"""
+SPINNER = """
+while True:
+    pass
+"""
+FLOODER = """
+import sys
+while True:
+    sys.stdout.write("x" * 65536)
+"""
+
+
+async def test_a_file_that_forks_until_refused_is_stopped_by_the_process_limit(app: AppProcess) -> None:
+    save(app, "forker", FORKER)
+    state, stderr = await _console_until_exit(app, "forker")
+    assert "refused after" in stderr, stderr
+    forked = int(stderr.split("refused after ")[1].split()[0])
+    assert forked < MAX_PROCESSES and state["exit_status"]["code"] == 7
+    assert await _orders_answers_quickly(app) < 10
+
+
+async def test_a_file_that_allocates_until_refused_is_stopped_by_the_memory_limit(app: AppProcess) -> None:
+    save(app, "allocator", ALLOCATOR)
+    state, stderr = await _console_until_exit(app, "allocator")
+    # Refused by RLIMIT_AS (a MemoryError, exit 1) or killed by the cgroup's OOM killer (SIGKILL).
+    assert ("MemoryError" in stderr and state["exit_status"]["code"] == 1) or state["exit_status"]["signal"] == 9, (
+        state, stderr)  # fmt: skip
+    assert await _orders_answers_quickly(app) < 10
+
+
+async def test_a_file_that_spins_is_stopped_by_the_cpu_limit(app: AppProcess) -> None:
+    save(app, "spinner", SPINNER)
+    state, _ = await _console_until_exit(app, "spinner")
+    assert state["exit_status"]["signal"] in (9, 24), state  # SIGXCPU at the soft limit, SIGKILL at the hard
+    assert await _orders_answers_quickly(app) < 10
+
+
+async def test_a_file_that_floods_stdout_is_stopped_by_the_output_limit(app: AppProcess) -> None:
+    save(app, "flooder", FLOODER)
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers=cookie(app, "flooder"))  # fmt: skip
+    try:
+        while True:
+            frame = await client.recv_type("state", timeout=60)
+            if frame["status"] == "exited":
+                break
+    finally:
+        await client.close()
+    assert "line" in frame["reason"] or "output" in frame["reason"], frame
+    assert await _orders_answers_quickly(app) < 10
+
+
+async def test_a_file_that_never_serves_is_reported_after_a_short_time(app: AppProcess) -> None:
+    save(app, "sleeper", "import time\ntime.sleep(10 ** 6)\n")
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers=cookie(app, "sleeper"))  # fmt: skip
+    try:
+        assert (await client.recv_type("state"))["status"] == "ready"
+        await client.send(init_request(version="2025-11-25"))
+        while True:
+            frame = await client.recv_type("state", timeout=60)
+            if frame.get("reason"):
+                break
+    finally:
+        await client.close()
+    assert frame["status"] == "ready" and "has not started serving" in frame["reason"]
+    assert "mcp.run()" in frame["reason"]
+
+
+async def test_many_hostile_files_at_once_leave_the_playground_responsive(app: AppProcess) -> None:
+    for name, source in (("hog-1", SPINNER), ("hog-2", FORKER), ("hog-3", ALLOCATOR)):
+        save(app, name, source)
+    hogs = [asyncio.create_task(_console_until_exit(app, name)) for name in ("hog-1", "hog-2", "hog-3")]
+    try:
+        assert await _orders_answers_quickly(app) < 10
+    finally:
+        await asyncio.gather(*hogs, return_exceptions=True)
