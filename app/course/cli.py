@@ -1,12 +1,15 @@
-"""`python -m app check-lessons`: the start-up checks, then every `expect` block against a live server."""
+"""`python -m app check-lessons`: the start-up checks, every `expect` block against a live server, and
+every exercise against its reference solution and the starter file."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import TextIO
 
 from app.config import PROJECT_ROOT, Settings
 from app.course.catalog import Catalog
+from app.course.exercise_check import check_exercises
 from app.course.expect import ExpectFailed, ProcessChannel, run_expect
 from app.course.models import LessonError
 from app.demos import load_registry
@@ -52,4 +55,6 @@ def check_lessons(settings: Settings, out: TextIO | None = None) -> int:
                             file=out,
                         )
     print(f"{total - failures} of {total} expect blocks hold against the live demo servers", file=out)
+    # Exercises run in the real sandbox: each against its reference solution and against the starter.
+    failures += asyncio.run(check_exercises(catalog, settings, out))
     return 1 if failures else 0
