@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import capacity, flood, memory, pages, roundtrip, startup
+from bench import capacity, flood, memory, own_server, pages, roundtrip, startup
 from tests.support.appserver import AppProcess
 
 RESULTS = Path(__file__).parent / "results.json"
@@ -57,6 +57,7 @@ def main() -> int:
                 ("memory", memory.run),
                 ("roundtrip", roundtrip.run),
                 ("pages", pages.run),
+                ("own_server", own_server.run),
             ):
                 print(f"running {name} ...", flush=True)
                 figures, table = asyncio.run(part(app, quick=args.quick))

@@ -1,0 +1,114 @@
+"""The learner's own server: save-to-first-reply and private memory, next to a demo server's.
+
+A learner's server cannot be started ahead (its file is the learner's latest save), so its first
+reply includes a spawn; the demo server's baseline is a console opened on demo-orders as a learner
+opens one (its warm pool included), and its memory is measured the same way in the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import httpx
+
+from bench.stats import uss_bytes
+from tests.support.appserver import AppProcess
+from tests.support.procs import processes_in_uid_range
+from tests.support.wsclient import McpClient
+
+MIB = 1024 * 1024
+SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+mcp = MCPServer("bench-server")
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+if __name__ == "__main__":
+    mcp.run()
+'''
+
+
+def _uids(app: AppProcess) -> dict[int, list[int]]:
+    pids: dict[int, list[int]] = {}
+    for proc in processes_in_uid_range(app.uid_base, app.uid_base + 100_000):
+        pids.setdefault(proc.uids[0], []).append(proc.pid)
+    return pids
+
+
+def _uss(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            total += uss_bytes(pid)
+        except OSError:
+            pass
+    return total
+
+
+async def _open(app: AppProcess, server: str, cookie: str) -> McpClient:
+    client = await McpClient.connect(app.ws_base + f"/ws/{server}", origin=app.base,
+                                     additional_headers={"Cookie": cookie})  # fmt: skip
+    await client.initialize()
+    return client
+
+
+async def _memory(app: AppProcess, server: str, cookie: str, count: int, call: tuple[str, dict]) -> float:
+    """Mean USS in MiB of `count` live sessions of `server` that each made one tool call."""
+    before = set(_uids(app))
+    clients = []
+    for n in range(count):
+        client = await _open(app, server, cookie)
+        await client.tool(2 + n, call[0], **call[1])
+        clients.append(client)
+    await asyncio.sleep(0.2)  # a warm-pool refill settles, so it is not counted mid-fork
+    after = _uids(app)
+    fresh = sorted((_uss(pids) for uid, pids in after.items() if uid not in before), reverse=True)[:count]
+    await asyncio.gather(*(c.close() for c in clients))
+    return statistics.mean(fresh) / MIB if fresh else float("nan")
+
+
+async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
+    from app.web.learner import COOKIE
+
+    samples = 15 if quick else 40
+    cookie_value = app.learner_cookie("bench-own-server")
+    cookie = f"{COOKIE}={cookie_value}"
+    own: list[float] = []
+    demo: list[float] = []
+    with httpx.Client(base_url=app.base, headers={"Origin": app.base}, cookies={COOKIE: cookie_value},
+                      timeout=30) as page:  # fmt: skip
+        for n in range(samples):  # interleaved, so both see the same machine
+            began = time.perf_counter()
+            reply = page.put("/api/workspace/server.py", content=SERVER.replace("bench-server", f"bench-{n}"))
+            reply.raise_for_status()
+            client = await _open(app, "my-server", cookie)
+            own.append(time.perf_counter() - began)
+            await client.close()
+            began = time.perf_counter()
+            client = await _open(app, "demo-orders", cookie)
+            demo.append(time.perf_counter() - began)
+            await client.close()
+            await asyncio.sleep(0.05)  # the warm pool refills, as between two learners arriving
+    count = 5 if quick else 10
+    own_mib = await _memory(app, "my-server", cookie, count, ("add", {"a": 2, "b": 3}))
+    demo_mib = await _memory(app, "demo-orders", cookie, count, ("get_order_status", {"order_id": "123456"}))
+    figures = {
+        "save_to_first_reply_ms_p50": statistics.median(own) * 1000,
+        "demo_first_reply_ms_p50": statistics.median(demo) * 1000,
+        "own_server_uss_mib": own_mib,
+        "demo_server_uss_mib": demo_mib,
+    }
+    table = [
+        ("learner's server: save to first reply p50", f"{figures['save_to_first_reply_ms_p50']:.1f} ms",
+         f"{figures['demo_first_reply_ms_p50']:.1f} ms demo-orders", ""),
+        ("learner's server: private memory (USS)", f"{own_mib:.1f} MiB", f"{demo_mib:.1f} MiB demo-orders", ""),
+    ]  # fmt: skip
+    return figures, table
