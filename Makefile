@@ -9,7 +9,7 @@ TEST_DEBS := chromium libseccomp2 postgresql
 TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 
-.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-node vendor clean
+.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-node vendor test-js clean
 
 install: $(STAMP)
 
@@ -39,8 +39,13 @@ system-deps-test:
 run: install system-deps-run
 	$(PY) -m app
 
-test: install system-deps-test $(TS_CLIENT)
+test: install system-deps-test $(TS_CLIENT) test-js
 	$(PY) -m pytest
+
+# Unit tests of the console's DOM-free modules (static/console), with Node's own test runner.
+test-js:
+	@command -v node >/dev/null || $(MAKE) --no-print-directory system-deps-node
+	node --test tests/js/*.test.mjs
 
 # Node may come with the machine (not from Debian); install Debian's only when there is none.
 $(TS_CLIENT): tests/ts/package-lock.json

@@ -3,8 +3,9 @@
 // Polling (not a socket): it works the same behind a load balancer, whichever replica answers.
 
 import { describe } from "./console/editor.js";
+import { labels } from "./console/labels.js";
 import { MessageLog } from "./console/log.js";
-import { labels } from "./console/session.js";
+import { Pairs } from "./console/pairs.js";
 
 const GRID_EVERY_MS = 5000;
 const FOLLOW_EVERY_MS = 2000;
@@ -41,7 +42,7 @@ function followGrid(holder) {
 
 function followSession(list) {
   const log = new MessageLog(list, { edit: null, announce: () => {} });
-  const requests = new Map(); // seq of a request sent -> its method, for the replies' labels
+  const pairs = new Pairs(); // which request a reply answers, for the replies' labels
   const status = document.querySelector("[data-session-status]");
   const note = document.querySelector("[data-follow-note]");
   let after = Number(list.dataset.after) || 0;
@@ -49,10 +50,11 @@ function followSession(list) {
     const message = frame.message;
     const info = message && typeof message === "object" ? describe(message) : { kind: "other" };
     if (frame.type === "sent") {
-      if (info.kind === "request") requests.set(frame.seq, message.method);
-      log.sent(frame, labels.sent(message, info));
+      const { pairKey } = pairs.sent(frame, info.kind);
+      log.sent(frame, labels.sent(message, info), pairKey);
     } else if (frame.type === "received") {
-      log.received(frame, labels.received(message, info, frame, requests));
+      const { pairKey, method } = pairs.received(frame, info.kind);
+      log.received(frame, labels.received(message, info, frame, method), pairKey);
     } else if (frame.type === "relay_error") {
       log.relayError(frame);
     }

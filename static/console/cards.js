@@ -1,9 +1,9 @@
 // Server-initiated requests (sampling, roots, elicitation, ping) as a card: the learner plays the client
 // and answers by editing a prefilled reply. The reply is sent exactly as edited.
 
+import { button, el } from "./dom.js";
 import { Editor } from "./editor.js";
 import { jsonView } from "./jsonview.js";
-import { button, el } from "./log.js";
 
 const TITLES = {
   "sampling/createMessage": "The server asks your model to write a reply (sampling)",
@@ -97,12 +97,12 @@ export class RequestCards {
     return card;
   }
 
-  /** A reply with this id went out: the card is done. */
   /** Methods of the server's requests still waiting for the learner's answer, oldest first. */
   openMethods() {
     return [...this.open.values()].map((card) => card.dataset.method);
   }
 
+  /** A reply with this id went out: the card is done. */
   answered(id) {
     const key = JSON.stringify(id);
     const card = this.open.get(key);

@@ -103,9 +103,4 @@ export class Connection {
       ws.close(1000, "the page was closed");
     }
   }
-
-  /** For tests and the "simulate a dropped connection" case: close as a network failure would. */
-  drop() {
-    if (this.ws) this.ws.close(4000, "dropped");
-  }
 }

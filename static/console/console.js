@@ -1,15 +1,19 @@
 // The playground console: wires the editor, the connection, the log, the diagram and the cards together.
-// It speaks the envelope frames of docs/websocket.md. Text from the server only ever goes in as text.
+// It speaks the envelope frames of docs/websocket.md; pairs.js keeps the session's bookkeeping.
+// Text from the server only ever goes in as text.
 
 import { CheckList } from "./checks.js";
 import { Connection } from "./connection.js";
 import { RequestCards } from "./cards.js";
 import { describe, Editor } from "./editor.js";
 import { addTryButtons, takeHandoff } from "./examples.js";
+import { labels } from "./labels.js";
 import { MessageLog } from "./log.js";
+import { Pairs } from "./pairs.js";
 import { SequenceDiagram } from "./sequence.js";
+import { fillTemplates } from "./templatemenu.js";
 import { findTemplate, pretty, templateGroups } from "./templates.js";
-import { exportTranscript, fillTemplates, labels } from "./session.js";
+import { exportTranscript } from "./transcript.js";
 import { Waits } from "./waits.js";
 
 class Console {
@@ -25,11 +29,7 @@ class Console {
       template: $("select[data-templates]"),
     };
     this.entries = []; // every frame of this page, for the export when the server's copy is gone
-    this.requests = new Map(); // client request seq -> method
-    this.serverRequests = new Map(); // JSON of a server request's id -> pair key
-    this.usedIds = new Set();
-    this.sentMethods = new Set(); // methods this session has sent: what an example's "before" may skip
-    this.hadSession = false;
+    this.pairs = new Pairs();
 
     this.announce = (text) => { this.ui.announcer.textContent = text; };
     this.editor = new Editor($("textarea.editor"), $("[data-editor-status]"), {
@@ -41,7 +41,7 @@ class Console {
     this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
     this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"), $("[data-next-hint]"));
     this.checks.showHint();
-    this.waits = new Waits($("[data-wait]"), {
+    this.waits = new Waits($("[data-wait]"), this.pairs, {
       cancel: (id) => this.put(pretty({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "took too long" } })),
       serverAsking: () => this.cards.openMethods()[0] || null,
     }, Number(root.dataset.replyTimeoutMs) || undefined);
@@ -94,27 +94,13 @@ class Console {
     this.announce("The message is in the editor. Ctrl+Enter sends it.");
   }
 
-  get nextFreeId() {
-    let max = 0;
-    for (const key of this.usedIds) {
-      const n = Number(key);
-      if (Number.isInteger(n)) max = Math.max(max, n);
-    }
-    return max + 1;
-  }
-
   /** "Try it": first send what the example needs and this session has not sent (usually the
    * handshake), each request with a fresh id, then put the example in the editor. */
   tryExample(text, before = []) {
     const sent = [];
     for (const message of before) {
-      if (typeof message.method === "string" && this.sentMethods.has(message.method)) continue;
-      const copy = { ...message };
-      if ("id" in copy) {
-        copy.id = this.nextFreeId;
-        this.usedIds.add(JSON.stringify(copy.id)); // before its `sent` frame is back
-      }
-      if (typeof copy.method === "string") this.sentMethods.add(copy.method);
+      if (typeof message.method === "string" && this.pairs.hasSent(message.method)) continue;
+      const copy = this.pairs.prepare(message);
       this.sendText(JSON.stringify(copy));
       sent.push(copy.method || "a response");
     }
@@ -125,8 +111,8 @@ class Console {
   useTemplate() {
     const item = findTemplate(this.templates, this.ui.template.value);
     if (!item) return;
-    const waiting = this.waits.newestWaitingId();
-    this.put(pretty(item.build(this.nextFreeId, { waiting })));
+    const waiting = this.pairs.newestWaitingId();
+    this.put(pretty(item.build(this.pairs.nextFreeId, { waiting })));
     if (item.key === "cancelled") {
       this.tell(waiting === null
         ? "No request is waiting for its reply, so this names id 1: put the id of the request to cancel."
@@ -138,7 +124,7 @@ class Console {
     const result = this.editor.check();
     if (!result.ok) return this.tell("Fix the JSON first: the next id goes into a valid message.");
     if (!result.idSpan) return this.tell("This message has no id (a notification has none), so there is nothing to change.");
-    const id = this.nextFreeId;
+    const id = this.pairs.nextFreeId;
     const [a, b] = result.idSpan;
     const text = this.editor.text;
     this.editor.setText(text.slice(0, a) + String(id) + text.slice(b));
@@ -147,8 +133,8 @@ class Console {
 
   idNote(value, info) {
     if (info.kind !== "request") return "";
-    if (this.usedIds.has(JSON.stringify(value.id))) {
-      return `The id ${JSON.stringify(value.id)} was already used in this session; “Next id” picks ${this.nextFreeId}.`;
+    if (this.pairs.isUsed(value.id)) {
+      return `The id ${JSON.stringify(value.id)} was already used in this session; “Next id” picks ${this.pairs.nextFreeId}.`;
     }
     return "";
   }
@@ -165,17 +151,15 @@ class Console {
   newServer() {
     this.log.note("A new server: a fresh session and transcript start here.");
     this.forget();
+    this.pairs.leave();
     this.connection.open(false);
   }
 
   forget() {
     this.diagram.clear();
     this.cards.clear();
+    this.pairs.forget();
     this.waits.reset();
-    this.requests.clear();
-    this.serverRequests.clear();
-    this.usedIds.clear();
-    this.sentMethods.clear();
   }
 
   // ---- what the relay says ----
@@ -203,21 +187,22 @@ class Console {
       this.forget();
       this.setState("starting", "Starting a fresh server…");
     } else if (frame.status === "ready") {
+      const lost = this.pairs.ready(frame.session, frame.resumed);
       if (frame.resumed) {
         this.setState("ready", `Reconnected to your ${this.server}: nothing was lost.`);
         this.log.note("Reconnected: the same server and transcript.");
       } else {
-        if (this.hadSession && this.lostBefore) {
+        if (lost) {
+          this.connection.lastSeq = 0; // the new session's transcript starts again at 1
           this.log.note("Your previous server had ended while you were away; this is a new one.", "warn");
           this.forget();
         }
         this.setState("ready", `Ready: your own ${this.server} is running. Send a message.`);
       }
-      this.hadSession = true;
-      this.lostBefore = false;
       this.editor.check();
     } else if (frame.status === "exited") {
       const why = (frame.exit_status && frame.exit_status.text) || frame.reason || "it stopped";
+      this.pairs.serverExited();
       this.waits.reset();
       this.log.note(`The server ${why}.`, "error");
       this.setState("exited", `The server ${why}. Its session is over: start a new server to go on.`);
@@ -227,22 +212,11 @@ class Console {
   onSent(frame) {
     this.checks.noteSent();
     const message = frame.message || {};
-    if (typeof message.method === "string") this.sentMethods.add(message.method);
     const info = describe(message);
-    let pairKey = null;
-    let label = info.kind === "response" ? "reply" : message.method || "message";
-    if (info.kind === "request") {
-      pairKey = `c:${frame.seq}`;
-      this.requests.set(frame.seq, message.method);
-      this.usedIds.add(JSON.stringify(message.id));
-    } else if (info.kind === "response") {
-      const key = JSON.stringify(message.id);
-      pairKey = this.serverRequests.get(key) || null;
-      label = "error" in message ? `error ${message.error && message.error.code}` : "result";
-      this.cards.answered(message.id);
-    }
-    this.waits.sent(frame.seq, message);
-    this.log.sent(frame, labels.sent(message, info));
+    const { pairKey, label } = this.pairs.sent(frame, info.kind);
+    if (info.kind === "response") this.cards.answered(message.id);
+    this.waits.stopSending();
+    this.log.sent(frame, labels.sent(message, info), pairKey);
     this.diagram.add({ seq: frame.seq, dir: "c2s", label, kind: info.kind, pairKey });
     if (!frame.replayed) this.announce(`Sent: ${labels.sent(message, info)}.`);
     this.editor.check(); // the id note may change
@@ -251,35 +225,22 @@ class Console {
   onReceived(frame) {
     const message = frame.message;
     const info = message ? describe(message) : { kind: "other" };
-    let pairKey = null;
-    let label;
+    const { pairKey, label, method } = this.pairs.received(frame, info.kind);
     if (frame.answers) {
-      this.waits.answered(frame.answers);
-      pairKey = `c:${frame.answers}`;
-      label = "error" in message ? `error ${message.error && message.error.code}` : `result`;
-      if (this.requests.get(frame.answers) === "initialize" && message.result) this.showFacts({ revision: message.result.protocolVersion });
+      this.waits.refresh();
+      if (method === "initialize" && message.result) this.showFacts({ revision: message.result.protocolVersion });
     } else if (info.kind === "request") {
-      pairKey = `s:${JSON.stringify(message.id)}:${frame.seq}`;
-      this.serverRequests.set(JSON.stringify(message.id), pairKey);
-      label = message.method;
       this.cards.add(message); // a replayed one arrived while the connection was down: still unanswered
-    } else {
-      label = message ? message.method || "reply to no request" : "not JSON";
     }
-    const words = labels.received(message, info, frame, this.requests);
-    this.log.received(frame, words);
+    const words = labels.received(message, info, frame, method);
+    this.log.received(frame, words, pairKey);
     this.diagram.add({ seq: frame.seq, dir: "s2c", label, kind: info.kind === "response" && "error" in message ? "error" : info.kind, pairKey });
     if (!frame.replayed) this.announce(`Received: ${words}.`);
   }
 
   onRelayError(frame) {
-    this.waits.refused();
-    if (frame.id !== null && frame.id !== undefined) {
-      // The relay answered for a request the server can no longer answer.
-      for (const [seq, request] of this.waits.pending) {
-        if (JSON.stringify(request.id) === JSON.stringify(frame.id)) this.waits.answered(seq);
-      }
-    }
+    this.pairs.refused(frame.id); // the relay answered for a request the server can no longer answer
+    this.waits.stopSending();
     const err = frame.error || {};
     this.log.relayError(frame);
     this.diagram.add({ dir: "relay", label: `${err.code} ${err.message}`, kind: "error" });
@@ -296,8 +257,7 @@ class Console {
     if (kind === "connecting") this.setState("connecting", `Starting your ${this.server}…`);
     else if (kind === "reconnecting") this.setState("reconnecting", `Reconnecting (attempt ${detail.attempt})…`);
     else if (kind === "lost") {
-      this.lostBefore = true;
-      this.waits.refused();
+      this.waits.stopSending();
       this.setState("lost", `The connection dropped. Reconnecting in ${(detail.delayMs / 1000).toFixed(1)} s; your transcript is kept.`);
     } else if (kind === "closed") {
       if (detail.code === 1013) return; // onFull already said it and will retry
@@ -331,7 +291,6 @@ class Console {
 function start() {
   const root = document.querySelector("section.console[data-server]");
   const app = root ? new Console(root) : null;
-  if (root) root.consoleApp = app; // lets the browser tests simulate a dropped connection
   addTryButtons(document, app ? (text, before) => app.tryExample(text, before) : null);
   const handoff = app && takeHandoff();
   if (handoff) app.put(handoff);

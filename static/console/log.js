@@ -1,37 +1,8 @@
 // The message log: one entry per message both ways, relay errors, stderr lines and session events.
 // Everything from the server is put in with textContent (jsonView builds text nodes too).
 
+import { button, copyText, el } from "./dom.js";
 import { jsonView } from "./jsonview.js";
-
-export function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = text;
-  return node;
-}
-
-export function button(label, onClick, className = "small secondary") {
-  const b = el("button", className, label);
-  b.type = "button";
-  b.addEventListener("click", onClick);
-  return b;
-}
-
-/** Copy text to the clipboard; falls back to a selection where the Clipboard API is not allowed. */
-export async function copyText(text) {
-  try {
-    await navigator.clipboard.writeText(text);
-    return true;
-  } catch {
-    const area = el("textarea", "visually-hidden");
-    area.value = text;
-    document.body.append(area);
-    area.select();
-    const ok = document.execCommand("copy");
-    area.remove();
-    return ok;
-  }
-}
 
 const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
 
@@ -60,10 +31,11 @@ export class MessageLog {
     this.count = 0;
   }
 
-  entry(kind, { seq = null, label, time = null, rtt = null, direction }) {
+  entry(kind, { seq = null, label, time = null, rtt = null, direction, pair = null }) {
     const li = el("li", `log-entry log-${kind}`);
     li.dataset.kind = kind;
     if (seq !== null) li.dataset.seq = String(seq);
+    if (pair) li.dataset.pair = pair; // a request and its reply share it, as on the diagram
     const head = el("div", "log-head");
     head.append(el("span", "log-dir", direction));
     if (seq !== null) head.append(el("span", "log-seq", `#${seq}`));
@@ -104,16 +76,17 @@ export class MessageLog {
     li.append(ul);
   }
 
-  sent(frame, label) {
-    const li = this.entry("sent", { seq: frame.seq, label, time: frame.at_ms, direction: "→ sent" });
+  /** `pair`: the key a request and its reply share (pairs.js), if any. */
+  sent(frame, label, pair = null) {
+    const li = this.entry("sent", { seq: frame.seq, label, time: frame.at_ms, direction: "→ sent", pair });
     this.body(li, frame.message, frame.line);
     this.findings(li, frame.findings);
     if (frame.replayed) li.dataset.replayed = "true";
     return li;
   }
 
-  received(frame, label) {
-    const li = this.entry("received", { seq: frame.seq, label, time: frame.at_ms, rtt: frame.rtt_ms, direction: "← received" });
+  received(frame, label, pair = null) {
+    const li = this.entry("received", { seq: frame.seq, label, time: frame.at_ms, rtt: frame.rtt_ms, direction: "← received", pair });
     if (frame.message === null) li.append(el("p", "log-note", "This line is not JSON: a client cannot read it."));
     this.body(li, frame.message, frame.raw);
     this.findings(li, frame.findings);

@@ -6,14 +6,17 @@ const SLOW_MS = 10000; // after this, explain what a time-out means (the page ma
 export class Waits {
   /**
    * @param {HTMLElement} line role=status element
-   * @param {{cancel: Function}} on cancel(id) puts notifications/cancelled for that id in the editor
+   * @param {import("./pairs.js").Pairs} pairs whose requests are still waiting, and since when
+   * @param {{cancel: Function, serverAsking: Function}} on cancel(id) puts notifications/cancelled for
+   *   that id in the editor; serverAsking() names a server request the learner has not answered
    */
-  constructor(line, on, slowMs = SLOW_MS) {
+  constructor(line, pairs, on, slowMs = SLOW_MS) {
     this.line = line;
+    this.pairs = pairs;
     this.slowMs = slowMs;
     this.on = on;
     this.sending = false;
-    this.pending = new Map(); // seq -> {method, id, started}
+    this.explained = new Set(); // seqs whose long wait is explained already
     this.ticker = null;
   }
 
@@ -22,46 +25,35 @@ export class Waits {
     this.render();
   }
 
-  sent(seq, message) {
-    this.sending = false;
-    if (message && typeof message.method === "string" && "id" in message) {
-      this.pending.set(seq, { method: message.method, id: message.id, started: performance.now(), slow: false });
-    }
-    this.render();
-  }
-
-  refused() {
+  /** The message went out, or was refused, or the connection dropped: no longer sending. */
+  stopSending() {
     this.sending = false;
     this.render();
   }
 
-  answered(seq) {
-    if (this.pending.delete(seq)) this.render();
+  /** What is waiting changed (a reply came); a message on its way is still on its way. */
+  refresh() {
+    this.render();
   }
 
   reset() {
     this.sending = false;
-    this.pending.clear();
+    this.explained.clear();
     this.render();
-  }
-
-  /** The id of the newest request still waiting for its reply, or null. */
-  newestWaitingId() {
-    const waiting = [...this.pending.values()];
-    return waiting.length ? waiting[waiting.length - 1].id : null;
   }
 
   render() {
     clearInterval(this.ticker);
     this.line.replaceChildren();
-    this.line.dataset.waiting = String(this.sending || this.pending.size > 0);
+    const pending = this.pairs.waiting;
+    this.line.dataset.waiting = String(this.sending || pending.size > 0);
     if (this.sending) {
       this.line.textContent = "Sending…";
       return;
     }
-    const [seq, oldest] = [...this.pending.entries()][0] || [];
+    const [seq, oldest] = [...pending.entries()][0] || [];
     if (!oldest) return;
-    const more = this.pending.size > 1 ? ` (and ${this.pending.size - 1} more)` : "";
+    const more = pending.size > 1 ? ` (and ${pending.size - 1} more)` : "";
     const text = document.createElement("span");
     text.textContent = `Waiting for the reply to ${oldest.method} (id ${JSON.stringify(oldest.id)})${more}… `;
     const clock = document.createElement("span");
@@ -69,10 +61,10 @@ export class Waits {
     clock.setAttribute("aria-hidden", "true");
     this.line.append(text, clock);
     const tick = () => {
-      const ms = performance.now() - oldest.started;
+      const ms = this.pairs.waitedMs(seq) ?? 0;
       clock.textContent = `${(ms / 1000).toFixed(1)} s`;
-      if (ms > this.slowMs && !oldest.slow) {
-        oldest.slow = true;
+      if (ms > this.slowMs && !this.explained.has(seq)) {
+        this.explained.add(seq);
         this.explainSlow(seq, oldest);
       }
     };
@@ -98,7 +90,7 @@ export class Waits {
     b.className = "link-button";
     b.textContent = `Put notifications/cancelled for id ${JSON.stringify(request.id)} in the editor`;
     b.addEventListener("click", () => {
-      this.pending.delete(seq);
+      this.pairs.giveUp(seq);
       this.on.cancel(request.id);
       this.render();
     });

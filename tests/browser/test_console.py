@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 
 from tests.browser.conftest import PageProbe
 
@@ -136,14 +138,27 @@ def test_a_server_request_becomes_a_card_answered_by_editing_a_reply(page: Page,
     expect(pairs).to_have_count(6)  # initialize, tools/call and sampling, each with its reply
 
 
+def relayed_sockets(page: Page) -> list[tuple[WebSocketRoute, WebSocketRoute]]:
+    """The console's WebSockets from now on, each relayed through Playwright as (page side, server
+    side), so that a test can cut one as a network would."""
+    sockets: list[tuple[WebSocketRoute, WebSocketRoute]] = []
+
+    def relay(ws: WebSocketRoute) -> None:
+        sockets.append((ws, ws.connect_to_server()))
+
+    page.route_web_socket(re.compile(r"/ws/"), relay)
+    return sockets
+
+
 def test_a_dropped_connection_reconnects_and_keeps_transcript_and_checks(page: Page) -> None:
+    sockets = relayed_sockets(page)
     page.goto(INITIALIZE_STEP)
     ready(page)
     session = page.locator('[data-fact="session"]').inner_text()
     page.locator("#console-message").press("Control+Enter")
     check = page.locator('li.check[data-check="initialize-answered"]')
     expect(check).to_have_attribute("data-passed", "true")
-    page.evaluate("document.querySelector('section.console').consoleApp.connection.drop()")
+    sockets[-1][0].close(code=4000, reason="dropped")  # not a goodbye: the session waits for us
     expect(page.locator("[data-console-state]")).to_contain_text("Reconnected")
     expect(page.locator('[data-fact="session"]')).to_have_text(session)
     expect(log_entry(page, "sent")).to_have_count(1)
@@ -152,6 +167,47 @@ def test_a_dropped_connection_reconnects_and_keeps_transcript_and_checks(page: P
     pong = log_entry(page, "received").nth(1)
     expect(pong).to_contain_text("result for ping")
     expect(pong).to_have_attribute("data-seq", "4")  # the same transcript goes on
+    expect(pong).to_have_attribute("data-pair", "c:3")  # it answers the ping, sent as #3
+
+
+def test_a_reconnect_that_finds_the_session_gone_says_so_and_starts_afresh(page: Page) -> None:
+    sockets = relayed_sockets(page)
+    page.goto(INITIALIZE_STEP)
+    ready(page)
+    first = page.locator('[data-fact="session"]').inner_text()
+    page.locator("#console-message").press("Control+Enter")
+    send(page, '{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
+    expect(log_entry(page, "received")).to_have_count(2)  # this transcript reached seq 4
+    page_side, server_side = sockets[-1]
+    server_side.on_close(lambda code, reason: None)  # the page must not hear the goodbye below
+    server_side.close(code=1000, reason="gone")  # a goodbye ends the session at once...
+    page_side.close(code=4000, reason="dropped")  # ...while the page only sees the network drop
+    state = page.locator("[data-console-state]")
+    expect(state).to_contain_text("Ready")
+    expect(page.locator("ol.log .note-warn")).to_contain_text("Your previous server had ended")
+    expect(page.locator('[data-fact="session"]')).not_to_have_text(first)
+    expect(page.locator("svg.sequence g.arrow")).to_have_count(0)  # the old session's arrows are gone
+    editor, status = page.locator("#console-message"), page.locator("[data-editor-status]")
+    editor.fill('{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
+    expect(status).to_contain_text("a request: ping, id 1")
+    expect(status).not_to_contain_text("already used")  # the new session has used no id yet
+    editor.press("Control+Enter")
+    expect(log_entry(page, "received").last).to_have_attribute("data-seq", "2")
+    # What the server says next never reaches the page before the next drop: the resume must
+    # replay it, counting from the new transcript's last seq (2), not the old one's (4).
+    held: list[str | bytes] = []
+    sockets[-1][1].on_message(lambda message: held.append(message))
+    send(page, '{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
+    deadline = time.monotonic() + 20
+    while len(held) < 2:  # its `sent` frame and its reply
+        assert time.monotonic() < deadline, held
+        page.wait_for_timeout(50)  # lets Playwright deliver the socket's messages
+    sockets[-1][0].close(code=4000, reason="dropped")
+    expect(state).to_contain_text("Reconnected")
+    pong = log_entry(page, "received").last
+    expect(pong).to_have_attribute("data-replayed", "true")
+    expect(pong).to_have_attribute("data-seq", "4")
+    expect(pong).to_have_attribute("data-pair", "c:3")
 
 
 def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
