@@ -49,5 +49,6 @@ async def playground(request: Request, server: str | None = None) -> HTMLRespons
         "console_rev": revision,
         "console_message": starting_message(revision),
         "console_wide": True,
+        "own_server": demos[name].learners_own,  # the editor of the learner's server.py, above the console
     }
     return templates.TemplateResponse(request, "playground.html", context)
