@@ -1,0 +1,24 @@
+"""My first MCP server. Save (Ctrl+S), then talk to it from the console beside this editor."""
+
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+mcp = MCPServer("my-server")
+
+
+@mcp.tool()
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@mcp.tool()
+def to_fahrenheit(celsius: Annotated[float, Field(description="Temperature in degrees Celsius")]) -> float:
+    """Convert a temperature from degrees Celsius to degrees Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+if __name__ == "__main__":
+    mcp.run()  # serve MCP on stdin and stdout, as `python server.py` would
