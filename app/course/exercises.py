@@ -53,11 +53,11 @@ KINDS: dict[str, tuple[set[str], set[str]]] = {
             "progress",
         },
     ),  # fmt: skip
-    "read": ({"read"}, {"text", "text_contains", "mime_type"}),
+    "read": ({"read"}, {"text", "text_contains", "mime_type", "error_code"}),
     "resource": ({"resource"}, {"name"}),
     "template": ({"template"}, set()),
     "prompt": ({"prompt"}, {"arguments"}),
-    "get_prompt": ({"get_prompt"}, {"arguments", "text_contains"}),
+    "get_prompt": ({"get_prompt"}, {"arguments", "text_contains", "error_code"}),
     "capability": ({"capability"}, {"value"}),
 }
 
@@ -394,6 +394,8 @@ async def _call(talk: _Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
 
 async def _read(talk: _Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
     result, _ = await talk.request("resources/read", {"uri": spec["read"]})
+    if "error_code" in spec:
+        return False, f"expected the protocol error code {spec['error_code']}, but the read returned contents"
     contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
     texts = [str(c.get("text", "")) for c in contents]
     shown = " / ".join(_quoted(t) for t in texts) or "no text"
@@ -444,6 +446,8 @@ async def _get_prompt(talk: _Conversation, spec: dict[str, Any]) -> tuple[bool, 
     result, _ = await talk.request(
         "prompts/get", {"name": spec["get_prompt"], "arguments": spec.get("arguments", {})}
     )
+    if "error_code" in spec:
+        return False, f"expected the protocol error code {spec['error_code']}, but the prompt came back"
     texts = [
         str((m.get("content") or {}).get("text", ""))
         for m in result.get("messages") or []

@@ -1,0 +1,127 @@
+"""The exercise runner against real SDK servers (plain subprocesses here: the runner is what is
+tested; the sandboxed path is in tests/web/test_exercises.py): every kind of test, passing and
+failing, with the reasons a learner reads."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from app.course import exercises
+from app.course.exercises import Exercise, ExerciseTest
+from tests.support.plainproc import PlainSource
+
+SERVER = textwrap.dedent('''
+    import asyncio
+
+    from mcp.server.mcpserver import Context, MCPServer
+
+    mcp = MCPServer("runner-test")
+
+
+    @mcp.tool()
+    async def slow(steps: int, ctx: Context) -> str:
+        """Count, reporting progress."""
+        for n in range(steps):
+            await ctx.report_progress(n + 1, steps)
+            await ctx.info(f"step {n + 1}")
+        return "counted"
+
+
+    @mcp.resource("note://today")
+    def today() -> str:
+        """Today's note."""
+        return "Buy milk"
+
+
+    @mcp.resource("note://{day}")
+    def note(day: str) -> str:
+        """A day's note."""
+        return f"Nothing on {day}"
+
+
+    @mcp.prompt()
+    def greet(name: str) -> str:
+        """Greet someone."""
+        return f"Say hello to {name}"
+
+
+    if __name__ == "__main__":
+        mcp.run()
+''')
+
+
+def exercise(*tests: tuple[str, dict], revision: str = "2025-11-25") -> Exercise:
+    return Exercise(
+        revision, __file__, tuple(ExerciseTest(title, next(iter(spec)), spec) for title, spec in tests), 1
+    )  # type: ignore[arg-type]
+
+
+async def run(source: str, ex: Exercise) -> exercises.Report:
+    plain = PlainSource()
+    process = await plain.acquire("my-server", source)
+    try:
+        return await exercises.run(ex, process)
+    finally:
+        await plain.release(process)
+        plain.remove_files()
+
+
+async def test_every_kind_passes_on_a_server_that_has_it() -> None:
+    report = await run(SERVER, exercise(
+        ("progress", {"call": "slow", "arguments": {"steps": 2}, "text": "counted", "progress": True,
+                      "notifies": ["notifications/message"]}),
+        ("resource", {"resource": "note://today", "name": "today"}),
+        ("read", {"read": "note://today", "text": "Buy milk", "mime_type": "text/plain"}),
+        ("template", {"template": "note://{day}"}),
+        ("read a template", {"read": "note://monday", "text_contains": "monday"}),
+        ("prompt", {"prompt": "greet", "arguments": ["name"]}),
+        ("get prompt", {"get_prompt": "greet", "arguments": {"name": "Ada"}, "text_contains": "Ada"}),
+        ("capability", {"capability": "tools"}),
+        ("missing argument", {"get_prompt": "greet", "arguments": {}, "error_code": 0}),
+    ))  # fmt: skip
+    assert report.problem is None
+    assert [(o.title, o.passed) for o in report.outcomes if not o.passed] == []
+
+
+async def test_each_failure_says_what_came_back() -> None:
+    report = await run(SERVER, exercise(
+        ("wrong text", {"call": "slow", "arguments": {"steps": 1}, "text": "done"}),
+        ("no such resource", {"resource": "note://tomorrow"}),
+        ("expected an error", {"read": "note://today", "error_code": -32602}),
+        ("no such prompt", {"prompt": "farewell"}),
+        ("capability value", {"capability": "tools.listChanged", "value": True}),
+    ))  # fmt: skip
+    reasons = {o.title: o.reason for o in report.outcomes}
+    assert all(not o.passed for o in report.outcomes)
+    assert reasons["wrong text"] == "expected the text 'done'; got 'counted'"
+    assert reasons["no such resource"] == "resources/list has no `note://tomorrow` (it has: `note://today`)"
+    assert (
+        reasons["expected an error"]
+        == "expected the protocol error code -32602, but the read returned contents"
+    )
+    assert reasons["no such prompt"] == "prompts/list has no prompt named `farewell` (it has: `greet`)"
+    assert (
+        reasons["capability value"] == "expected the capability `tools.listChanged` to be true; it is false"
+    )
+
+
+async def test_a_line_that_is_not_json_on_stdout_stops_the_run_and_says_why() -> None:
+    source = SERVER.replace(
+        'if __name__ == "__main__":', 'print("hello", flush=True)\nif __name__ == "__main__":'
+    )
+    report = await run(source, exercise(("lists", {"capability": "tools"})))
+    assert report.problem == ("the server wrote a line that is not JSON on stdout: 'hello' "
+                              "(print to stderr, never stdout)")  # fmt: skip
+    assert report.outcomes[0].reason.startswith("not run: ")
+
+
+async def test_a_stateless_exercise_speaks_2026_07_28() -> None:
+    report = await run(SERVER, exercise(("lists", {"resource": "note://today"}), revision="2026-07-28"))
+    assert report.passed, report.to_json()
+
+
+@pytest.mark.parametrize("kind", sorted(exercises.KINDS))
+def test_every_kind_has_a_runner(kind: str) -> None:
+    assert kind in exercises.RUNNERS
