@@ -1,0 +1,161 @@
+"""demo-modern: subscriptions/listen, two-round input_required, caching hints, the MCP Apps extension."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.support.rawclient import RawClient, envelope
+
+ASKING = envelope({"elicitation": {}})
+APPS = envelope({"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}})
+BOOK = {"name": "book_seats", "arguments": {"count": 2}}
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def _answer(client: RawClient, interim: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
+    [key] = interim["inputRequests"]
+    retry = {
+        "_meta": ASKING,
+        **BOOK,
+        "inputResponses": {key: {"action": "accept", "content": content}},
+        "requestState": interim["requestState"],
+    }
+    response, _ = client.until_response(client.request("tools/call", retry))
+    return response
+
+
+def test_discover_advertises_the_apps_extension_and_caching_hints() -> None:
+    with RawClient("app.demos.modern") as client:
+        found = client.call("server/discover", {"_meta": envelope()})["result"]
+        assert found["capabilities"]["extensions"] == {"io.modelcontextprotocol/ui": {}}
+        assert (found["ttlMs"], found["cacheScope"]) == (3_600_000, "public")
+        listed = client.call("tools/list", {"_meta": envelope()})["result"]
+        assert (listed["ttlMs"], listed["cacheScope"]) == (300_000, "public")
+        read = client.call("resources/read", {"_meta": envelope(), "uri": "boxoffice://my-bookings"})[
+            "result"
+        ]
+        assert (read["ttlMs"], read["cacheScope"]) == (10_000, "private")
+        assert read["contents"][0]["text"] == "No bookings yet."
+
+
+def test_a_booking_takes_two_rounds_and_the_second_question_depends_on_the_first() -> None:
+    with RawClient("app.demos.modern") as client:
+        first = client.call("tools/call", {"_meta": ASKING, **BOOK})["result"]
+        assert first["resultType"] == "input_required" and "ttlMs" not in first
+        [asked] = first["inputRequests"].values()
+        assert "stalls or balcony" in asked["params"]["message"]
+        second = _answer(client, first, {"section": "balcony"})["result"]
+        assert second["resultType"] == "input_required"
+        [(key, asked)] = second["inputRequests"].items()
+        assert key not in first["inputRequests"] and "60 steps" in asked["params"]["message"]
+        assert second["requestState"] != first["requestState"]
+        done = _answer(client, second, {"confirm": True})["result"]
+        assert done["content"][0]["text"] == "Booked 2 seat(s) in the balcony; 18 left there."
+        read = client.call("resources/read", {"_meta": envelope(), "uri": "boxoffice://my-bookings"})
+        assert read["result"]["contents"][0]["text"] == "2 seat(s) in the balcony"
+
+
+def test_a_tampered_request_state_is_refused() -> None:
+    with RawClient("app.demos.modern") as client:
+        first = client.call("tools/call", {"_meta": ASKING, **BOOK})["result"]
+        forged = {**first, "requestState": first["requestState"][:-6] + "AAAAAA"}
+        assert _answer(client, forged, {"section": "stalls"})["error"]["code"] == -32602
+
+
+def test_without_elicitation_declared_the_booking_is_refused() -> None:
+    with RawClient("app.demos.modern") as client:
+        assert client.call("tools/call", {"_meta": envelope(), **BOOK})["error"]["code"] == -32021
+
+
+def test_the_seat_map_falls_back_to_text_without_the_extension() -> None:
+    with RawClient("app.demos.modern") as client:
+        plain = client.call("tools/call", {"_meta": envelope(), "name": "seat_map", "arguments": {}})
+        assert plain["result"]["content"][0]["text"].startswith("Stage\n")
+        rich = client.call("tools/call", {"_meta": APPS, "name": "seat_map", "arguments": {}})
+        assert "ui://boxoffice/seat-map.html" in rich["result"]["content"][0]["text"]
+
+
+def test_a_stream_is_acknowledged_with_the_subset_and_carries_its_id() -> None:
+    with RawClient("app.demos.modern") as client:
+        asked = {"toolsListChanged": True, "promptsListChanged": True, "resourceSubscriptions": ["x://nope"]}
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "s1",
+                "method": "subscriptions/listen",
+                "params": {"_meta": envelope(), "notifications": asked},
+            }
+        )
+        ack = client.read()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"] == {
+            "_meta": {SUBSCRIPTION_ID: "s1"},
+            "notifications": {"toolsListChanged": True},
+        }
+        reply, between = client.until_response(
+            client.request("tools/call", {"_meta": envelope(), "name": "open_late_show", "arguments": {}})
+        )
+        assert "book_late_show was added" in reply["result"]["content"][0]["text"]
+        changed = between or [client.read()]
+        assert changed == [
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/tools/list_changed",
+                "params": {"_meta": {SUBSCRIPTION_ID: "s1"}},
+            }
+        ]
+        names = [t["name"] for t in client.call("tools/list", {"_meta": envelope()})["result"]["tools"]]
+        assert "book_late_show" in names
+        # On stdio the client ends its stream with notifications/cancelled; nothing more arrives on it.
+        client.notify("notifications/cancelled", {"requestId": "s1"})
+        assert client.call("tools/call", {"_meta": envelope(), "name": "open_late_show", "arguments": {}})
+
+
+def test_resource_updates_reach_a_stream_that_named_the_uri() -> None:
+    with RawClient("app.demos.modern") as client:
+        client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "subscriptions/listen",
+                "params": {
+                    "_meta": envelope(),
+                    "notifications": {"resourceSubscriptions": ["boxoffice://my-bookings"]},
+                },
+            }
+        )
+        assert client.read()["params"]["notifications"] == {
+            "resourceSubscriptions": ["boxoffice://my-bookings"]
+        }
+        first = client.call("tools/call", {"_meta": ASKING, **BOOK})["result"]
+        second = _answer(client, first, {"section": "stalls"})["result"]
+        [key] = second["inputRequests"]
+        retry = {
+            "_meta": ASKING,
+            **BOOK,
+            "inputResponses": {key: {"action": "accept", "content": {"confirm": True}}},
+            "requestState": second["requestState"],
+        }
+        reply, between = client.until_response(client.request("tools/call", retry))
+        assert reply["result"]["content"][0]["text"] == "Booked 2 seat(s) in the stalls; 38 left there."
+        updated = between or [client.read()]
+        assert updated[0]["method"] == "notifications/resources/updated"
+        assert updated[0]["params"] == {"_meta": {SUBSCRIPTION_ID: 7}, "uri": "boxoffice://my-bookings"}
+
+
+def test_a_stream_with_nothing_to_carry_ends_at_once_gracefully() -> None:
+    with RawClient("app.demos.modern") as client:
+        params = {"_meta": envelope(), "notifications": {"promptsListChanged": True}}
+        reply, between = client.until_response(client.request("subscriptions/listen", params, id_=3))
+        assert between[0]["params"] == {"_meta": {SUBSCRIPTION_ID: 3}, "notifications": {}}
+        assert reply["result"]["resultType"] == "complete"
+        assert reply["result"]["_meta"][SUBSCRIPTION_ID] == 3
+
+
+def test_a_handshake_connection_still_works() -> None:
+    with RawClient("app.demos.modern") as client:
+        client.initialize()
+        text = client.call("tools/call", {"name": "seat_map", "arguments": {}})["result"]["content"][0][
+            "text"
+        ]
+        assert text.startswith("Stage")
