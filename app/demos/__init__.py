@@ -20,6 +20,9 @@ BUILTIN_MODULES = (
     "app.demos.legacy",
     "app.demos.stateless",
     "app.demos.flaky",
+    "app.demos.modern",
+    "app.demos.tasks",
+    "app.demos.poisoned",
 )
 # The registry name of the learner's own server (DESIGN.md, "The learner's own server").
 MY_SERVER = "my-server"
