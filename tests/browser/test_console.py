@@ -250,7 +250,7 @@ def test_try_it_templates_and_next_id(page: Page) -> None:
     example = page.locator("pre[data-example]").first
     example.locator("xpath=following-sibling::button[1]").click()
     editor = page.locator("#console-message")
-    expect(editor).to_be_focused()
+    expect(page.locator(".console .cm-content")).to_be_focused()  # the CodeMirror box over it
     assert editor.input_value() == example.inner_text().strip()
     editor.press("Control+Enter")
     expect(log_entry(page, "received")).to_have_count(1)

@@ -1,5 +1,6 @@
 // What the site's editors use from CodeMirror 6, and nothing more (esbuild keeps only what is reached).
 // Our own setup (theme, keys, fallback) lives in static/, so it changes without a rebuild.
+import "./adopt-styles.js"; // first: before any editor mounts its styles
 export { minimalSetup } from "codemirror";
 export { EditorState, Prec } from "@codemirror/state";
 export { EditorView, keymap, lineNumbers, highlightActiveLineGutter } from "@codemirror/view";
