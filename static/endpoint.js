@@ -1,5 +1,14 @@
 // The "Connect your own client" panel: make an endpoint, show set-up for common clients, and watch
-// what an outside client exchanges with the learner's server. Server text is shown as text only.
+// what an outside client exchanges with the learner's server: every HTTP request with its status and
+// MCP headers, every message in the console's own log and sequence diagram, and (on a lesson step)
+// the step's hands-on checks. Server text is shown as text only.
+
+import { inlineCode } from "./console/checks.js";
+import { describe } from "./console/editor.js";
+import { labels } from "./console/labels.js";
+import { MessageLog } from "./console/log.js";
+import { Pairs } from "./console/pairs.js";
+import { SequenceDiagram } from "./console/sequence.js";
 
 const POLL_MS = 1000;
 
@@ -26,16 +35,29 @@ export function snippets(url) {
   };
 }
 
-/** One line of the traffic list for a transcript entry (as /api/endpoints/ID/traffic gives it). */
-export function describe(entry) {
-  const message = entry.message && typeof entry.message === "object" ? entry.message : null;
-  const arrow = entry.direction === "client" ? "client → server" : entry.direction === "server" ? "server → client" : "refused by the relay";
-  let what = "a line that is not JSON";
-  if (message && typeof message.method === "string") what = "id" in message ? `request ${message.method} (id ${JSON.stringify(message.id)})` : `notification ${message.method}`;
-  else if (message && "error" in message) what = `error for id ${JSON.stringify(message.id)}`;
-  else if (message && "result" in message) what = `result for id ${JSON.stringify(message.id)}`;
-  const rtt = entry.rtt_ms == null ? "" : `, ${entry.rtt_ms.toFixed(1)} ms after its request (#${entry.answers})`;
-  return `#${entry.seq} ${arrow}: ${what}${rtt}`;
+/** One line of the HTTP list: method, status, what it carried and the MCP headers it said. */
+export function describeExchange(exchange) {
+  const asked = exchange.request_headers || {};
+  const answered = exchange.response_headers || {};
+  const carried = exchange.carried;
+  let what = exchange.method === "GET" ? "the stream of the server's own messages" : exchange.method === "DELETE" ? "end the session" : "";
+  if (carried) {
+    const id = "id" in carried ? `, id ${JSON.stringify(carried.id)}` : "";
+    what = carried.kind === "response" ? `a reply to the server's request${id}` : `${carried.method} (${carried.kind}${id})`;
+  }
+  const said = [];
+  for (const [name, label] of [["mcp-session-id", "Mcp-Session-Id"], ["mcp-protocol-version", "MCP-Protocol-Version"],
+    ["mcp-method", "Mcp-Method"], ["mcp-name", "Mcp-Name"], ["accept", "Accept"]]) {
+    if (asked[name]) said.push(`${label}: ${name === "mcp-session-id" ? `${asked[name].slice(0, 8)}…` : asked[name]}`);
+  }
+  const back = [];
+  if (answered["content-type"]) back.push(answered["content-type"].split(";")[0]);
+  if (answered["mcp-session-id"]) back.push(`new Mcp-Session-Id ${answered["mcp-session-id"].slice(0, 8)}…`);
+  return {
+    head: `#${exchange.number} ${exchange.method} → ${exchange.status}${what ? `: ${what}` : ""}`,
+    detail: [said.length ? `sent ${said.join(" · ")}` : "sent no MCP headers", back.length ? `got ${back.join(" · ")}` : ""]
+      .filter(Boolean).join("; "),
+  };
 }
 
 class EndpointPanel {
@@ -46,6 +68,11 @@ class EndpointPanel {
     this.endpoint = null;
     this.session = null;
     this.after = 0;
+    this.exchangesAfter = 0;
+    this.step = root.dataset.step || "";
+    this.log = new MessageLog(this.$("[data-endpoint-log]"), { edit: null, announce: () => {} });
+    this.pairs = new Pairs();
+    this.diagram = new SequenceDiagram(this.$("[data-endpoint-sequence]"));
     this.$("[data-action=make-endpoint]").addEventListener("click", () => this.make());
     this.$("[data-action=copy-endpoint]").addEventListener("click", () => navigator.clipboard?.writeText(this.endpoint?.url || ""));
   }
@@ -78,8 +105,9 @@ class EndpointPanel {
 
   async poll() {
     try {
-      const query = new URLSearchParams({ after: String(this.after) });
+      const query = new URLSearchParams({ after: String(this.after), exchanges_after: String(this.exchangesAfter) });
       if (this.session) query.set("session", this.session);
+      if (this.step) query.set("step", this.step);
       const reply = await fetch(`/api/endpoints/${encodeURIComponent(this.endpoint.id)}/traffic?${query}`);
       if (reply.ok) this.show(await reply.json());
     } finally {
@@ -88,31 +116,73 @@ class EndpointPanel {
   }
 
   show(body) {
-    const list = this.$("[data-endpoint-traffic]");
+    this.showChecks(body.checks || []);
     const newest = body.sessions.at(-1);
     if (!newest) return;
     if (newest.id !== this.session) {
       // The first client session, or a newer one: follow it from its start.
       this.session = newest.id;
       this.after = 0;
-      list.replaceChildren();
+      this.exchangesAfter = 0;
+      this.log.clear();
+      this.pairs.forget();
+      this.diagram.clear();
+      this.$("[data-endpoint-exchanges]").replaceChildren();
       if (body.session !== newest.id) return; // the next poll fetches it
     }
-    this.$("[data-endpoint-status]").textContent =
-      `A client is connected: ${newest.stateless ? "stateless requests (2026-07-28)" : "an MCP session"}, ` +
-      `revision ${newest.revision || "not negotiated yet"}, ${newest.status}.`;
-    for (const entry of body.entries) {
-      const item = document.createElement("li");
-      item.className = `traffic-${entry.direction}`;
-      item.dataset.seq = String(entry.seq);
-      const head = document.createElement("p");
-      head.textContent = describe(entry);
-      const line = document.createElement("pre");
-      line.className = "code";
-      line.textContent = entry.line;
-      item.append(head, line);
-      list.append(item);
-      this.after = entry.seq;
+    const kind = newest.stateless ? "stateless requests (2026-07-28)" : "an MCP session";
+    this.$("[data-endpoint-status]").textContent = newest.ended
+      ? `The client's ${kind} has ended (revision ${newest.revision || "never negotiated"}); what it did is below.`
+      : `A client is connected: ${kind}, revision ${newest.revision || "not negotiated yet"}, ${newest.status}.`;
+    for (const frame of body.frames || []) this.showFrame(frame);
+    if (body.next_after) this.after = body.next_after;
+    for (const exchange of body.exchanges || []) this.showExchange(exchange);
+  }
+
+  showFrame(frame) {
+    const message = frame.message;
+    const info = message && typeof message === "object" ? describe(message) : { kind: "other" };
+    if (frame.type === "sent") {
+      const { pairKey, label } = this.pairs.sent(frame, info.kind);
+      this.log.sent(frame, labels.sent(message, info), pairKey);
+      this.diagram.add({ seq: frame.seq, dir: "c2s", label, kind: info.kind, pairKey });
+    } else if (frame.type === "received") {
+      const { pairKey, label, method } = this.pairs.received(frame, info.kind);
+      this.log.received(frame, labels.received(message, info, frame, method), pairKey);
+      const error = info.kind === "response" && message && "error" in message;
+      this.diagram.add({ seq: frame.seq, dir: "s2c", label, kind: error ? "error" : info.kind, pairKey });
+    } else if (frame.type === "relay_error") {
+      const err = frame.error || {};
+      this.log.relayError(frame);
+      this.diagram.add({ dir: "relay", label: `${err.code} ${err.message}`, kind: "error" });
+    }
+  }
+
+  showExchange(exchange) {
+    const words = describeExchange(exchange);
+    const item = document.createElement("li");
+    item.dataset.exchange = String(exchange.number);
+    item.dataset.method = exchange.method;
+    item.dataset.status = String(exchange.status);
+    item.className = exchange.status >= 400 ? "exchange-refused" : "exchange-ok";
+    const head = document.createElement("p");
+    head.className = "exchange-head";
+    head.textContent = words.head;
+    const detail = document.createElement("p");
+    detail.className = "exchange-detail";
+    detail.textContent = words.detail;
+    item.append(head, detail);
+    this.$("[data-endpoint-exchanges]").append(item);
+    this.exchangesAfter = Math.max(this.exchangesAfter, exchange.number);
+  }
+
+  showChecks(results) {
+    for (const result of results) {
+      const item = this.root.querySelector(`li.check[data-check="${CSS.escape(result.check)}"]`);
+      if (!item) continue;
+      item.dataset.passed = result.passed ? "true" : "false";
+      item.querySelector(".mark").className = `mark mark-${result.passed ? "done" : "new"}`;
+      item.querySelector(".check-reason").replaceChildren(...inlineCode(result.reason || ""));
     }
   }
 }

@@ -17,13 +17,13 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIO
 
 from app.course import exercises
 from app.course.exercises import Exercise
-from app.course.models import Choice, Claim, Console, Example, Expect, LessonError, Quiz
+from app.course.models import Choice, Claim, Console, EndpointPanel, Example, Expect, LessonError, Quiz
 from app.course.render import SPEC_REF_OPEN, pretty_json, render_inline, spec_refs_in, without_spec_refs
 from app.course.spec import RefError, parse_ref
 from app.protocol.revisions import parse_strict_json, validate_message
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-SPECIAL = ("console", "checks", "quiz", "expect", "exercise")
+SPECIAL = ("console", "checks", "quiz", "expect", "exercise", "endpoint")
 # The revision a deliberately invalid block without rev= is checked against.
 DEFAULT_INVALID_REVISION = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 
@@ -155,6 +155,14 @@ def parse_checks(block: Block, known: Collection[str]) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise block.error("a check is listed twice")
     return tuple(names)
+
+
+def parse_endpoint(block: Block, default_server: str | None, servers: Collection[str]) -> EndpointPanel:
+    """```endpoint server=NAME: the step shows the "Connect your own client" panel for NAME."""
+    block.only(attrs=("server",))
+    if block.body.strip():
+        raise block.error("```endpoint takes no body: the panel is the same on every step")
+    return EndpointPanel(_server(block, block.info.attrs.get("server", default_server), servers), block.line)
 
 
 def parse_exercise(block: Block) -> Exercise:

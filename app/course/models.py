@@ -91,6 +91,14 @@ class Console:
 
 
 @dataclass(frozen=True)
+class EndpointPanel:
+    """A step whose hands-on part is an outside MCP client on the learner's own endpoint URL."""
+
+    server: str
+    line: int
+
+
+@dataclass(frozen=True)
 class Claim:
     """A `[spec ...]` marker in a step: the section it names and the sentence it stands beside."""
 
@@ -125,6 +133,7 @@ class Step:
     expects: tuple[Expect, ...] = ()
     claims: tuple[Claim, ...] = ()
     exercise: Exercise | None = None  # a test suite for the learner's own server
+    endpoint: EndpointPanel | None = None  # checks read the traffic of the learner's endpoint
 
     @property
     def url(self) -> str:

@@ -20,7 +20,18 @@ from markupsafe import Markup
 from app.course import blocks
 from app.course.blocks import SLUG, Block, Info
 from app.course.exercises import Exercise
-from app.course.models import Claim, Console, Example, Expect, Lesson, LessonError, Part, Quiz, Step
+from app.course.models import (
+    Claim,
+    Console,
+    EndpointPanel,
+    Example,
+    Expect,
+    Lesson,
+    LessonError,
+    Part,
+    Quiz,
+    Step,
+)
 from app.course.render import MARKDOWN, SPEC_REF_OPEN, render_inline, render_tokens, without_spec_refs
 from app.course.spec import RefError, parse_ref
 from app.demos import MY_SERVER
@@ -160,6 +171,7 @@ def _build_step(
     servers: Collection[str],
 ) -> Step:
     console: Console | None = None
+    endpoint: EndpointPanel | None = None
     exercise: Exercise | None = None
     check_names: tuple[str, ...] = ()
     quizzes: list[Quiz] = []
@@ -176,6 +188,11 @@ def _build_step(
             if console is not None:
                 raise block.error("a step has at most one console")
             console = blocks.parse_console(block, front_server, servers)
+        elif kind == "endpoint":
+            if endpoint is not None:
+                raise block.error("a step has at most one endpoint panel")
+            endpoint = blocks.parse_endpoint(block, front_server, servers)
+            token.meta["kind"] = "endpoint"
         elif kind == "exercise":
             if exercise is not None:
                 raise block.error("a step has at most one exercise")
@@ -215,8 +232,15 @@ def _build_step(
             exercise.line,
             f"an exercise tests the learner's server: add a ```console server={MY_SERVER}",
         )
-    if check_names and console is None:
-        raise LessonError(path, draft.line, "hands-on checks read the console's transcript: add a ```console")
+    if console is not None and endpoint is not None:
+        raise LessonError(path, endpoint.line, "a step has a console or an endpoint panel, not both")
+    if check_names and console is None and endpoint is None:
+        raise LessonError(path, draft.line,
+                          "hands-on checks read a transcript: add a ```console (or an ```endpoint panel)")  # fmt: skip
+    if endpoint is not None and not check_names:
+        raise LessonError(
+            path, endpoint.line, "a step with an endpoint panel needs at least one hands-on check"
+        )
     return Step(
         slug=f"{lesson.slug}/{draft.short_slug}",
         short_slug=draft.short_slug,
@@ -234,6 +258,7 @@ def _build_step(
         expects=tuple(expects),
         claims=_claims(path, draft.tokens) + tuple(c for q in quizzes for c in q.claims),
         exercise=exercise,
+        endpoint=endpoint,
     )
 
 

@@ -90,7 +90,7 @@ def _expect_html(expect: Expect) -> Markup:
 def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     token = tokens[idx]
     kind = token.meta.get("kind")
-    if kind in ("console", "checks", "quiz", "exercise"):
+    if kind in ("console", "checks", "quiz", "exercise", "endpoint"):
         return ""  # rendered by the step template, not in the text flow
     if kind == "expect":
         return _expect_html(token.meta["expect"])

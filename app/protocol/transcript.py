@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -68,6 +69,31 @@ class Entry:
         }
 
 
+@dataclass(frozen=True)
+class HttpExchange:
+    """One HTTP request on a Streamable HTTP endpoint's session and the answer it got: what the
+    learner watches besides the messages (method, status, the MCP headers), and what HTTP checks read."""
+
+    number: int  # 1, 2, ... per transcript
+    at_ms: float
+    method: str  # POST, GET, DELETE
+    status: int
+    request_headers: dict[str, str]  # only the ones that matter to MCP (see HTTP_HEADERS_SHOWN)
+    response_headers: dict[str, str]
+    carried: dict[str, Any] | None = None  # the JSON-RPC message's method and id, for a POST
+
+    def to_json(self) -> dict[str, Any]:
+        return {"number": self.number, "at_ms": round(self.at_ms, 3), "method": self.method,
+                "status": self.status, "request_headers": self.request_headers,
+                "response_headers": self.response_headers, "carried": self.carried}  # fmt: skip
+
+
+# HTTP exchanges kept per transcript (the oldest go first), and the headers worth showing.
+MAX_EXCHANGES = 500
+HTTP_HEADERS_SHOWN = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version", "mcp-method",
+                      "mcp-name", "last-event-id", "origin")  # fmt: skip
+
+
 @dataclass
 class Transcript:
     """Entries in order, with indexes so that a reader's cost does not grow with the whole session:
@@ -89,6 +115,20 @@ class Transcript:
         default_factory=lambda: {"client": [], "server": [], "relay": []}, repr=False
     )
     _responses: dict[int, Entry] = field(default_factory=dict, repr=False)  # request seq -> response
+    # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
+    exchanges: deque[HttpExchange] = field(default_factory=lambda: deque(maxlen=MAX_EXCHANGES))
+    exchanges_seen: int = 0
+
+    def add_exchange(self, method: str, status: int, request_headers: dict[str, str],
+                     response_headers: dict[str, str], carried: dict[str, Any] | None = None) -> HttpExchange:  # fmt: skip
+        self.exchanges_seen += 1
+        exchange = HttpExchange(self.exchanges_seen, self.now_ms(), method, status, request_headers,
+                                response_headers, carried)  # fmt: skip
+        self.exchanges.append(exchange)
+        return exchange
+
+    def exchanges_after(self, number: int) -> list[HttpExchange]:
+        return [x for x in self.exchanges if x.number > number]
 
     def now_ms(self) -> float:
         """Milliseconds since the transcript began."""

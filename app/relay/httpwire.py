@@ -22,6 +22,9 @@ from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 
 # Server messages kept for a GET stream that is not open (or is slow); the oldest go first.
 STREAM_KEPT = 200
+# Ended sessions kept for the learner's traffic view (transcripts only): per endpoint, and in all.
+ENDED_KEPT = 5
+ENDED_KEPT_IN_ALL = 200
 FINAL = None  # the end of one request's events
 
 
@@ -147,6 +150,10 @@ class HttpSessions:
         self.by_id: dict[str, HttpListener] = {}
         # 2026-07-28 requests carry no session: one instance per endpoint serves them all.
         self.stateless: dict[str, HttpListener] = {}
+        # Recently ended sessions, so that the learner still sees what a client did after it has gone
+        # (an SDK client ends its session as it exits). Their servers are gone; only transcripts stay,
+        # a few per endpoint and a bounded number in all.
+        self.ended: deque[HttpListener] = deque(maxlen=ENDED_KEPT_IN_ALL)
 
     def add(self, listener: HttpListener) -> None:
         self.by_id[listener.session.id] = listener
@@ -166,10 +173,24 @@ class HttpSessions:
         return listener
 
     def remove(self, listener: HttpListener) -> None:
-        self.by_id.pop(listener.session.id, None)
+        known = self.by_id.pop(listener.session.id, None) is not None
         if self.stateless.get(listener.endpoint_id) is listener:
             del self.stateless[listener.endpoint_id]
+            known = True
+        if known:
+            mine = [item for item in self.ended if item.endpoint_id == listener.endpoint_id]
+            if len(mine) >= ENDED_KEPT:
+                self.ended.remove(mine[0])
+            self.ended.append(listener)
 
     def of_endpoint(self, endpoint_id: str) -> list[HttpListener]:
+        """The endpoint's live sessions."""
         found = [listener for listener in self.by_id.values() if listener.endpoint_id == endpoint_id]
         return found + ([self.stateless[endpoint_id]] if endpoint_id in self.stateless else [])
+
+    def recently_ended(self, endpoint_id: str) -> list[HttpListener]:
+        return [item for item in self.ended if item.endpoint_id == endpoint_id]
+
+    def forget_endpoint(self, endpoint_id: str) -> None:
+        for item in self.recently_ended(endpoint_id):
+            self.ended.remove(item)

@@ -127,6 +127,7 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
             and state.demos[step.console.server].learners_own
         ),  # fmt: skip
         "exercise_passed": "exercise" in passed,
+        "endpoint_server": state.demos.get(step.endpoint.server) if step.endpoint else None,
     }
     return templates.TemplateResponse(request, "lesson_step.html", context)
 

@@ -25,12 +25,15 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import BaseModel, Field
 
+from app.course import checks
+from app.course.models import Step
 from app.progress.store import EndpointInfo
 from app.protocol.jsonrpc import Frame, FrameError
+from app.protocol.transcript import HTTP_HEADERS_SHOWN
 from app.relay.admission import Owner
 from app.relay.httpwire import FINAL, HttpListener, Waiter
 from app.relay.sessions import NORMAL_CLOSURE
-from app.relay.wire import WireLimits
+from app.relay.wire import WireLimits, entry_frame
 from app.sandbox.errors import CapacityError, SandboxError
 from app.web.client import client_address
 from app.web.errors import error_body
@@ -106,6 +109,7 @@ async def delete_endpoint(request: Request, endpoint_id: str) -> JSONResponse:
     await anyio.to_thread.run_sync(state.progress.end_endpoint, endpoint_id)
     for listener in state.http_sessions.of_endpoint(endpoint_id):
         await _end(state, listener, "the endpoint was deleted")
+    state.http_sessions.forget_endpoint(endpoint_id)
     return JSONResponse({"ended": True})
 
 
@@ -115,26 +119,64 @@ TRAFFIC_PAGE = 200
 
 @router.get("/api/endpoints/{endpoint_id}/traffic")
 async def endpoint_traffic(
-    request: Request, endpoint_id: str, session: str = "", after: int = 0
+    request: Request,
+    endpoint_id: str,
+    session: str = "",
+    after: int = 0,
+    exchanges_after: int = 0,
+    step: str = "",
 ) -> JSONResponse:
-    """What outside clients exchange with the learner's endpoint: its live sessions (newest last), and
-    the entries of one (`session`, default the newest) numbered above `after`."""
+    """What outside clients exchange with the learner's endpoint: its sessions (live, then the few
+    recently ended; newest last), and of one (`session`, default the newest) the entries numbered
+    above `after` (also as console frames), the HTTP exchanges numbered above `exchanges_after`, and,
+    with `step`, that step's hands-on checks on it (a pass is recorded as progress)."""
     state = get_state(request)
-    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    learner = learner_id(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner)
     if not any(info.id == endpoint_id for info in mine):
         return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
-    listeners = sorted(state.http_sessions.of_endpoint(endpoint_id), key=lambda item: item.session.started_at)
+    live = state.http_sessions.of_endpoint(endpoint_id)
+    listeners = sorted(state.http_sessions.recently_ended(endpoint_id) + live,
+                       key=lambda item: item.session.started_at)  # fmt: skip
     serving = state.http_sessions.stateless.get(endpoint_id)
-    sessions = [{"id": item.session.id, "status": item.session.status, "revision": item.session.transcript.revision,
-                 "stateless": item is serving} for item in listeners]  # fmt: skip
+    sessions = [{"id": item.session.id, "status": item.session.status if item in live else "ended",
+                 "revision": item.session.transcript.revision, "stateless": item is serving,
+                 "ended": item not in live} for item in listeners]  # fmt: skip
     chosen = next(
         (item for item in listeners if item.session.id == session), listeners[-1] if listeners else None
     )
-    body: dict[str, Any] = {"sessions": sessions, "session": None, "entries": [], "next_after": None}
+    body: dict[str, Any] = {"sessions": sessions, "session": None, "entries": [], "frames": [], "next_after": None,
+                            "exchanges": [], "checks": []}  # fmt: skip
     if chosen is not None:
-        page = chosen.session.transcript.to_json(max(after, 0), TRAFFIC_PAGE)
-        body.update(session=chosen.session.id, entries=page["entries"], next_after=page["next_after"])
+        transcript = chosen.session.transcript
+        page = transcript.to_json(max(after, 0), TRAFFIC_PAGE)
+        entries = transcript.page(max(after, 0), TRAFFIC_PAGE)
+        body.update(session=chosen.session.id, entries=page["entries"], next_after=page["next_after"],
+                    frames=[entry_frame(entry, transcript) for entry in entries],
+                    exchanges=[x.to_json() for x in transcript.exchanges_after(max(exchanges_after, 0))])  # fmt: skip
+    lesson_step = state.catalog.step(step) if step else None
+    if lesson_step is not None and lesson_step.endpoint is not None:
+        body["checks"] = await _step_checks(state, learner, lesson_step, chosen)
     return JSONResponse(body)
+
+
+async def _step_checks(
+    state: AppState, learner: str, step: Step, chosen: HttpListener | None
+) -> list[dict[str, Any]]:
+    """The step's checks on the chosen session; a check passed once stays passed (it is progress)."""
+    passed = (await anyio.to_thread.run_sync(state.progress.learner, learner)).checks_passed(step.slug)
+    results = []
+    for name in step.checks:
+        if chosen is not None:
+            result = checks.REGISTRY[name].run(chosen.session.transcript)
+            if result.passed and name not in passed:
+                await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
+                passed = passed | {name}
+            reason = result.reason
+        else:
+            reason = "No client has used your endpoint yet: connect one with the URL above."
+        results.append({"check": name, "passed": name in passed, "reason": reason})
+    return results
 
 
 # --- Streamable HTTP ------------------------------------------------------------------------------
@@ -194,39 +236,68 @@ def _version_problem(request: Request, listener: HttpListener) -> JSONResponse |
     return None
 
 
+def _record(listener: HttpListener | None, request: Request, response: Response, message: Any = None) -> None:
+    """Keep this HTTP exchange in the session's transcript: what the learner watches, what HTTP
+    checks read. Only the headers that matter to MCP are kept (never a cookie or a token)."""
+    if listener is None:
+        return
+    carried = None
+    if isinstance(message, dict):
+        carried = {key: message[key] for key in ("method", "id") if key in message}
+        carried["kind"] = "request" if "method" in message and "id" in message else (
+            "notification" if "method" in message else "response")  # fmt: skip
+    asked = {name: request.headers[name] for name in HTTP_HEADERS_SHOWN if name in request.headers}
+    answered = {
+        name: response.headers[name]
+        for name in ("content-type", "mcp-session-id")
+        if name in response.headers
+    }
+    listener.session.transcript.add_exchange(request.method, response.status_code, asked, answered, carried)
+
+
 @router.post("/mcp/{token}")
 async def mcp_post(request: Request, token: str) -> Response:
+    response, listener, message = await _post(request, token)
+    _record(listener, request, response, message)
+    return response
+
+
+async def _post(request: Request, token: str) -> tuple[Response, HttpListener | None, Any]:
+    """The answer to a POST, the session it went to (if any), and the message it carried."""
     state = get_state(request)
     info = await _endpoint(request, token)
     if isinstance(info, JSONResponse):
-        return info
+        return info, None, None
     settings = state.settings
     body = await request.body()
     if len(body) > settings.max_frame_bytes:
-        return _error(413, f"A message is at most {settings.max_message_bytes} bytes.")
+        return _error(413, f"A message is at most {settings.max_message_bytes} bytes."), None, None
     text = body.decode("utf-8", errors="surrogateescape")
     sse = "text/event-stream" in request.headers.get("accept", "")
     if not request.headers.get(SESSION_HEADER):
         first = HttpListener.parse_first(text, WireLimits.from_settings(settings))
         if isinstance(first, FrameError):
-            return _jsonrpc_error(400, first)
+            return _jsonrpc_error(400, first), None, None
         version = _modern_version(first.message)
         if version is not None:
-            return await _stateless(request, state, info, first, text, version, sse)
-        return await _initialize(request, state, info, first)
-    listener = _listener(request, state, info)
-    if isinstance(listener, JSONResponse):
-        return listener
+            response, listener = await _stateless(request, state, info, first, text, version, sse)
+        else:
+            response, listener = await _initialize(request, state, info, first)
+        return response, listener, first.message
+    found = _listener(request, state, info)
+    if isinstance(found, JSONResponse):
+        return found, None, None
+    listener = found
     if (problem := _version_problem(request, listener)) is not None:
-        return problem
+        return problem, listener, None
     result = listener.admit(text)
     if isinstance(result, FrameError):
         listener.session.transcript.add_relay_error(text[:2000], result.reply())
-        return _jsonrpc_error(429 if result.code == -32001 else 400, result)
+        return _jsonrpc_error(429 if result.code == -32001 else 400, result), listener, None
     if "method" not in result.message or "id" not in result.message:
         await _send(listener, result)  # a notification, or a response to the server's own request
-        return Response(status_code=202)
-    return await _answer(listener, result, sse)
+        return Response(status_code=202), listener, result.message
+    return await _answer(listener, result, sse), listener, result.message
 
 
 async def _send(listener: HttpListener, frame: Any) -> None:
@@ -260,26 +331,27 @@ async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpLi
     return listener
 
 
-async def _initialize(request: Request, state: AppState, info: EndpointInfo, probe: Frame) -> Response:
+async def _initialize(request: Request, state: AppState, info: EndpointInfo,
+                      probe: Frame) -> tuple[Response, HttpListener | None]:  # fmt: skip
     if probe.message.get("method") != "initialize" or "id" not in probe.message:
         return _error(
             400,
             f"Start with an initialize request (it answers with {SESSION_HEADER}); every later request "
             "carries that header. A 2026-07-28 request carries its version in params._meta instead.",
-        )
+        ), None
     listener = await _open(request, state, info)
     if isinstance(listener, JSONResponse):
-        return listener
+        return listener, None
     listener.limiter.check()  # the initialize itself counts
     state.http_sessions.add(listener)
     session = listener.session
     response = await _answer(listener, probe, sse=False)
     if response.status_code != 200 or session.transcript.revision is None:
         await _end(state, listener, "initialize did not succeed")  # no session to keep
-        return response
+        return response, None
     listener.version = session.transcript.revision
     response.headers[SESSION_HEADER] = session.id
-    return response
+    return response, listener
 
 
 def _modern_version(message: dict[str, Any]) -> str | None:
@@ -307,26 +379,26 @@ def _header_mismatch(request: Request, message: dict[str, Any], version: str) ->
 
 
 async def _stateless(request: Request, state: AppState, info: EndpointInfo, first: Frame, text: str, version: str,
-                     sse: bool) -> Response:  # fmt: skip
+                     sse: bool) -> tuple[Response, HttpListener | None]:  # fmt: skip
     """A 2026-07-28 request: no session; the endpoint's one instance for such requests answers it."""
     mismatch = _header_mismatch(request, first.message, version)
+    listener = state.http_sessions.serving(info.id)
     if mismatch is not None:
         error = FrameError(HEADER_MISMATCH, "header mismatch", mismatch, id=first.message.get("id"))
-        return _jsonrpc_error(400, error)
-    listener = state.http_sessions.serving(info.id)
+        return _jsonrpc_error(400, error), listener
     if listener is None:
         opened = await _open(request, state, info)
         if isinstance(opened, JSONResponse):
-            return opened
+            return opened, None
         listener = state.http_sessions.stateless[info.id] = opened
     result = listener.admit(text)
     if isinstance(result, FrameError):
         listener.session.transcript.add_relay_error(text[:2000], result.reply())
-        return _jsonrpc_error(429 if result.code == -32001 else 400, result)
+        return _jsonrpc_error(429 if result.code == -32001 else 400, result), listener
     if "method" not in result.message or "id" not in result.message:
         await _send(listener, result)
-        return Response(status_code=202)
-    return await _answer(listener, result, sse)
+        return Response(status_code=202), listener
+    return await _answer(listener, result, sse), listener
 
 
 async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
@@ -368,10 +440,14 @@ async def mcp_get(request: Request, token: str) -> Response:
     listener = await _session(request, token)
     if isinstance(listener, JSONResponse):
         return listener
+    refusal = None
     if "text/event-stream" not in request.headers.get("accept", ""):
-        return _error(406, "The GET stream is text/event-stream: say so in Accept.")
-    if listener.stream_open:
-        return _error(409, "This session's stream is already open.")
+        refusal = _error(406, "The GET stream is text/event-stream: say so in Accept.")
+    elif listener.stream_open:
+        refusal = _error(409, "This session's stream is already open.")
+    if refusal is not None:
+        _record(listener, request, refusal)
+        return refusal
     listener.stream_open = True
 
     async def stream() -> AsyncIterator[bytes]:
@@ -388,7 +464,11 @@ async def mcp_get(request: Request, token: str) -> Response:
         finally:
             listener.stream_open = False
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    response = StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    )
+    _record(listener, request, response)
+    return response
 
 
 @router.delete("/mcp/{token}")
@@ -396,5 +476,7 @@ async def mcp_delete(request: Request, token: str) -> Response:
     listener = await _session(request, token)
     if isinstance(listener, JSONResponse):
         return listener
+    response = Response(status_code=204)
+    _record(listener, request, response)
     await _end(get_state(request), listener, "the client ended the MCP session")
-    return Response(status_code=204)
+    return response

@@ -8,6 +8,7 @@ const SERVER_X = WIDTH - 70;
 const TOP = 46;
 const ROW = 34;
 const PAIR_COLOURS = 6; // .pair-0 ... .pair-5 in style.css
+let diagrams = 0;
 
 function svg(tag, attrs = {}, text) {
   const node = document.createElementNS(NS, tag);
@@ -22,8 +23,10 @@ export class SequenceDiagram {
     this.rows = [];
     this.pairs = new Map(); // pair key -> colour index
     this.nextColour = 0;
-    this.root = svg("svg", { class: "sequence", role: "img", "aria-labelledby": "sequence-title", viewBox: `0 0 ${WIDTH} ${TOP + ROW}` });
-    this.title = svg("title", { id: "sequence-title" }, "Sequence diagram: no messages yet");
+    diagrams += 1; // a page may show two (the console's and an endpoint's): ids must differ
+    const titleId = diagrams === 1 ? "sequence-title" : `sequence-title-${diagrams}`;
+    this.root = svg("svg", { class: "sequence", role: "img", "aria-labelledby": titleId, viewBox: `0 0 ${WIDTH} ${TOP + ROW}` });
+    this.title = svg("title", { id: titleId }, "Sequence diagram: no messages yet");
     this.root.append(this.title);
     this.lanes = svg("g", { class: "lanes" });
     this.arrows = svg("g", { class: "arrows" });

@@ -29,8 +29,17 @@ def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page
                          timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stdout.strip() == "['get_order_status']"
-    expect(panel.locator("[data-endpoint-status]")).to_contain_text("A client is connected")
-    traffic = panel.locator("[data-endpoint-traffic] li")
-    expect(traffic.filter(has_text="request tools/list")).to_have_count(1)
-    expect(traffic.filter(has_text="result for id")).not_to_have_count(0)
-    assert "get_order_status" in traffic.filter(has_text="server → client").last.inner_text()
+    # The SDK's Client speaks 2026-07-28: stateless requests, each naming its method in a header.
+    expect(panel.locator("[data-endpoint-status]")).to_contain_text("stateless requests (2026-07-28)")
+    log = panel.locator("[data-endpoint-log] li.log-entry")
+    expect(log.filter(has_text="tools/list (request")).to_have_count(1)
+    reply = log.filter(has_text="result for tools/list")
+    expect(reply).to_have_count(1)
+    expect(reply).to_contain_text("get_order_status")
+    expect(panel.locator("[data-endpoint-sequence] g.arrow")).not_to_have_count(0)
+    http = panel.locator("[data-endpoint-exchanges] li")
+    listed = http.filter(has_text="POST → 200: tools/list")
+    expect(listed).to_have_count(1)
+    expect(listed).to_contain_text("MCP-Protocol-Version: 2026-07-28")
+    expect(listed).to_contain_text("Mcp-Method: tools/list")
+    expect(listed).to_contain_text("got text/event-stream")  # the SDK asks for both; we answer as a stream
