@@ -20,6 +20,8 @@ BUILTIN_MODULES = (
     "app.demos.legacy",
     "app.demos.stateless",
     "app.demos.flaky",
+    "app.demos.catalog",
+    "app.demos.prints",
     "app.demos.modern",
     "app.demos.tasks",
     "app.demos.poisoned",
