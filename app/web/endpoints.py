@@ -107,6 +107,7 @@ async def delete_endpoint(request: Request, endpoint_id: str) -> JSONResponse:
     if not any(info.id == endpoint_id for info in mine):
         return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
     await anyio.to_thread.run_sync(state.progress.end_endpoint, endpoint_id)
+    state.endpoint_cache.forget(endpoint_id)
     for listener in state.http_sessions.of_endpoint(endpoint_id):
         await _end(state, listener, "the endpoint was deleted")
     state.http_sessions.forget_endpoint(endpoint_id)
@@ -197,7 +198,11 @@ async def _endpoint(request: Request, token: str) -> EndpointInfo | JSONResponse
     if origin is not None and origin not in state.settings.allowed_origins:
         if not same_origin(origin, request.headers.get("host", "")):
             return _error(403, "This origin may not use this endpoint.")
-    info = await anyio.to_thread.run_sync(state.progress.endpoint_by_token_hash, token_hash(token))
+
+    async def load(hashed: str) -> EndpointInfo | None:
+        return await anyio.to_thread.run_sync(state.progress.endpoint_by_token_hash, hashed)
+
+    info = await state.endpoint_cache.get(token_hash(token), load)
     if info is None or not info.live(time.time()):
         return _error(404, "No such endpoint: it may have ended or expired. Make a new one.")
     return info

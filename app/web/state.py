@@ -28,6 +28,7 @@ from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.web.credentials import FailureThrottle
+from app.web.endpoint_cache import EndpointCache
 from app.web.learner import SECRET_NAME, Identity
 
 log = logging.getLogger("app")
@@ -49,6 +50,7 @@ class AppState:
     metrics: Metrics = field(default_factory=Metrics)
     throttle: FailureThrottle = field(init=False)  # wrong secrets, per kind and client address
     http_sessions: HttpSessions = field(default_factory=HttpSessions)  # MCP sessions on endpoints
+    endpoint_cache: EndpointCache = field(default_factory=EndpointCache)  # endpoints by token, briefly
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False
