@@ -186,6 +186,10 @@ class Console {
       this.log.note("Restarting: the old server ends, a fresh one starts.");
       this.forget();
       this.setState("starting", "Starting a fresh server…");
+    } else if (frame.status === "ready" && frame.reason && this.root.dataset.state === "ready") {
+      // Running, but it has not answered anything yet: a learner's own server that never began serving.
+      this.log.note(`Your server is running but has not answered: ${frame.reason}`, "warn");
+      this.setState("ready", `Running, but not answering: ${frame.reason}`);
     } else if (frame.status === "ready") {
       const lost = this.pairs.ready(frame.session, frame.resumed);
       if (frame.resumed) {

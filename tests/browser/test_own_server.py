@@ -1,0 +1,115 @@
+"""A learner writes their own server in the page, as a learner would: type a tool in the editor, save,
+see it listed in the console, and pass the step's exercise. Runs on a small test course
+(tests/fixtures/build_lessons), so the page is asserted, not the Build track's wording."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import PageProbe, _page
+from tests.support.appserver import AppProcess
+
+LESSONS = Path(__file__).resolve().parents[1] / "fixtures" / "build_lessons"
+SOLUTION = (LESSONS / "solutions" / "add.py").read_text()
+STEP = "/course/first-tool/add"
+
+
+@pytest.fixture(scope="module")
+def build_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    with AppProcess(
+        tmp_path_factory.mktemp("build-browser"), lessons_dir=str(LESSONS), warm_pool_size=0
+    ) as app:
+        yield app
+
+
+@pytest.fixture
+def learner(browser: Browser, build_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
+    yield from _page(browser, build_app, probe, "light")
+
+
+def send(page: Page, message: dict) -> None:
+    """Type a message in the console's JSON editor and send it with the keyboard."""
+    page.locator("section.console .cm-content").click()
+    clear_and_insert(page, json.dumps(message))
+    page.keyboard.press("Control+Enter")
+
+
+def write(page: Page, text: str) -> None:
+    """Replace the whole file in the Python editor, as typing would."""
+    page.locator("[data-workspace] .cm-content").click()
+    clear_and_insert(page, text)
+
+
+def clear_and_insert(page: Page, text: str) -> None:
+    """Select all, delete, insert. (Inserting over a selection of several lines lets Chromium's own
+    editing merge the lines, and it tries a style attribute the CSP refuses; the editor's own delete
+    does not.)"""
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Backspace")
+    page.keyboard.insert_text(text)
+
+
+def test_write_a_tool_save_see_it_listed_and_pass_the_exercise(learner: Page, artifacts: Path) -> None:
+    page = learner
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    expect(page.locator("[data-workspace-status]")).to_contain_text("starter file")
+    write(page, SOLUTION)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-edited", "true")
+    page.keyboard.press("Control+Enter")  # save and restart the console's server with the new file
+    expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
+    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+    send(page, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "me", "version": "1"}}})  # fmt: skip
+    expect(page.locator("ol.log li.log-entry[data-kind=received]").first).to_contain_text("initialize")
+    send(page, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send(page, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    expect(page.locator("ol.log li.log-entry[data-kind=received]").last).to_contain_text('"add"')
+    page.locator('[data-action="run-exercise"]').click()
+    expect(page.locator("[data-exercise-status]")).to_contain_text("All 3 passed")
+    expect(page.locator("[data-exercise] [data-test][data-state=passed]")).to_have_count(3)
+    page.screenshot(path=artifacts / "own-server-exercise-passed.png", full_page=True)
+    page.reload()
+    expect(page.locator("[data-exercise]")).to_have_attribute("data-passed", "true")
+
+
+def test_a_syntax_error_is_shown_where_it_is_and_the_exercise_says_why_it_fails(learner: Page) -> None:
+    page = learner
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    write(page, "from mcp.server.mcpserver import MCPServer\n\ndef broken(:\n    pass\n")
+    page.keyboard.press("Control+s")
+    expect(page.locator("[data-workspace-status]")).to_contain_text("line 3, column 12: invalid syntax")
+    expect(page.locator("[data-workspace] .cm-lintRange-error")).to_have_count(1)
+    page.locator('[data-action="run-exercise"]').click()
+    expect(page.locator("[data-exercise-status]")).to_contain_text("The run stopped")
+    expect(page.locator("[data-exercise-stderr] pre")).to_contain_text("SyntaxError")
+
+
+def test_without_the_editor_bundle_the_textarea_saves(learner: Page) -> None:
+    page = learner
+    page.route("**/static/vendor/codemirror.js", lambda route: route.abort())
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    source = page.locator("#workspace-source")
+    source.fill(SOLUTION)
+    source.press("Control+s")
+    expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
+
+
+def test_a_server_that_never_serves_is_explained_in_the_console(learner: Page) -> None:
+    page = learner
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    write(page, "import time\n\ntime.sleep(10 ** 6)  # forgot mcp.run()\n")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
+    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+    send(page, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    expect(page.locator("ol.log .note-warn")).to_contain_text("has not started serving", timeout=30_000)
+    expect(page.locator("[data-console-state]")).to_contain_text("not answering")
