@@ -24,7 +24,8 @@ def run(name: str, t: Transcript) -> tuple[bool, str]:
 def test_nothing_yet_says_to_connect_a_client() -> None:
     empty = Transcript(server="demo-orders")
     for name in ("http-session-opened", "http-session-reused", "http-version-header", "http-stream-opened",
-                 "http-answered-as-sse"):  # fmt: skip
+                 "http-answered-as-sse", "http-session-ended", "http-stateless-request",
+                 "http-header-mismatch-refused"):  # fmt: skip
         assert run(name, empty) == (
             False,
             "No client has used your endpoint yet: connect one with the URL above.",
@@ -77,3 +78,80 @@ def test_the_stream_and_an_sse_reply() -> None:
         True,
         "Exchange #4: `tools/list` was answered as `text/event-stream`.",
     )
+
+
+def test_a_delete_that_ended_the_session() -> None:
+    t = opened()
+    assert run("http-session-ended", t) == (
+        False,
+        "The session is still open: send DELETE with its `Mcp-Session-Id`.",
+    )
+    t.add_exchange("DELETE", 405, {"mcp-session-id": SESSION}, {})
+    assert run("http-session-ended", t) == (False, "Exchange #2: DELETE was answered 405.")
+    t.add_exchange("DELETE", 204, {"mcp-session-id": "someone-else"}, {})
+    assert run("http-session-ended", t)[0] is False
+    t.add_exchange("DELETE", 204, {"mcp-session-id": SESSION, "mcp-protocol-version": "2025-11-25"}, {})
+    assert run("http-session-ended", t) == (
+        True, "Exchange #4: DELETE with the session id was answered 204; the session has ended, and its id now "
+        "answers 404.")  # fmt: skip
+
+
+MODERN = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+          "mcp-protocol-version": "2026-07-28"}  # fmt: skip
+
+
+def stateless() -> Transcript:
+    """The endpoint's instance for 2026-07-28 requests: no initialize, no session id."""
+    return Transcript(server="demo-orders")
+
+
+def test_a_stateless_request_names_its_method() -> None:
+    t = stateless()
+    t.add_exchange("POST", 200, {**MODERN, "mcp-method": "tools/list"}, {"content-type": "text/event-stream"},
+                   {"method": "server/discover", "id": 1, "kind": "request"})  # fmt: skip
+    assert run("http-stateless-request", t) == (False, "No 2026-07-28 request has been answered yet.")
+    t.add_exchange("POST", 200, {**MODERN, "mcp-method": "tools/list"}, {"content-type": "text/event-stream"},
+                   {"method": "tools/list", "id": 2, "kind": "request"})  # fmt: skip
+    assert run("http-stateless-request", t) == (
+        True, "Exchange #2: `tools/list` with `Mcp-Method: tools/list` and `MCP-Protocol-Version: 2026-07-28`, "
+        "no session id, was answered 200.")  # fmt: skip
+
+
+def test_stateless_checks_on_a_handshake_session_say_what_to_send_instead() -> None:
+    message = ("This is a session opened with `initialize`: send a 2026-07-28 request instead, with its version in "
+               "`params._meta` and no session id.")  # fmt: skip
+    assert run("http-stateless-request", opened()) == (False, message)
+    assert run("http-header-mismatch-refused", opened()) == (False, message)
+
+
+def test_a_request_refused_for_headers_that_disagree_with_its_body() -> None:
+    t = stateless()
+    t.add_exchange("POST", 200, {**MODERN, "mcp-method": "tools/call", "mcp-name": "get_order_status"}, JSON,
+                   {"method": "tools/call", "id": 1, "kind": "request"})  # fmt: skip
+    assert run("http-header-mismatch-refused", t) == (
+        False, "No request has been refused for its headers yet: send one whose `Mcp-Name` or `Mcp-Method` "
+        "disagrees with its body.")  # fmt: skip
+    t.add_exchange("POST", 400, {**MODERN, "mcp-method": "tools/call", "mcp-name": "cancel_order"}, JSON,
+                   {"method": "tools/call", "id": 2, "kind": "request"})  # fmt: skip
+    assert run("http-header-mismatch-refused", t) == (
+        True, "Exchange #2: `tools/call` said `Mcp-Name: cancel_order`, which is not the name in its body; it was "
+        "refused 400 (`-32020`, header mismatch).")  # fmt: skip
+
+
+def test_the_refusal_names_the_header_that_disagreed() -> None:
+    cases = [
+        ({**MODERN, "mcp-method": "tools/list"}, "the body's method was `tools/call` and the request said "
+         "`Mcp-Method: tools/list`"),
+        ({k: v for k, v in MODERN.items() if k != "mcp-protocol-version"} | {"mcp-method": "tools/call"},
+         "`tools/call` named its version in `params._meta` and said no `MCP-Protocol-Version`"),
+        ({**MODERN, "mcp-protocol-version": "2025-11-25", "mcp-method": "tools/call"},
+         "`tools/call` named its version in `params._meta` and said `MCP-Protocol-Version: 2025-11-25`"),
+        ({**MODERN, "mcp-method": "tools/call"}, "`tools/call` came without the `Mcp-Name` its body needs"),
+    ]  # fmt: skip
+    for headers, said in cases:
+        t = stateless()
+        t.add_exchange("POST", 400, headers, JSON, {"method": "tools/call", "id": 7, "kind": "request"})
+        assert run("http-header-mismatch-refused", t) == (
+            True,
+            f"Exchange #1: {said}; it was refused 400 (`-32020`, header mismatch).",
+        )
