@@ -196,6 +196,15 @@ class Settings(BaseSettings):
     max_endpoints_per_learner: int = Field(
         3, description="Streamable HTTP endpoints one learner may hold at once."
     )
+    replica_silence_s: float = Field(
+        15.0,
+        gt=0,
+        le=30.0,
+        description=(
+            "With PostgreSQL (several replicas): a replica silent this long drops out of every live-session "
+            "count; each replica says it is alive three times as often."
+        ),
+    )
     reply_timeout_s: float = Field(
         10.0, description="After this long without a reply, the console says the request is still waiting."
     )

@@ -36,12 +36,24 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self.refusals = Counter("playground_refusals", "Sessions refused, by why.", ["reason"], registry=r)
+        # The whole playground, whichever replica is scraped (with one replica: the same as above).
+        self.all_live_sessions = Gauge("playground_all_live_sessions",
+                                       "Live sessions on every replica sharing the database.", registry=r)  # fmt: skip
+        self.class_live_sessions = Gauge("playground_class_live_sessions",
+                                         "Live sessions of each class, on every replica.", ["class_id"], registry=r)  # fmt: skip
         self.sandbox_layer = Gauge(
             "playground_sandbox_layer",
             "1 when a sandbox layer is in force, 0 when it is missing.",
             ["layer"],
             registry=r,
         )
+
+    def count_live(self, class_ids: list[str | None]) -> None:
+        """Set the whole playground's gauges from every live session's class (None: in no class)."""
+        self.all_live_sessions.set(len(class_ids))
+        self.class_live_sessions.clear()
+        for class_id in set(class_ids) - {None}:
+            self.class_live_sessions.labels(class_id).set(class_ids.count(class_id))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -98,6 +98,32 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (learner_id, version)
         )""",
     ),
+    # 7: replicas sharing one PostgreSQL: who is alive, their live sessions, and requests to end one
+    # (an instructor on one replica ending a console held by another). Unused with SQLite.
+    (
+        """CREATE TABLE replicas (
+            id TEXT PRIMARY KEY,
+            started_at {time} NOT NULL,
+            heartbeat_at {time} NOT NULL
+        )""",
+        """CREATE TABLE live_sessions (
+            id TEXT PRIMARY KEY,
+            replica_id TEXT NOT NULL,
+            learner_id TEXT,
+            class_id TEXT,
+            server TEXT NOT NULL,
+            started_at {time} NOT NULL,
+            last_active_at {time} NOT NULL
+        )""",
+        "CREATE INDEX live_sessions_class ON live_sessions (class_id)",
+        "CREATE INDEX live_sessions_replica ON live_sessions (replica_id)",
+        """CREATE TABLE session_commands (
+            session_id TEXT PRIMARY KEY,
+            replica_id TEXT NOT NULL,
+            command TEXT NOT NULL,
+            created_at {time} NOT NULL
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

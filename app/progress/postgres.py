@@ -31,6 +31,10 @@ class PostgresProgressStore(SQLProgressStore):
             self._exec(db, "SELECT pg_advisory_xact_lock(424242)")
         return super()._version(db)
 
+    def _lock_class(self, db: Any, class_id: str) -> None:
+        # One class decides at a time, across every replica, until this transaction ends.
+        self._exec(db, "SELECT pg_advisory_xact_lock(hashtext(?))", (f"class:{class_id}",))
+
     @staticmethod
     def _in_transaction(db: Any) -> bool:
         from psycopg import pq

@@ -23,6 +23,7 @@ from app.progress.store import (
     ClassInfo,
     EndpointInfo,
     LearnerProgress,
+    LiveSession,
     ProgressError,
     QuizRecord,
     ServerFile,
@@ -478,6 +479,121 @@ class SQLProgressStore:
             ).fetchall()
         # Sizes in bytes, as the limit counts them (SQL's LENGTH counts characters).
         return [ServerFile(row[0], row[1], len(row[2].encode("utf-8"))) for row in rows]
+
+    # --- live sessions across replicas (used with PostgreSQL) ------------------------------------
+
+    _LIVE_COLUMNS = "s.id, s.replica_id, s.learner_id, s.class_id, s.server, s.started_at, s.last_active_at"
+
+    def _lock_class(self, db: Any, class_id: str) -> None:
+        """Hold a lock on deciding for this class until the transaction ends. (SQLite's write
+        transaction already excludes every other writer.)"""
+
+    def register_replica(self, replica_id: str) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._exec(
+                db,
+                "INSERT INTO replicas (id, started_at, heartbeat_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+                (replica_id, now, now),
+            )
+
+    def heartbeat(self, replica_id: str, active: Sequence[tuple[str, float]]) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._exec(db, "UPDATE replicas SET heartbeat_at = ? WHERE id = ?", (now, replica_id))
+            for session_id, last_active in active:
+                self._exec(
+                    db,
+                    "UPDATE live_sessions SET last_active_at = ? WHERE id = ? AND replica_id = ?",
+                    (last_active, session_id, replica_id),
+                )
+
+    def add_live_session(
+        self, replica_id: str, session: LiveSession, class_cap: int | None, fresh_s: float
+    ) -> int | None:
+        with self._write() as db:
+            if session.class_id is not None and class_cap is not None:
+                self._lock_class(db, session.class_id)
+                row = self._exec(
+                    db,
+                    "SELECT COUNT(*) FROM live_sessions s JOIN replicas r ON r.id = s.replica_id "
+                    "WHERE s.class_id = ? AND r.heartbeat_at > ?",
+                    (session.class_id, time.time() - fresh_s),
+                ).fetchone()
+                if row[0] >= class_cap:
+                    return int(row[0])
+            self._exec(
+                db,
+                "INSERT INTO live_sessions (id, replica_id, learner_id, class_id, server, started_at, "
+                "last_active_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session.id, replica_id, session.learner_id, session.class_id, session.server,
+                 session.started_at, session.last_active_at),
+            )  # fmt: skip
+        return None
+
+    def end_live_sessions(self, session_ids: Sequence[str]) -> None:
+        with self._write() as db:
+            for session_id in session_ids:
+                self._exec(db, "DELETE FROM live_sessions WHERE id = ?", (session_id,))
+                self._exec(db, "DELETE FROM session_commands WHERE session_id = ?", (session_id,))
+
+    def live_sessions(self, fresh_s: float, class_id: str | None = None) -> list[LiveSession]:
+        query = (
+            f"SELECT {self._LIVE_COLUMNS} FROM live_sessions s JOIN replicas r ON r.id = s.replica_id "
+            "WHERE r.heartbeat_at > ?"
+        )
+        args: list[Any] = [time.time() - fresh_s]
+        if class_id is not None:
+            query += " AND s.class_id = ?"
+            args.append(class_id)
+        with self._read() as db:
+            rows = self._exec(db, query + " ORDER BY s.started_at", args).fetchall()
+        return [LiveSession(*row) for row in rows]
+
+    def request_session_end(self, session_id: str, fresh_s: float) -> str | None:
+        with self._write() as db:
+            row = self._exec(
+                db,
+                "SELECT s.replica_id FROM live_sessions s JOIN replicas r ON r.id = s.replica_id "
+                "WHERE s.id = ? AND r.heartbeat_at > ?",
+                (session_id, time.time() - fresh_s),
+            ).fetchone()
+            if row is None:
+                return None
+            self._exec(
+                db,
+                "INSERT INTO session_commands (session_id, replica_id, command, created_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (session_id) DO NOTHING",
+                (session_id, row[0], "end", time.time()),
+            )
+        return str(row[0])
+
+    def take_session_commands(self, replica_id: str) -> list[tuple[str, str]]:
+        with self._write() as db:
+            rows = self._exec(
+                db, "SELECT session_id, command FROM session_commands WHERE replica_id = ?", (replica_id,)
+            ).fetchall()
+            if rows:
+                self._exec(db, "DELETE FROM session_commands WHERE replica_id = ?", (replica_id,))
+        return [(row[0], row[1]) for row in rows]
+
+    def retire_replica(self, replica_id: str) -> None:
+        with self._write() as db:
+            for table in ("live_sessions", "session_commands"):
+                self._exec(db, f"DELETE FROM {table} WHERE replica_id = ?", (replica_id,))
+            self._exec(db, "DELETE FROM replicas WHERE id = ?", (replica_id,))
+
+    def drop_stale_replicas(self, older_than_s: float) -> int:
+        cutoff = time.time() - older_than_s
+        with self._write() as db:
+            stale = [row[0] for row in self._exec(db, "SELECT id FROM replicas WHERE heartbeat_at < ?",
+                                                  (cutoff,)).fetchall()]  # fmt: skip
+            for replica_id in stale:
+                for table in ("live_sessions", "session_commands"):
+                    self._exec(db, f"DELETE FROM {table} WHERE replica_id = ?", (replica_id,))
+                self._exec(db, "DELETE FROM replicas WHERE id = ?", (replica_id,))
+        return len(stale)
 
     # --- resume codes ------------------------------------------------------------------------------
 

@@ -135,11 +135,7 @@ class Admission:
             )  # fmt: skip
         if owner.class_id is not None and owner.class_cap is not None:
             if self._by_class[owner.class_id] >= owner.class_cap:
-                raise CapacityError(
-                    f"Your class has {_consoles(owner.class_cap)} open, the most your instructor allowed. "
-                    f"Try again in {RETRY_SHARED_S} s, or close a console you no longer need.",
-                    reason="class_full", retry_after_s=RETRY_SHARED_S,
-                )  # fmt: skip
+                raise class_full(owner.class_cap)
         if self.total >= caps.total:
             raise CapacityError(
                 f"The playground is full right now ({_consoles(caps.total)} open). "
@@ -164,6 +160,15 @@ class Admission:
             self._by_class[owner.class_id] -= 1
             if self._by_class[owner.class_id] <= 0:
                 del self._by_class[owner.class_id]
+
+
+def class_full(cap: int) -> CapacityError:
+    """The refusal when a class holds as many live sessions as its cap (on this replica or on all)."""
+    return CapacityError(
+        f"Your class has {_consoles(cap)} open, the most your instructor allowed. "
+        f"Try again in {RETRY_SHARED_S} s, or close a console you no longer need.",
+        reason="class_full", retry_after_s=RETRY_SHARED_S,
+    )  # fmt: skip
 
 
 def _consoles(count: int) -> str:

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Protocol
 
 from app.demos import MY_SERVER
 from app.metrics import Metrics
@@ -32,11 +33,24 @@ SERVER_ENDED = 1011
 GOING_AWAY = 1001
 
 
+class SharedSessions(Protocol):
+    """Every replica's live sessions, where several share one database (app/web/fleet.py)."""
+
+    async def admitted(self, session: RelaySession) -> None:
+        """Count the new session everywhere; raise CapacityError when its class is full across replicas."""
+        ...
+
+    def ended(self, session: RelaySession) -> None:
+        """The session has ended here (soon forgotten everywhere)."""
+        ...
+
+
 class Sessions:
     def __init__(self, source: ProcessSource, admission: Admission, *, grace_s: float, idle_timeout_s: float,
                  max_session_s: float, metrics: Metrics | None = None,
                  new_transcript: Callable[[str], Transcript] | None = None,
-                 own_source: Callable[[Owner], Awaitable[str]] | None = None) -> None:  # fmt: skip
+                 own_source: Callable[[Owner], Awaitable[str]] | None = None,
+                 shared: SharedSessions | None = None) -> None:  # fmt: skip
         self.source = source
         self.admission = admission
         self.grace_s = grace_s
@@ -46,6 +60,7 @@ class Sessions:
         self._new_transcript = new_transcript or (lambda server: Transcript(server=server))
         # The learner's latest saved server.py (or the starter), read whenever my-server (re)starts.
         self._own_source = own_source
+        self.shared = shared  # None on one machine (SQLite): nothing extra runs
         self.sessions: dict[str, RelaySession] = {}
         self._grace: dict[str, asyncio.Task] = {}
         self._endings: set[asyncio.Task] = set()
@@ -91,9 +106,13 @@ class Sessions:
                                new_transcript=lambda: self._new_transcript(server),
                                on_exit=self._process_exited, watch_serving=server == MY_SERVER)  # fmt: skip
         try:
+            if self.shared is not None:
+                await self.shared.admitted(session)
             process = await self._acquire(server, owner)
         except BaseException:
             slot.release()
+            if self.shared is not None:
+                self.shared.ended(session)
             raise
         session.run(process)
         self.sessions[session.id] = session
@@ -176,6 +195,8 @@ class Sessions:
         session.closed = True
         self.sessions.pop(session.id, None)
         session.slot.release()
+        if self.shared is not None:
+            self.shared.ended(session)
         timer = self._grace.pop(session.id, None)
         if timer is not None and timer is not asyncio.current_task():
             timer.cancel()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -55,5 +56,12 @@ async def transcript(
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    """Prometheus metrics: sessions, start latency, relay messages and errors, sandbox layers."""
-    return Response(get_state(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus metrics: sessions, start latency, relay messages and errors, sandbox layers; and the
+    whole playground's live sessions by class, whichever replica answers."""
+    state = get_state(request)
+    if state.fleet is not None:
+        everywhere = await anyio.to_thread.run_sync(state.fleet.live)
+        state.metrics.count_live([s.class_id for s in everywhere])
+    elif state.sessions is not None:
+        state.metrics.count_live([s.owner.class_id for s in list(state.sessions.sessions.values())])
+    return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -22,10 +22,12 @@ from app.course.models import Step
 from app.course.render import code_block
 from app.progress import ClassInfo, LearnerProgress
 from app.relay.session import RelaySession
+from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
 from app.web.api import TRANSCRIPT_PAGE
 from app.web.client import client_address, is_https
 from app.web.credentials import retry_words, same_secret
+from app.web.fleet import ENDED_BY_INSTRUCTOR
 from app.web.state import AppState, get_state
 from app.web.templating import templates
 
@@ -88,10 +90,12 @@ def dashboard(request: Request) -> HTMLResponse:
         )
     state = get_state(request)
     classes = state.progress.classes()
-    sessions = state.sessions
-    live = sessions.count_for_class if sessions else (lambda _: 0)
-    rows = [(c, len(state.progress.class_learners(c.id)), live(c.id)) for c in classes]
-    context = {"title": "Instructor", "rows": rows, "live_total": sessions.live if sessions else 0,
+    live = _live_sessions(state)
+    by_class: dict[str | None, int] = {}
+    for item in live:
+        by_class[item["class_id"]] = by_class.get(item["class_id"], 0) + 1
+    rows = [(c, len(state.progress.class_learners(c.id)), by_class.get(c.id, 0)) for c in classes]
+    context = {"title": "Instructor", "rows": rows, "live_total": len(live),
                "max_sessions": state.settings.max_sessions, "default_cap": state.settings.max_sessions_per_class}  # fmt: skip
     return templates.TemplateResponse(request, "instructor.html", context)
 
@@ -141,18 +145,28 @@ def create_class(
     return RedirectResponse(f"/instructor/classes/{klass.id}", status_code=303)
 
 
-def _learner_sessions(state: AppState) -> dict[str, list]:
+def _live_sessions(state: AppState, class_id: str | None = None) -> list[dict]:
+    """Every live session (of one class): this replica's, or with replicas sharing PostgreSQL, every
+    replica's. `local` sessions can be followed here; the others only ended (their replica acts)."""
+    local = dict(state.sessions.sessions) if state.sessions is not None else {}
+    if state.fleet is not None:
+        return [{"id": s.id, "server": s.server, "learner": s.learner_id, "class_id": s.class_id,
+                 "local": s.id in local} for s in state.fleet.live(class_id)]  # fmt: skip
+    return [{"id": s.id, "server": s.server, "learner": s.learner, "class_id": s.owner.class_id, "local": True}
+            for s in local.values() if class_id is None or s.owner.class_id == class_id]  # fmt: skip
+
+
+def _learner_sessions(state: AppState, class_id: str) -> dict[str, list]:
     out: dict[str, list] = {}
-    if state.sessions is not None:
-        for session in list(state.sessions.sessions.values()):
-            if session.learner:
-                out.setdefault(session.learner, []).append(session)
+    for item in _live_sessions(state, class_id):
+        if item["learner"]:
+            out.setdefault(item["learner"], []).append(item)
     return out
 
 
-def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step], list[dict]]:
+def _grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tuple[list[Step], list[dict]]:
     steps = list(state.catalog.steps())
-    sessions = _learner_sessions(state)
+    sessions = _learner_sessions(state, class_id)
     rows = []
     for learner in learners:
         cells = []
@@ -171,9 +185,9 @@ def _grid(state: AppState, learners: list[LearnerProgress]) -> tuple[list[Step],
 
 def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     klass = _klass(state, class_id)
-    steps, rows = _grid(state, state.progress.class_learners(class_id))
+    steps, rows = _grid(state, state.progress.class_learners(class_id), class_id)
     join_link = str(request.base_url).rstrip("/") + f"/join/{klass.join_code}"
-    live = state.sessions.count_for_class(class_id) if state.sessions else 0
+    live = sum(len(row["sessions"]) for row in rows)
     cap = klass.max_sessions or state.settings.max_sessions_per_class
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
             "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time()}  # fmt: skip
@@ -196,7 +210,7 @@ def class_grid(state: Instructor, request: Request, class_id: str) -> HTMLRespon
 @router.get("/instructor/classes/{class_id}/progress.csv")
 def class_csv(state: Instructor, class_id: str) -> Response:
     klass = _klass(state, class_id)
-    steps, rows = _grid(state, state.progress.class_learners(class_id))
+    steps, rows = _grid(state, state.progress.class_learners(class_id), class_id)
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["learner", "name", "steps done", *[f"{s.slug} {kind}" for s in steps for kind in
@@ -305,6 +319,20 @@ def session_frames(state: Instructor, session_id: str, after: int = 0) -> JSONRe
         "next_after": entries[-1].seq if entries else max(after, 0),
         "more": len(entries) == TRANSCRIPT_PAGE,
     })  # fmt: skip
+
+
+@router.post("/instructor/sessions/{session_id}/end")
+def end_session(state: Instructor, session_id: str, class_id: str = Form("")) -> Response:
+    """End a learner's console, on this replica or on the one that holds it (within a second or so);
+    back to the class page it was ended from."""
+    session = state.sessions.sessions.get(session_id) if state.sessions is not None else None
+    if session is not None:
+        assert state.sessions is not None
+        state.sessions.end_soon(session, NORMAL_CLOSURE, ENDED_BY_INSTRUCTOR)
+    elif state.fleet is None or state.fleet.request_end(session_id) is None:
+        raise HTTPException(404, "That session has ended.")
+    known = class_id and state.progress.get_class(class_id) is not None
+    return RedirectResponse(f"/instructor/classes/{class_id}" if known else "/instructor", status_code=303)
 
 
 def _live_session(state: AppState, session_id: str) -> RelaySession:

@@ -29,6 +29,7 @@ from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.web.credentials import FailureThrottle
 from app.web.endpoint_cache import EndpointCache
+from app.web.fleet import Fleet
 from app.web.learner import SECRET_NAME, Identity
 
 log = logging.getLogger("app")
@@ -51,6 +52,7 @@ class AppState:
     throttle: FailureThrottle = field(init=False)  # wrong secrets, per kind and client address
     http_sessions: HttpSessions = field(default_factory=HttpSessions)  # MCP sessions on endpoints
     endpoint_cache: EndpointCache = field(default_factory=EndpointCache)  # endpoints by token, briefly
+    fleet: Fleet | None = None  # replicas sharing PostgreSQL: every replica's live sessions
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False
@@ -77,6 +79,8 @@ class AppState:
             print(f"Refusing to start: a lesson file is wrong: {exc}", file=sys.stderr, flush=True)
             raise
         self.progress.open()
+        if s.database_url:  # several replicas may share this database: share live sessions too
+            self.fleet = Fleet(self.progress, s.replica_silence_s)
         self.instructor_token = s.instructor_token
         if self.instructor_token and s.hosting and len(self.instructor_token) < MIN_HOSTING_TOKEN_LENGTH:
             message = (
@@ -129,9 +133,11 @@ class AppState:
             self.pool, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
             max_session_s=s.max_session_s, metrics=self.metrics,
             new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
-            own_source=self.own_source,
+            own_source=self.own_source, shared=self.fleet,
         )  # fmt: skip
         self.sessions.start()
+        if self.fleet is not None:
+            await self.fleet.start(self.sessions)
         self._bind_metrics()
         if self.drop_privileges:
             self._drop_privileges()
@@ -159,6 +165,8 @@ class AppState:
         self.ready = False
         if self.sessions is not None:
             await self.sessions.close_all()
+        if self.fleet is not None:
+            await self.fleet.stop()
         if self.pool is not None:
             await self.pool.stop()
         self.progress.close()

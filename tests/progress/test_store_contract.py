@@ -151,3 +151,90 @@ def test_a_deleted_class_takes_its_learners_files_with_it(store) -> None:  # noq
     store.save_server_file(BOB, "x = 1\n")
     store.delete_class(klass.id)
     assert store.server_file(BOB) is None
+
+
+def _live(session_id: str, class_id: str | None = "c1", learner: str = ADA):  # noqa: ANN202
+    from app.progress.store import LiveSession
+
+    now = time.time()
+    return LiveSession(session_id, "", learner, class_id, "demo-orders", now, now)
+
+
+def test_live_sessions_count_across_replicas_only_while_their_replica_beats(store) -> None:  # noqa: ANN001
+    store.register_replica("r1")
+    store.register_replica("r2")
+    assert store.add_live_session("r1", _live("s1"), 3, 30) is None
+    assert store.add_live_session("r2", _live("s2", learner=BOB), 3, 30) is None
+    assert store.add_live_session("r2", _live("s3", class_id=None), None, 30) is None
+    assert [s.id for s in store.live_sessions(30, "c1")] == ["s1", "s2"]
+    assert {s.replica_id for s in store.live_sessions(30)} == {"r1", "r2"}
+    assert store.live_sessions(0, "c1") == []  # no heartbeat is that fresh: nothing counts
+    store.heartbeat("r1", [("s1", 12345.0)])
+    assert next(s for s in store.live_sessions(30) if s.id == "s1").last_active_at == 12345.0
+    store.end_live_sessions(["s2"])
+    assert [s.id for s in store.live_sessions(30, "c1")] == ["s1"]
+
+
+def test_a_full_class_refuses_and_says_how_full(store) -> None:  # noqa: ANN001
+    store.register_replica("r1")
+    for n in range(2):
+        assert store.add_live_session("r1", _live(f"s{n}"), 2, 30) is None
+    assert store.add_live_session("r1", _live("s9"), 2, 30) == 2
+    assert len(store.live_sessions(30, "c1")) == 2
+
+
+def test_ending_a_session_held_by_another_replica_goes_through_its_commands(store) -> None:  # noqa: ANN001
+    store.register_replica("r1")
+    store.add_live_session("r1", _live("s1"), None, 30)
+    assert store.request_session_end("nobody", 30) is None
+    assert store.request_session_end("s1", 30) == "r1"
+    assert store.request_session_end("s1", 30) == "r1"  # asked twice: one command
+    assert store.take_session_commands("r2") == []
+    assert store.take_session_commands("r1") == [("s1", "end")]
+    assert store.take_session_commands("r1") == []
+
+
+def test_a_retired_or_silent_replica_takes_its_sessions_with_it(store) -> None:  # noqa: ANN001
+    store.register_replica("r1")
+    store.register_replica("r2")
+    store.add_live_session("r1", _live("s1"), None, 30)
+    store.add_live_session("r2", _live("s2"), None, 30)
+    store.retire_replica("r1")
+    assert [s.id for s in store.live_sessions(30)] == ["s2"]
+    assert store.drop_stale_replicas(3600) == 0
+    assert store.drop_stale_replicas(-1) == 1  # every heartbeat is older than a second from now
+    assert store.live_sessions(30) == []
+
+
+def test_a_class_cap_holds_when_replicas_open_at_once(
+    store, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:  # noqa: ANN001
+    """Ten opens at once from two connections (two replicas) into a class capped at 3: three get in."""
+    import threading
+
+    if isinstance(store, SQLiteProgressStore):
+        other: ProgressStore = SQLiteProgressStore(tmp_path / "p.sqlite3")
+    else:
+        other = PostgresProgressStore(store.url)
+    other.open()
+    try:
+        store.register_replica("r1")
+        other.register_replica("r2")
+        results: list[int | None] = []
+        lock = threading.Lock()
+
+        def open_one(n: int) -> None:
+            mine = store if n % 2 else other
+            outcome = mine.add_live_session("r1" if n % 2 else "r2", _live(f"s{n}", learner=f"l{n}"), 3, 30)
+            with lock:
+                results.append(outcome)
+
+        threads = [threading.Thread(target=open_one, args=(n,)) for n in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        other.close()
+    assert results.count(None) == 3 and len(results) == 10
+    assert len(store.live_sessions(30, "c1")) == 3
