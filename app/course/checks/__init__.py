@@ -250,8 +250,11 @@ from app.course.checks import (  # noqa: E402
     handshake,
     http,
     jsonrpc,
+    modern,
     resources,
+    security,
     stateless,
+    tasks,
     tools,
     transports,
 )
@@ -271,8 +274,11 @@ __all__ = [
     "handshake",
     "http",
     "jsonrpc",
+    "modern",
     "resources",
+    "security",
     "stateless",
+    "tasks",
     "tools",
     "transports",
 ]
