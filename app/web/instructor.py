@@ -15,6 +15,7 @@ import secrets
 import time
 from typing import Annotated
 
+import anyio
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -322,16 +323,16 @@ def session_frames(state: Instructor, session_id: str, after: int = 0) -> JSONRe
 
 
 @router.post("/instructor/sessions/{session_id}/end")
-def end_session(state: Instructor, session_id: str, class_id: str = Form("")) -> Response:
+async def end_session(state: Instructor, session_id: str, class_id: str = Form("")) -> Response:
     """End a learner's console, on this replica or on the one that holds it (within a second or so);
     back to the class page it was ended from."""
     session = state.sessions.sessions.get(session_id) if state.sessions is not None else None
     if session is not None:
         assert state.sessions is not None
-        state.sessions.end_soon(session, NORMAL_CLOSURE, ENDED_BY_INSTRUCTOR)
-    elif state.fleet is None or state.fleet.request_end(session_id) is None:
+        await state.sessions.end(session, NORMAL_CLOSURE, ENDED_BY_INSTRUCTOR)
+    elif state.fleet is None or await anyio.to_thread.run_sync(state.fleet.request_end, session_id) is None:
         raise HTTPException(404, "That session has ended.")
-    known = class_id and state.progress.get_class(class_id) is not None
+    known = class_id and await anyio.to_thread.run_sync(state.progress.get_class, class_id) is not None
     return RedirectResponse(f"/instructor/classes/{class_id}" if known else "/instructor", status_code=303)
 
 

@@ -274,3 +274,23 @@ async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProc
             assert follow["data-after"] == "0"
         finally:
             await console.close()
+
+
+async def test_an_instructor_ends_a_learners_console_from_the_class_page(app: AppProcess) -> None:
+    class_id, code = make_class(app, "Ending")
+    with learner(app, code, "Kit") as kit, instructor(app) as client:
+        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                               additional_headers={"Cookie": f"{COOKIE}={kit.cookies[COOKIE]}"})  # fmt: skip
+        try:
+            session = (await console.recv_type("state"))["session"]
+            grid = BeautifulSoup(client.get(f"/instructor/classes/{class_id}/grid").text, "html.parser")
+            form = grid.select_one(f'[data-live-session="{session}"] form')
+            assert form["action"] == f"/instructor/sessions/{session}/end"
+            ended = client.post(form["action"], data={"class_id": class_id}, follow_redirects=False)
+            assert ended.status_code == 303 and ended.headers["location"] == f"/instructor/classes/{class_id}"
+            while (frame := await console.recv_type("state"))["status"] != "exited":
+                pass
+            assert frame["reason"] == "your instructor ended this console"
+            assert client.post(form["action"], data={"class_id": class_id}).status_code == 404
+        finally:
+            await console.close()
