@@ -1,15 +1,20 @@
 """The relay's round trip for tools/call over the WebSocket, and over a Streamable HTTP endpoint,
-next to a direct stdio round trip, interleaved in one run."""
+next to two baselines interleaved in one run: a direct stdio round trip to an unsandboxed server, and
+the floor (bench/floor.py: the same WebSocket stack and sandboxed server, bytes copied, nothing else)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import sys
 import time
 
 import httpx
 
 from bench.cold import ColdServer
 from bench.stats import summary
-from tests.support.appserver import AppProcess
+from tests.support.appserver import ROOT, AppProcess, free_port
 from tests.support.wsclient import McpClient
 
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
@@ -21,13 +26,45 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     await client.initialize()
     direct = ColdServer()
     await direct.start()
+    floor_port = free_port()
+    floor_proc = subprocess.Popen([sys.executable, "-m", "bench.floor", str(floor_port), str(app.uid_base + 5000)],
+                                  cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    try:
+        floor = await _connect_floor(floor_port)
+        figures, table = await _measure(app, samples, client, direct, floor)
+        await floor.close()
+    finally:
+        floor_proc.terminate()
+        floor_proc.wait(30)
+    return figures, table
+
+
+async def _connect_floor(port: int) -> McpClient:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            floor = await McpClient.connect(f"ws://127.0.0.1:{port}/ws/demo-orders")
+            await floor.initialize()
+            return floor
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)  # the floor's fork server is still starting: poll with a deadline
+
+
+async def _measure(app: AppProcess, samples: int, client: McpClient, direct: ColdServer,
+                   floor: McpClient) -> tuple[dict, list]:  # fmt: skip
     http, url, session = await _endpoint_session(app)
-    relay_times, direct_times, http_times = [], [], []
+    relay_times, direct_times, http_times, floor_times = [], [], [], []
     for i in range(samples):  # interleaved, so all see the same machine
         began = time.perf_counter()
         reply = await client.call(10 + i, "tools/call", CALL)
         assert "result" in reply, reply
         relay_times.append((time.perf_counter() - began) * 1000)
+        began = time.perf_counter()
+        reply = await floor.call(10 + i, "tools/call", CALL)
+        assert "result" in reply, reply
+        floor_times.append((time.perf_counter() - began) * 1000)
         began = time.perf_counter()
         reply = await direct.request({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": CALL})
         assert "result" in reply, reply
@@ -42,10 +79,18 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     await http.delete(url, headers={"Mcp-Session-Id": session})
     await http.aclose()
     relay_s, direct_s, http_s = summary(relay_times), summary(direct_times), summary(http_times)
+    floor_s = summary(floor_times)
     p50_ratio, p99_ratio = relay_s["p50"] / direct_s["p50"], relay_s["p99"] / direct_s["p99"]
-    figures = {"relay_ms": relay_s, "direct_ms": direct_s, "http_ms": http_s, "p50_ratio": p50_ratio,
-               "p99_ratio": p99_ratio}  # fmt: skip
+    floor_ratio = relay_s["p50"] / floor_s["p50"]
+    figures = {"relay_ms": relay_s, "direct_ms": direct_s, "http_ms": http_s, "floor_ms": floor_s,
+               "p50_ratio": p50_ratio, "p99_ratio": p99_ratio, "floor_p50_ratio": floor_ratio}  # fmt: skip
     table = [
+        (
+            "tools/call round trip p50, relay/floor",
+            f"{relay_s['p50']:.2f} ms ({floor_ratio:.2f}x)",
+            f"{floor_s['p50']:.2f} ms floor (bench/floor.py)",
+            "<= 1.10x",
+        ),
         (
             "tools/call round trip p50, relay/direct",
             f"{relay_s['p50']:.2f} ms ({p50_ratio:.2f}x)",

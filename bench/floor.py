@@ -1,0 +1,72 @@
+"""The floor for the relay's round trip: a bare forwarder on the same stack.
+
+uvicorn's WebSocket (the same implementation and options as the app) to the pipes of the same
+sandboxed demo server from the same fork server, copying text both ways: no validation, no
+transcript, no findings, no checks, no admission. Whatever the relay costs above this is ours.
+
+Run as `python -m bench.floor PORT UID_BASE`; serves `/ws/demo-orders` (subprotocol `mcp`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import uvicorn
+
+from app.sandbox.limits import Limits
+from app.sandbox.pool import InstancePool
+
+SERVER = "demo-orders"
+
+
+def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+                        pool_sizes={SERVER: 2}, uid_base=uid_base, max_line_bytes=4 << 20,
+                        max_output_bytes=1 << 30)  # fmt: skip
+
+    async def app(scope, receive, send) -> None:  # noqa: ANN001
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await pool.start()
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await pool.stop()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "websocket":
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await receive()  # websocket.connect
+        instance = await pool.acquire(SERVER)
+        await send({"type": "websocket.accept", "subprotocol": "mcp"})
+
+        async def pump() -> None:
+            while (line := await instance.read_line()) is not None:
+                await send({"type": "websocket.send", "text": line})
+
+        pumping = asyncio.create_task(pump())
+        try:
+            while True:
+                message = await receive()
+                if message["type"] != "websocket.receive":
+                    break
+                await instance.write_line(message.get("text") or "")
+        finally:
+            pumping.cancel()
+            await pool.release(instance)
+
+    return app
+
+
+def main() -> None:
+    port, uid_base = int(sys.argv[1]), int(sys.argv[2])
+    uvicorn.run(make_app(uid_base), host="127.0.0.1", port=port, ws="websockets-sansio",
+                ws_per_message_deflate=False, log_level="warning", lifespan="on")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
