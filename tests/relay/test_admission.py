@@ -86,3 +86,24 @@ def test_the_share_rounds_up_and_zero_keeps_everything_for_classes() -> None:
     closed = Admission(Caps.from_share(total=10, per_owner=4, outside_share=0.0))
     assert refusal(closed, visitor(1)).reason == "visitors_full"
     closed.admit(member(1))
+
+
+def test_an_exercise_run_has_its_own_budget_and_counts_in_the_global_cap() -> None:
+    admission = Admission(Caps(total=3, per_owner=1, outside_classes=3))
+    ada = member(1)
+    console = admission.admit(ada)  # her one console place is taken...
+    run = admission.admit_exercise(ada)  # ...and an exercise still runs beside it
+    with pytest.raises(CapacityError) as busy:
+        admission.admit_exercise(ada)  # but one run at a time
+    assert busy.value.reason == "exercise_busy" and "still going" in busy.value.message
+    assert admission.count_for(ada) == 1 and admission.total == 2
+    admission.admit(member(2))
+    with pytest.raises(CapacityError) as full:  # the run holds a real instance: the global cap counts it
+        admission.admit_exercise(member(3))
+    assert full.value.reason == "full"
+    run.release()
+    run.release()  # once, however often
+    assert admission.total == 2
+    admission.admit_exercise(member(3))
+    console.release()
+    assert admission.count_for(ada) == 0
