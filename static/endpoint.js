@@ -75,6 +75,35 @@ class EndpointPanel {
     this.diagram = new SequenceDiagram(this.$("[data-endpoint-sequence]"));
     this.$("[data-action=make-endpoint]").addEventListener("click", () => this.make());
     this.$("[data-action=copy-endpoint]").addEventListener("click", () => navigator.clipboard?.writeText(this.endpoint?.url || ""));
+    this.listMine();
+  }
+
+  /** The learner's endpoints (of any server): a URL is shown only once, so an old one can only be ended. */
+  async listMine() {
+    const holder = this.$("[data-endpoint-mine]");
+    const reply = await fetch("/api/endpoints").catch(() => null);
+    if (!reply || !reply.ok) return;
+    const mine = (await reply.json()).filter((item) => !this.endpoint || item.id !== this.endpoint.id);
+    holder.hidden = mine.length === 0;
+    const list = holder.querySelector("ul");
+    list.replaceChildren(...mine.map((item) => {
+      const li = document.createElement("li");
+      li.dataset.endpointId = item.id;
+      const words = document.createElement("span");
+      const live = item.live_sessions ? `, ${item.live_sessions} client session${item.live_sessions === 1 ? "" : "s"} on it now` : "";
+      words.textContent = `${item.server}, made ${new Date(item.created_at * 1000).toLocaleString()}${live}`;
+      const end = document.createElement("button");
+      end.type = "button";
+      end.className = "secondary small";
+      end.textContent = "End it";
+      end.addEventListener("click", async () => {
+        end.disabled = true;
+        await fetch(`/api/endpoints/${encodeURIComponent(item.id)}`, { method: "DELETE" }).catch(() => null);
+        this.listMine();
+      });
+      li.append(words, " ", end);
+      return li;
+    }));
   }
 
   async make() {
@@ -100,6 +129,7 @@ class EndpointPanel {
     }
     this.$("[data-endpoint]").hidden = false;
     this.$("[data-action=make-endpoint]").hidden = true;
+    this.listMine();
     this.poll();
   }
 
@@ -130,12 +160,16 @@ class EndpointPanel {
       this.$("[data-endpoint-exchanges]").replaceChildren();
       if (body.session !== newest.id) return; // the next poll fetches it
     }
-    const kind = newest.stateless ? "stateless requests (2026-07-28)" : "an MCP session";
-    this.$("[data-endpoint-status]").textContent = newest.ended
-      ? `The client's ${kind} has ended (revision ${newest.revision || "never negotiated"}); what it did is below.`
-      : `A client is connected: ${kind}, revision ${newest.revision || "not negotiated yet"}, ${newest.status}.`;
-    for (const frame of body.frames || []) this.showFrame(frame);
-    if (body.next_after) this.after = body.next_after;
+    const revision = newest.stateless ? "2026-07-28" : newest.revision;
+    this.$("[data-endpoint-status]").textContent = newest.stateless
+      ? `A client is sending stateless requests (2026-07-28): no session, each request stands alone.`
+      : newest.ended
+        ? `The client's MCP session has ended (revision ${revision || "never agreed"}); what it did is below.`
+        : `A client is connected: an MCP session, revision ${revision || "not agreed yet"}, ${newest.status}.`;
+    for (const frame of body.frames || []) {
+      this.showFrame(frame);
+      if (frame.seq) this.after = Math.max(this.after, frame.seq); // the next poll asks only for newer ones
+    }
     for (const exchange of body.exchanges || []) this.showExchange(exchange);
   }
 

@@ -37,6 +37,11 @@ def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page
     expect(reply).to_have_count(1)
     expect(reply).to_contain_text("get_order_status")
     expect(panel.locator("[data-endpoint-sequence] g.arrow")).not_to_have_count(0)
+    for _ in range(2):  # two more polls of the traffic: what was shown is not shown again
+        with page.expect_request(lambda request: "/traffic?" in request.url):
+            pass
+    expect(log.filter(has_text="tools/list (request")).to_have_count(1)
+    expect(panel.locator("[data-endpoint-sequence] g.arrow")).to_have_count(log.count())
     http = panel.locator("[data-endpoint-exchanges] li")
     listed = http.filter(has_text="POST → 200: tools/list")
     expect(listed).to_have_count(1)
