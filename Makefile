@@ -4,8 +4,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 # Debian packages the tests need: Chromium (browser tests), libseccomp (sandbox), PostgreSQL (progress
-# store), Node and npm (the official TypeScript SDK client, in tests/ts).
-TEST_DEBS := chromium libseccomp2 postgresql
+# store), nginx (the load balancer's configuration, deploy/nginx), Node and npm (the official TypeScript
+# SDK client, in tests/ts).
+TEST_DEBS := chromium libseccomp2 postgresql nginx
 TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 
@@ -19,9 +20,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# Install missing Debian packages when we can (root); otherwise say what is missing.
+# Install missing Debian packages when we can (root); otherwise say what is missing. Installed means
+# "install ok installed": `dpkg -s` also succeeds for a removed package whose config files remain.
 define ensure_debs
-	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(1); do \
+	  [ "$$(dpkg-query -W -f='$${Status}' $$p 2>/dev/null)" = "install ok installed" ] || missing="$$missing $$p"; \
+	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian packages:$$missing"; \
