@@ -32,8 +32,11 @@ COOKIE = "playground_learner"
 MAX_AGE_S = 365 * 24 * 3600
 SECRET_NAME = "learner-cookie"
 _LEGACY_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
-# Paths that need no identity: nobody is minted one for fetching a stylesheet or a probe.
+# Paths that need no identity: nobody is minted one for fetching a stylesheet or a probe, nor an MCP
+# client on an endpoint (the URL's token names whose it is; a client without a cookie jar would
+# otherwise mint one per request, and spend its whole address's allowance of new learners).
 ANONYMOUS_PATHS = (
+    "/mcp/",
     "/static/",
     "/healthz",
     "/metrics",

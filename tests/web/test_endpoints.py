@@ -284,3 +284,20 @@ def test_requests_past_the_rate_limit_get_429_with_their_id(app: AppProcess) -> 
     n, reply = limited
     assert n == 101 and reply.status_code == 429
     assert reply.json()["error"]["code"] == -32001 and reply.json()["id"] == n
+
+
+def test_an_mcp_client_without_cookies_is_never_given_an_identity(tmp_path) -> None:  # noqa: ANN001
+    """A client with no cookie jar (curl, Node's fetch) must not spend its address's allowance of new
+    learners, which a whole class behind one NAT address shares."""
+    with AppProcess(tmp_path, warm_pool_size=1, new_learners_per_address=3) as strict:
+        endpoint = make_endpoint(strict)
+        for n in range(8):  # well past the allowance of 3
+            reply = httpx.post(endpoint["url"], json=init_request(id_=n + 1, version="2025-11-25"), headers=ACCEPT,
+                               timeout=30)  # fmt: skip
+            assert reply.status_code == 200, reply.text
+            assert "set-cookie" not in reply.headers
+            httpx.delete(
+                endpoint["url"], headers={"Mcp-Session-Id": reply.headers["Mcp-Session-Id"]}, timeout=30
+            )
+        with strict.client() as visitor:  # the address can still welcome a new learner
+            assert visitor.get("/course").status_code == 200
