@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -73,6 +74,16 @@ def client_address(scope: Scope) -> str:
 
 def is_https(scope: Scope) -> bool:
     return bool(scope.get("client_https"))
+
+
+def site_url(request: Any) -> str:
+    """This site's address as the client reached it, for links the learner copies (an endpoint URL,
+    a resume or join link): https when the request came over HTTPS, even through a trusted proxy
+    that ends TLS (the app itself then sees plain HTTP)."""
+    base = str(request.base_url).rstrip("/")
+    if is_https(request.scope) and base.startswith("http://"):
+        return "https://" + base.removeprefix("http://")
+    return base
 
 
 class ClientMiddleware:

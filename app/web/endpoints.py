@@ -35,7 +35,7 @@ from app.relay.httpwire import FINAL, HttpListener, Waiter
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import WireLimits, entry_frame
 from app.sandbox.errors import CapacityError, SandboxError
-from app.web.client import client_address
+from app.web.client import client_address, site_url
 from app.web.errors import error_body
 from app.web.guard import same_origin
 from app.web.learner import learner_id
@@ -88,7 +88,7 @@ async def create_endpoint(request: Request, body: NewEndpoint) -> JSONResponse:
         token_hash(token),
         state.settings.endpoint_lifetime_s,
     )
-    url = str(request.base_url).rstrip("/") + f"/mcp/{token}"
+    url = site_url(request) + f"/mcp/{token}"
     return JSONResponse({**_endpoint_json(info, 0), "url": url}, status_code=201)
 
 

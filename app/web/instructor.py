@@ -26,7 +26,7 @@ from app.relay.session import RelaySession
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
 from app.web.api import TRANSCRIPT_PAGE
-from app.web.client import client_address, is_https
+from app.web.client import client_address, is_https, site_url
 from app.web.credentials import retry_words, same_secret
 from app.web.fleet import ENDED_BY_INSTRUCTOR
 from app.web.state import AppState, get_state
@@ -187,7 +187,7 @@ def _grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tu
 def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     klass = _klass(state, class_id)
     steps, rows = _grid(state, state.progress.class_learners(class_id), class_id)
-    join_link = str(request.base_url).rstrip("/") + f"/join/{klass.join_code}"
+    join_link = site_url(request) + f"/join/{klass.join_code}"
     live = sum(len(row["sessions"]) for row in rows)
     cap = klass.max_sessions or state.settings.max_sessions_per_class
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,

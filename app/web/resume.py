@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.web.client import is_https
+from app.web.client import is_https, site_url
 from app.web.guesses import failed, throttled
 from app.web.learner import learner_id
 from app.web.state import get_state
@@ -24,7 +24,7 @@ def _resume_page(request: Request, status: int = 200, error: str | None = None) 
     code = link = None
     if not request.scope.get("learner_minted"):
         code = get_state(request).progress.resume_code(learner_id(request))
-        link = str(request.base_url).rstrip("/") + f"/resume/{code}"
+        link = site_url(request) + f"/resume/{code}"
     return page(request, "resume.html", status=status, title="Continue on another device", code=code, link=link,
                  error=error)  # fmt: skip
 

@@ -111,3 +111,17 @@ def test_no_page_loads_anything_from_elsewhere(app: AppProcess) -> None:
                 value = element.get(attr) or ""
                 assert not value.startswith(("http:", "https:", "//")), (path, value)
         assert not [s for s in soup.find_all("script") if not s.get("src")], path  # no inline script
+
+
+def test_links_a_learner_copies_say_https_behind_a_trusted_proxy_that_ends_tls(app: AppProcess) -> None:
+    """Behind a TLS-ending proxy the app sees plain HTTP; an endpoint URL must still be https."""
+    with httpx.Client(base_url=app.base, timeout=30, headers={"X-Forwarded-Proto": "https"}) as browser:
+        browser.get("/course")
+        made = browser.post("/api/endpoints", json={"server": "demo-orders"}, headers={"Origin": app.base})
+        assert made.status_code == 201, made.text
+        assert made.json()["url"].startswith("https://127.0.0.1:")
+    with app.client() as plain:
+        plain.get("/course")
+        assert (
+            plain.post("/api/endpoints", json={"server": "demo-orders"}).json()["url"].startswith("http://")
+        )
