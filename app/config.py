@@ -89,6 +89,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra Origin values allowed to open a WebSocket (the site's own origin is always allowed).",
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Host names the site answers to; any other Host header is refused (DNS rebinding). Empty: on "
+            "loopback only localhost, 127.0.0.1 and ::1; in hosting mode any name (set it there)."
+        ),
+    )
 
     # Sandbox and sessions.
     sandbox: bool = Field(True, description="Run every demo server in the sandbox. Off only for development.")
@@ -208,6 +215,15 @@ class Settings(BaseSettings):
     reply_timeout_s: float = Field(
         10.0, description="After this long without a reply, the console says the request is still waiting."
     )
+
+    @property
+    def host_names(self) -> frozenset[str] | None:
+        """The Host names requests may carry (lower case, no port), or None for any."""
+        if self.allowed_hosts:
+            return frozenset(name.lower().strip("[]") for name in self.allowed_hosts)
+        if self.hosting:
+            return None
+        return frozenset({"localhost", "127.0.0.1", "::1", self.host.lower().strip("[]")})
 
     @property
     def hosting(self) -> bool:

@@ -1,6 +1,9 @@
-"""Rules every request meets before any route: security headers on every response, and no state
-change from another site.
+"""Rules every request meets before any route: the site's own name in Host, security headers on every
+response, and no state change from another site.
 
+- The Host header must name this site (`Settings.host_names`: PLAYGROUND_ALLOWED_HOSTS, else on
+  loopback only loopback names): a page that DNS rebinding has pointed at this machine carries its
+  own name there, and is refused (421; a WebSocket is refused before it opens).
 - A POST, PUT, PATCH or DELETE that a cookie could authenticate must come from a page of this site:
   `Sec-Fetch-Site: same-origin`, or an `Origin` naming this site. Anything else (another site, a
   sandboxed frame's `null`, no word at all) gets 403 before any cookie is read or minted. Exempt:
@@ -21,6 +24,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.web.client import is_https
 
 STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# Answered whatever the Host: probes (a load balancer's or Kubernetes' health check names the pod by
+# its address) and metrics read nothing of a learner's and change nothing.
+HOST_EXEMPT = ("/healthz", "/metrics")
 EXEMPT_PREFIXES = ("/mcp/",)
 CONTENT_SECURITY_POLICY = "; ".join((
     "default-src 'self'",
@@ -44,6 +50,14 @@ HEADERS = (
 HSTS = (b"strict-transport-security", b"max-age=31536000")
 
 
+def host_allowed(scope: Scope, names: frozenset[str]) -> bool:
+    """Whether the request names this site in its Host header. A page that DNS rebinding moved onto
+    this machine still says its own name there (and in Origin, so Origin alone cannot tell)."""
+    host = Headers(scope=scope).get("host", "")
+    name = urlsplit(f"//{host}").hostname or ""
+    return name.lower() in names
+
+
 def same_origin(origin: str, host: str) -> bool:
     """Whether an Origin header names the site that the Host header names."""
     parts = urlsplit(origin)
@@ -63,6 +77,13 @@ class GuardMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        names = scope["app"].state.playground.settings.host_names
+        if names is not None and not scope["path"].startswith(HOST_EXEMPT) and not host_allowed(scope, names):
+            await _wrong_host(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -83,6 +104,16 @@ class GuardMiddleware:
                 await _refuse(scope, receive, send_with_headers)
                 return
         await self.app(scope, receive, send_with_headers)
+
+
+async def _wrong_host(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})  # before accepting: an HTTP 403
+        return
+    from app.web.errors import error_response
+
+    message = "This site does not answer to that name (PLAYGROUND_ALLOWED_HOSTS lists the names it does)."
+    await error_response(Request(scope), 421, message)(scope, receive, send)
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:

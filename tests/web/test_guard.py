@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -125,3 +126,45 @@ def test_links_a_learner_copies_say_https_behind_a_trusted_proxy_that_ends_tls(a
         assert (
             plain.post("/api/endpoints", json={"server": "demo-orders"}).json()["url"].startswith("http://")
         )
+
+
+REBOUND = {"Host": "attacker.example:8000", "Origin": "http://attacker.example:8000"}
+
+
+def test_a_page_moved_onto_this_machine_by_dns_rebinding_is_refused(app: AppProcess) -> None:
+    """Its Host and Origin agree with each other, so only the Host's name gives it away."""
+    page = httpx.get(app.base + "/course", headers=REBOUND, timeout=30)
+    assert page.status_code == 421 and "does not answer to that name" in page.text
+    assert "set-cookie" not in page.headers  # refused before any identity is minted
+    made = httpx.post(
+        app.base + "/api/endpoints", json={"server": "demo-orders"}, headers=REBOUND, timeout=30
+    )
+    assert made.status_code == 421
+    assert (
+        httpx.get(app.base + "/healthz", headers=REBOUND, timeout=30).status_code == 200
+    )  # probes name pods
+    for name in ("localhost", "127.0.0.1", "[::1]"):
+        port = app.base.rsplit(":", 1)[1]
+        assert (
+            httpx.get(app.base + "/course", headers={"Host": f"{name}:{port}"}, timeout=30).status_code == 200
+        )
+
+
+async def test_a_rebound_page_cannot_open_a_console(app: AppProcess) -> None:
+    import websockets
+
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await websockets.connect(app.ws_base + "/ws/demo-orders", origin=REBOUND["Origin"],
+                                 additional_headers={"Host": REBOUND["Host"]}, open_timeout=30)  # fmt: skip
+    assert refused.value.response.status_code == 403
+
+
+def test_an_operator_names_the_hosts_it_answers_to(tmp_path: Path) -> None:
+    with AppProcess(tmp_path, warm_pool_size=0, allowed_hosts=["playground.example"]) as named:
+        assert (
+            httpx.get(named.base + "/course", headers={"Host": "playground.example"}, timeout=30).status_code
+            == 200
+        )
+        assert (
+            httpx.get(named.base + "/course", timeout=30).status_code == 421
+        )  # 127.0.0.1 is not a name it has
