@@ -77,8 +77,57 @@ async def copy_the_request_state(learner: Learner) -> None:
     await learner.send(json.dumps(call))
 
 
+async def answer_two_rounds(learner: Learner) -> None:
+    """modern-in-depth/rounds: "answer the first question in a retry ..., then answer the second in
+    another retry with the newest state" (keys and states are the server's own: only a copy works)."""
+    for content in ({"section": "balcony"}, {"confirm": True}):
+        asked = await learner.received_one(
+            lambda m: (
+                (m.get("result") or {}).get("resultType") == "input_required"
+                and all(k not in learner.answered for k in m["result"].get("inputRequests", {}))
+            )
+        )
+        call = json.loads(learner.page.start)
+        call["id"] = learner.next_id()
+        [key] = asked["result"]["inputRequests"]
+        learner.answered.add(key)
+        call["params"]["inputResponses"] = {key: {"action": "accept", "content": content}}
+        call["params"]["requestState"] = asked["result"]["requestState"]
+        await learner.send(json.dumps(call))
+
+
+def _task_request(learner: Learner, method: str, task_id: str) -> str:
+    start = json.loads(learner.page.start)
+    params = {"_meta": start["params"]["_meta"], "taskId": task_id}
+    return json.dumps({"jsonrpc": "2.0", "id": learner.next_id(), "method": method, "params": params})
+
+
+async def poll_the_task(learner: Learner) -> None:
+    """tasks/poll: "change the message into a tasks/get with a new id and the taskId you were given,
+    and poll until the status is completed" (the id is the server's own, unguessable)."""
+    created = await learner.received_one(lambda m: (m.get("result") or {}).get("resultType") == "task")
+    task_id = created["result"]["taskId"]
+    for _ in range(20):
+        await learner.send(_task_request(learner, "tasks/get", task_id))
+        if learner.checks.get("task-completed", {}).get("passed"):
+            return
+        await asyncio.sleep(created["result"]["pollIntervalMs"] / 1000)
+
+
+async def cancel_the_task(learner: Learner) -> None:
+    """tasks/cancel: "send tasks/cancel with its id, then poll it once"."""
+    created = await learner.received_one(lambda m: (m.get("result") or {}).get("resultType") == "task")
+    await learner.send(_task_request(learner, "tasks/cancel", created["result"]["taskId"]))
+    await learner.send(_task_request(learner, "tasks/get", created["result"]["taskId"]))
+
+
 # Steps whose text asks the learner to do something by hand that no example can hold.
-BY_HAND = {"stateless-revision/input-required": copy_the_request_state}
+BY_HAND = {
+    "stateless-revision/input-required": copy_the_request_state,
+    "modern-in-depth/rounds": answer_two_rounds,
+    "tasks/poll": poll_the_task,
+    "tasks/cancel": cancel_the_task,
+}
 
 
 class Learner:
@@ -92,6 +141,7 @@ class Learner:
         self.checks: dict[str, dict] = {}
         self.unanswered: list[str] = []
         self.received: list[dict] = []  # the server's messages, for what a step has copied by hand
+        self.answered: set[str] = set()  # inputRequests keys a by-hand step has answered
 
     def next_id(self) -> int:
         return max(self.used_ids, default=0) + 1

@@ -133,12 +133,12 @@ def task_completed(t: Transcript) -> Outcome:
     request, response = polls[0]
     if response is None:
         return False, waiting(request)
-    result = result_of(response)
-    if result is None:
+    answer = result_of(response)
+    if answer is None:
         return False, f"The poll was refused with {error_words(error_of(response) or {})}."
     return False, (
-        f"Status {json.dumps(result.get('status'))}: {result.get('statusMessage', '')} "
-        f"Poll again after {result.get('pollIntervalMs')} ms."
+        f"Status {json.dumps(answer.get('status'))}: {answer.get('statusMessage', '')} "
+        f"Poll again after {answer.get('pollIntervalMs')} ms."
     )
 
 
