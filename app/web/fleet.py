@@ -49,9 +49,11 @@ class Fleet:
         self._ended: list[str] = []
         self._task: asyncio.Task | None = None
 
-    async def start(self, sessions: Sessions) -> None:
+    def start(self, sessions: Sessions) -> None:
+        """Register this replica and start beating. Called once at start-up, before the web process
+        drops root: on this thread, since the drop needs the process to have no other."""
         self.sessions = sessions
-        await anyio.to_thread.run_sync(self.store.register_replica, self.replica_id)
+        self.store.register_replica(self.replica_id)
         self._task = asyncio.create_task(self._loop(), name="fleet")
         log.info("replica %s: live sessions shared through the progress database", self.replica_id)
 

@@ -137,7 +137,7 @@ class AppState:
         )  # fmt: skip
         self.sessions.start()
         if self.fleet is not None:
-            await self.fleet.start(self.sessions)
+            self.fleet.start(self.sessions)
         self._bind_metrics()
         if self.drop_privileges:
             self._drop_privileges()

@@ -44,11 +44,19 @@ export class Connection {
       this.session = null;
       this.lastSeq = 0;
     }
+    if (this.ws) {
+      // A socket still connecting (a restart asked for before the first server was up): it goes, with
+      // a goodbye that ends its session at once, so one page never holds two sessions.
+      const old = this.ws;
+      this.ws = null;
+      old.close(1000, "replaced by a new connection");
+    }
     const ws = new WebSocket(this.url(resume), SUBPROTOCOL);
     this.ws = ws;
     this.on.status(resume ? "reconnecting" : "connecting", { attempt: this.attempt });
     ws.addEventListener("open", () => { this.attempt = 0; });
     ws.addEventListener("message", (event) => {
+      if (this.ws !== ws) return; // an old socket we replaced
       let frame;
       try {
         frame = JSON.parse(event.data);
