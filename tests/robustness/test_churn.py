@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.demos import MY_SERVER
 from tests.support.appserver import AppProcess
 from tests.support.procs import processes_in_uid_range, wait_until
 from tests.support.wsclient import McpClient
@@ -46,7 +47,8 @@ def settled(app: AppProcess) -> bool:
     """Only the full warm pools are left: each instance a keeper and a server, no zombies."""
     pools = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
     procs = processes_in_uid_range(app.uid_base, app.uid_base + 1000)
-    return len(procs) == 2 * sum(pools.values()) == 2 * (POOL + len(pools) - 1) and not any(
+    demos = [name for name in pools if name != MY_SERVER]  # a learner's own server is never warm
+    return len(procs) == 2 * sum(pools.values()) == 2 * (POOL + len(demos) - 1) and not any(
         p.zombie for p in procs
     )
 
