@@ -264,7 +264,13 @@ def test_try_it_templates_and_next_id(page: Page) -> None:
     expect(editor).to_have_value(typed.replace('"id": 1', '"id": 2'))  # only the id changed
 
 
-def test_screenshots_of_the_main_pages(page: Page, artifacts: Path, probe: PageProbe) -> None:
+# Pages a learner meets first, and one step of each kind (a console, the learner's own server, an
+# outside client's panel): none may be wider than a phone.
+PHONE_PAGES = ("/", "/course", "/playground", "/playground?server=my-server", INITIALIZE_STEP,
+               "/course/your-first-tool/first-tool", "/course/streamable-http/sessions")  # fmt: skip
+
+
+def test_the_main_pages_work_in_light_and_fit_a_phone(page: Page, artifacts: Path, probe: PageProbe) -> None:
     page.goto("/")
     page.screenshot(path=artifacts / "home.png", full_page=True)
     page.goto("/course")
@@ -279,6 +285,15 @@ def test_screenshots_of_the_main_pages(page: Page, artifacts: Path, probe: PageP
     page.screenshot(path=artifacts / "playground.png", full_page=True)
     assert probe.requests and probe.outside() == []
     assert luminance(page, "body", "backgroundColor") > 0.8 and luminance(page, "body", "color") < 0.2
+    page.set_viewport_size({"width": 390, "height": 844})
+    for path in PHONE_PAGES:
+        page.goto(path)
+        expect(page.locator("main")).to_be_visible()
+        # Wide content (code, logs, tables) scrolls inside its own box; the page itself never does.
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, f"{path} is {overflow} px wider than a phone"
+        name = path.strip("/").replace("/", "-").replace("?", "-").replace("=", "-") or "home"
+        page.screenshot(path=artifacts / f"phone-{name}.png", full_page=True)
 
 
 def luminance(page: Page, selector: str, prop: str) -> float:

@@ -10,6 +10,7 @@ The tests share one set-up and run in file order; the last one kills a replica.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pwd
 import re
@@ -236,6 +237,51 @@ def test_a_class_of_30_is_spread_over_both_replicas_and_each_learner_stays_on_on
         teacher.post("/instructor/login", data={"token": TOKEN})
         page = BeautifulSoup(teacher.get(f"/instructor/classes/{cluster.class_id}").text, "html.parser")
         assert len(page.select("tr[data-learner]")) == CLASS_SIZE
+
+
+async def test_a_class_cap_holds_when_30_consoles_open_at_once_through_nginx(cluster: Cluster) -> None:
+    """Thirty learners of a class capped at 10 open their consoles together, spread over both
+    replicas by the balancer: ten get a server, twenty are told the class is full, and the class page
+    of either replica counts the ten."""
+    cap = 10
+    with cluster.browser() as teacher:
+        teacher.post("/instructor/login", data={"token": TOKEN})
+        made = teacher.post("/instructor/classes", data={"name": "Capped", "max_sessions": str(cap)})
+        class_id = made.headers["location"].rsplit("/", 1)[1]
+        code = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser").select_one(
+            "[data-join-code]").get_text()  # fmt: skip
+        cluster.secrets.add(code)
+    cookies = []
+    for n in range(CLASS_SIZE):
+        with cluster.browser() as browser:
+            browser.get("/course").raise_for_status()
+            assert (
+                browser.post("/join", data={"code": code, "display_name": f"Capped {n:02d}"}).status_code
+                == 303
+            )
+            cookies.append(browser.cookies[COOKIE])
+            cluster.secrets.add(browser.cookies[COOKIE])
+
+    async def open_console(cookie: str) -> tuple[EnvelopeClient, str]:
+        console = await EnvelopeClient.connect(cluster.nginx.ws_base + "/ws/demo-orders", origin=cluster.nginx.base,
+                                               additional_headers={"Cookie": f"{COOKIE}={cookie}"})  # fmt: skip
+        first = await console.recv_type("state", "full", timeout=60)
+        return console, "ready" if first["type"] == "state" and first["status"] == "ready" else first.get(
+            "reason", ""
+        )
+
+    opened = await asyncio.gather(*(open_console(cookie) for cookie in cookies))
+    try:
+        outcomes = Counter(outcome for _, outcome in opened)
+        assert outcomes == {"ready": cap, "class_full": CLASS_SIZE - cap}, outcomes
+        for app in cluster.replicas.values():  # each replica's class page counts both replicas' consoles
+            with httpx.Client(
+                base_url=app.base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
+            ) as client:
+                grid = BeautifulSoup(client.get(f"/instructor/classes/{class_id}/grid").text, "html.parser")
+                assert grid.select_one("[data-class-live]").get_text() == str(cap)
+    finally:
+        await asyncio.gather(*(console.close() for console, _ in opened), return_exceptions=True)
 
 
 async def test_a_console_through_nginx_reattaches_on_its_learners_replica(cluster: Cluster) -> None:
