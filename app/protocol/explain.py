@@ -12,7 +12,7 @@ from mcp_types import PROTOCOL_VERSION_META_KEY, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from app.protocol.jsonrpc import ERROR_NAMES, INVALID_PARAMS, UNSUPPORTED_VERSION
-from app.protocol.revisions import table_problems
+from app.protocol.revisions import extension_of, table_problems
 from app.protocol.transcript import Entry, Transcript
 
 Finding = dict[str, str]
@@ -111,6 +111,12 @@ def client_findings(message: dict[str, Any], transcript: Transcript) -> list[Fin
     ):
         out.append(finding("warning", "Before initialize completes, only ping should be sent: expect an "
                            "error.", "lifecycle"))  # fmt: skip
+    extension = extension_of(method, version)
+    if extension is not None:
+        out.append(finding("info", f"{method} belongs to the {extension} extension, not to revision {version} itself: "
+                           "a server that declared the extension answers it; another answers -32601 Method not "
+                           "found.", "extension"))  # fmt: skip
+        return out
     if (method, version) not in methods.CLIENT_REQUESTS:
         if method in ALL_CLIENT_METHODS:
             out.append(finding("warning", f"{method} is not part of revision {version}.", f"spec {version}"))

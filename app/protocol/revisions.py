@@ -19,6 +19,25 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIO
 from pydantic import ValidationError
 
 BATCH_REVISIONS = ("2025-03-26",)  # JSON-RPC batches were added in 2025-03-26 and removed in 2025-06-18
+# Requests an extension adds to a revision (its own document defines them, not the revision's schema):
+# method -> (extension id, the first revision it extends). Their params are the extension's to define,
+# so only the JSON-RPC shape is checked; a server answers them only if it declared the extension.
+EXTENSION_REQUESTS: dict[str, tuple[str, str]] = {
+    "tasks/get": ("io.modelcontextprotocol/tasks", "2026-07-28"),
+    "tasks/update": ("io.modelcontextprotocol/tasks", "2026-07-28"),
+    "tasks/cancel": ("io.modelcontextprotocol/tasks", "2026-07-28"),
+}
+
+
+def extension_of(method: Any, revision: str) -> str | None:
+    """The extension whose request `method` is in `revision`, or None."""
+    found = EXTENSION_REQUESTS.get(method) if isinstance(method, str) else None
+    if found is None or revision not in KNOWN_PROTOCOL_VERSIONS:
+        return None
+    extension, since = found
+    return (
+        extension if KNOWN_PROTOCOL_VERSIONS.index(revision) >= KNOWN_PROTOCOL_VERSIONS.index(since) else None
+    )
 
 
 @dataclass(frozen=True)
@@ -171,6 +190,10 @@ def _kind(message: dict[str, Any]) -> str:
 
 def _validate_call(message: dict[str, Any], revision: str, sender: str) -> None:
     method, params = message["method"], message.get("params")
+    if sender == "client" and "id" in message and extension_of(method, revision) is not None:
+        if params is not None and not isinstance(params, dict):
+            raise KeyError(method)  # params, when present, are an object in every MCP request
+        return
     if sender == "client":
         if "id" in message:
             methods.validate_client_request(method, revision, params)

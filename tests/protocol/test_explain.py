@@ -80,3 +80,27 @@ def test_a_request_refused_for_want_of_a_handshake_says_so() -> None:
     wrong = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "Invalid request parameters"}}
     said = " ".join(texts(server_findings(after.add_server("{}", wrong), after)))
     assert "params are wrong or missing" in said and "handshake" not in said
+
+
+def test_an_extensions_method_is_named_as_the_extensions_not_as_unknown() -> None:
+    t = Transcript(server="demo-tasks")
+    envelope = {"_meta": messages.envelope({"extensions": {"io.modelcontextprotocol/tasks": {}}})}
+    poll = {"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {**envelope, "taskId": "t-1"}}
+    [note] = client_findings(poll, t)
+    assert note["level"] == "info" and note["ref"] == "extension"
+    assert (
+        "belongs to the io.modelcontextprotocol/tasks extension" in note["text"] and "-32601" in note["text"]
+    )
+    unknown = {**poll, "method": "tasks/explode"}
+    assert "is not an MCP method" in client_findings(unknown, t)[0]["text"]
+
+
+def test_an_extensions_request_is_valid_where_the_extension_applies_and_nowhere_else() -> None:
+    from app.protocol.revisions import validate_message
+
+    poll = {"jsonrpc": "2.0", "id": 4, "method": "tasks/cancel", "params": {"taskId": "t-1"}}
+    assert validate_message(poll, "2026-07-28") == []
+    assert validate_message(poll, "2025-06-18") == [
+        "'tasks/cancel' is not a client request in revision 2025-06-18"
+    ]
+    assert validate_message({**poll, "params": [1]}, "2026-07-28") != []  # params are an object
