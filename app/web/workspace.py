@@ -132,8 +132,15 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
                             status_code=403)  # fmt: skip
     try:
         async with state.sessions.exercise_instance(owner) as process:
-            report = await exercises.run(step.exercise, process)
-            report.stderr = await _stderr_so_far(process)
+            stderr: list[str] = []
+            # Read stderr all along: a server that logs much would otherwise fill the pipe and stall.
+            reading = asyncio.create_task(_read_stderr(process, stderr))
+            try:
+                report = await exercises.run(step.exercise, process)
+                await asyncio.wait([reading], timeout=STDERR_READ_S)  # its last lines (a traceback, often)
+            finally:
+                reading.cancel()
+            report.stderr = "".join(stderr)[-STDERR_KEPT:]
     except CapacityError as exc:
         return JSONResponse(error_body(429, exc.message, retry_after_s=exc.retry_after_s), status_code=429,
                             headers={"Retry-After": str(exc.retry_after_s)})  # fmt: skip
@@ -144,19 +151,14 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
     return JSONResponse(report.to_json())
 
 
-# What of the server's stderr an exercise report shows (a traceback, often), read without waiting long.
+# What of the server's stderr an exercise report keeps (its end: a traceback, often), and how long
+# after the run its last lines may take to arrive.
+STDERR_KEPT = 16_000
 STDERR_READ_S = 0.2
 
 
-async def _stderr_so_far(process: ServerProcess) -> str:
-    """Whatever the instance has written to stderr by now (read until a short quiet spell)."""
-    chunks: list[str] = []
-    while sum(map(len, chunks)) < 16_000:
-        try:
-            text = await asyncio.wait_for(process.read_stderr(), STDERR_READ_S)
-        except TimeoutError:
-            break
-        if text is None:
-            break
-        chunks.append(text)
-    return "".join(chunks)
+async def _read_stderr(process: ServerProcess, into: list[str]) -> None:
+    while (text := await process.read_stderr()) is not None:
+        into.append(text)
+        if len(into) > 64:  # keep the end, in bounded memory
+            del into[: len(into) - 64]

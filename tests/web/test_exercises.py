@@ -99,3 +99,15 @@ def test_the_step_page_shows_the_editor_and_the_tests(app: AppProcess) -> None:
 
 def test_the_starter_is_what_a_new_learner_runs() -> None:
     assert "MCPServer" in workspace.starter() and workspace.diagnose(workspace.starter()) == []
+
+
+def test_a_server_that_logs_much_on_stderr_is_not_stalled_by_it(app: AppProcess) -> None:
+    noisy = SOLUTION.replace(
+        'if __name__ == "__main__":',
+        'import sys\nsys.stderr.write("x" * 300_000 + "\\nlast words\\n")\n\nif __name__ == "__main__":',
+    )
+    with page(app, "noisy") as browser:
+        browser.put("/api/workspace/server.py", content=noisy)
+        report = browser.post(RUN).json()
+    assert report["passed"] is True, report["problem"]
+    assert "last words" in report["stderr"] and len(report["stderr"]) <= 16_000  # its end, bounded
