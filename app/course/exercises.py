@@ -32,6 +32,7 @@ from markupsafe import Markup
 
 from app.course.render import render_inline
 from app.protocol import messages
+from app.sandbox.errors import SandboxError
 from app.sandbox.process import ServerProcess
 
 # Each test's reply must come within this; a whole run within RUN_LIMIT_S.
@@ -193,7 +194,14 @@ class _Conversation:
             raise _Stop(f"the server refused `initialize`: {_error_words(reply['error'])}")
         result = reply.get("result") or {}
         self.capabilities = result.get("capabilities") or {}
-        await self.process.write_line(json.dumps(messages.initialized()))
+        await self._write(messages.initialized())
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        try:
+            await self.process.write_line(json.dumps(message))
+        except SandboxError:  # it exited (a syntax error, a crash at import) before this could be sent
+            what = message.get("method") or "a reply"
+            raise _Stop(f"the server exited before `{what}` could be sent to it") from None
 
     def _id(self) -> int:
         self.next_id += 1
@@ -212,7 +220,7 @@ class _Conversation:
         return (result if isinstance(result, dict) else {}), notes
 
     async def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        await self.process.write_line(json.dumps(message))
+        await self._write(message)
         notes: list[dict[str, Any]] = []
         deadline = time.monotonic() + REPLY_LIMIT_S
         while True:
@@ -236,7 +244,7 @@ class _Conversation:
             if "method" in incoming and "id" in incoming:  # a request of its own: we offer nothing
                 refusal = {"jsonrpc": "2.0", "id": incoming["id"],
                            "error": {"code": -32601, "message": "the exercise client offers no features"}}  # fmt: skip
-                await self.process.write_line(json.dumps(refusal))
+                await self._write(refusal)
             elif "method" in incoming:
                 notes.append(incoming)
             elif incoming.get("id") == message["id"]:

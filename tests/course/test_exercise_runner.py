@@ -125,3 +125,16 @@ async def test_a_stateless_exercise_speaks_2026_07_28() -> None:
 @pytest.mark.parametrize("kind", sorted(exercises.KINDS))
 def test_every_kind_has_a_runner(kind: str) -> None:
     assert kind in exercises.RUNNERS
+
+
+async def test_a_server_gone_before_the_first_message_is_reported_not_raised() -> None:
+    plain = PlainSource()
+    process = await plain.acquire("my-server", "def broken(:\n")  # a syntax error: it exits at once
+    try:
+        await process.exited.wait()
+        report = await exercises.run(exercise(("lists", {"capability": "tools"})), process)
+    finally:
+        await plain.release(process)
+        plain.remove_files()
+    assert report.problem == "the server exited before `initialize` could be sent to it"
+    assert [o.reason for o in report.outcomes] == ["not run: " + report.problem]

@@ -67,7 +67,7 @@ def test_a_server_that_crashes_at_import_reports_its_traceback(app: AppProcess) 
         browser.put("/api/workspace/server.py", content="import nosuchmodule\n")
         report = browser.post(RUN).json()
     assert report["passed"] is False
-    assert report["problem"].startswith("the server exited while answering `initialize`")
+    assert report["problem"].startswith("the server exited")  # before or while `initialize` (a race)
     assert "ModuleNotFoundError" in report["stderr"] and 'server.py", line 1' in report["stderr"]
     assert all(o["reason"].startswith("not run:") for o in report["outcomes"])
 
