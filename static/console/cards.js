@@ -36,6 +36,14 @@ export function repliesFor(message) {
     case "roots/list":
       return [{ label: "List roots", text: reply(id, { result: { roots: [{ uri: "file:///home/me/trips", name: "trips" }] } }) }, refuse];
     case "elicitation/create":
+      if (params.mode === "url") {
+        // URL mode: the user opens the link and answers there; accepting carries no content.
+        return [
+          { label: "Accept (open the link)", text: reply(id, { result: { action: "accept" } }) },
+          { label: "Decline", text: reply(id, { result: { action: "decline" } }) },
+          { label: "Cancel", text: reply(id, { result: { action: "cancel" } }) },
+        ];
+      }
       return [
         { label: "Accept", text: reply(id, { result: { action: "accept", content: exampleFor(params.requestedSchema) } }) },
         { label: "Decline", text: reply(id, { result: { action: "decline" } }) },
