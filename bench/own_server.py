@@ -14,28 +14,15 @@ import time
 import httpx
 
 from bench.stats import uss_bytes
-from tests.support.appserver import AppProcess
+from tests.support.appserver import ROOT, AppProcess
 from tests.support.procs import processes_in_uid_range
 from tests.support.wsclient import McpClient
 
 MIB = 1024 * 1024
 # How long ended sessions' servers may take to go before memory is measured.
 SETTLE_S = 30.0
-SERVER = '''
-from mcp.server.mcpserver import MCPServer
-
-mcp = MCPServer("bench-server")
-
-
-@mcp.tool()
-def add(a: int, b: int) -> int:
-    """Add two whole numbers."""
-    return a + b
-
-
-if __name__ == "__main__":
-    mcp.run()
-'''
+# The Build track's first solution, as a learner would have it (one tool), renamed per save below.
+SERVER = (ROOT / "tests" / "fixtures" / "build_lessons" / "solutions" / "add.py").read_text()
 
 
 def _uids(app: AppProcess) -> dict[int, list[int]]:
@@ -103,7 +90,9 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
                       timeout=30) as page:  # fmt: skip
         for n in range(samples):  # interleaved, so both see the same machine
             began = time.perf_counter()
-            reply = page.put("/api/workspace/server.py", content=SERVER.replace("bench-server", f"bench-{n}"))
+            reply = page.put(
+                "/api/workspace/server.py", content=SERVER.replace('"my-server"', f'"bench-{n}"')
+            )
             reply.raise_for_status()
             client = await _open(app, "my-server", cookie)
             own.append(time.perf_counter() - began)

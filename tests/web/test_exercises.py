@@ -111,3 +111,18 @@ def test_a_server_that_logs_much_on_stderr_is_not_stalled_by_it(app: AppProcess)
         report = browser.post(RUN).json()
     assert report["passed"] is True, report["problem"]
     assert "last words" in report["stderr"] and len(report["stderr"]) <= 16_000  # its end, bounded
+
+
+def test_a_learner_runs_one_exercise_at_a_time(app: AppProcess) -> None:
+    """The exercise budget from the learner's side: two runs at once, one is refused with when to retry."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with page(app, "hasty") as browser:
+        browser.put(
+            "/api/workspace/server.py", content="import time\ntime.sleep(3600)\n"
+        )  # each run takes 5 s
+        with ThreadPoolExecutor(2) as pool:
+            replies = list(pool.map(lambda _: browser.post(RUN), range(2)))
+    assert sorted(r.status_code for r in replies) == [200, 429]
+    refused = next(r for r in replies if r.status_code == 429)
+    assert "still going" in refused.json()["error"]["message"] and refused.headers["retry-after"]
