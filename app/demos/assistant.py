@@ -21,6 +21,8 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, ValidationError
 
+from app.demos._stdio import serve_stdio
+
 INFO = {
     "name": "demo-assistant",
     "title": "Travel assistant",
@@ -128,7 +130,7 @@ def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
     # Sampling and roots are deprecated in 2026-07-28; the SDK warns on stderr, which learners see.
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
+from app.demos._stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {
@@ -453,7 +454,7 @@ WARM_UP = [
 
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

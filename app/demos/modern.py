@@ -33,6 +33,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
+from app.demos._stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {
@@ -218,7 +219,7 @@ WARM_UP = [
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

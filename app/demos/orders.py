@@ -2,6 +2,7 @@
 
 from mcp.server.mcpserver import MCPServer
 
+from app.demos._stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {
@@ -22,8 +23,10 @@ INFO = {
 server = MCPServer("demo-orders")
 
 
+# The handlers are `async def`: they answer at once, on the event loop. A plain `def` would run on a
+# worker thread (the SDK's rule for sync tools), a hop that cost as much as the rest of the call.
 @server.tool()
-def get_order_status(order_id: str) -> dict:
+async def get_order_status(order_id: str) -> dict:
     """Return the status of ONE order. order_id is exactly 6 digits."""
     # The bad-input answer is a normal result, not a protocol error: lesson 5 contrasts the two.
     if not (order_id.isdigit() and len(order_id) == 6):
@@ -32,13 +35,13 @@ def get_order_status(order_id: str) -> dict:
 
 
 @server.resource("policy://refunds")
-def refund_policy() -> str:
+async def refund_policy() -> str:
     """The refund policy text."""
     return "Refunds above 5000 rupees need approval."
 
 
 @server.prompt()
-def triage(ticket: str) -> str:
+async def triage(ticket: str) -> str:
     """A prompt template for ticket triage."""
     return f"Classify this ticket as billing, technical or other: {ticket}"
 
@@ -59,7 +62,7 @@ WARM_UP = [
 
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

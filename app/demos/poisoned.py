@@ -21,6 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ToolAnnotations
 
+from app.demos._stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {
@@ -135,7 +136,7 @@ WARM_UP = [
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from mcp_types import ElicitRequestURLParams, ElicitResult, InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from app.demos._stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {
@@ -188,7 +189,7 @@ WARM_UP = [
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

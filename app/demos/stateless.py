@@ -14,9 +14,10 @@ import anyio
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.runner import _serve_modern_stream
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
+
+from app.demos._stdio import stdio_streams
 
 INFO = {
     "name": "demo-stateless",
@@ -96,7 +97,7 @@ def serve() -> None:
     async def main() -> None:
         # The SDK's dual-era loop would let a first `initialize` lock the connection into the handshake
         # era; this server serves the modern loop from the first line, so initialize gets -32022.
-        async with stdio_server() as (read_stream, write_stream), lowlevel.lifespan(lowlevel) as state:
+        async with stdio_streams() as (read_stream, write_stream), lowlevel.lifespan(lowlevel) as state:
             await _serve_modern_stream(
                 lowlevel, read_stream, write_stream, lifespan_state=state, raise_exceptions=False
             )

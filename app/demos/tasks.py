@@ -31,6 +31,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, CallTo
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
+from app.demos._stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {
@@ -251,7 +252,7 @@ WARM_UP = [
 def serve() -> None:
     """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    server.run("stdio")
+    serve_stdio(server)
 
 
 if __name__ == "__main__":

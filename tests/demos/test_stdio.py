@@ -1,0 +1,76 @@
+"""app.demos._stdio: the demos' thread-free stdio, as a client and a careless handler meet it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from app.demos import _stdio
+from app.protocol import messages
+from app.protocol.lineclient import LineClient
+from tests.support.stdio import ROOT, StdioServer
+
+HANDSHAKE = messages.handshake(1, client_info={"name": "t", "version": "1"})
+
+
+def shake(server: LineClient) -> None:
+    for message in HANDSHAKE:
+        server.send(message)
+    assert server.read()["id"] == 1
+
+
+def test_a_handlers_print_goes_to_stderr_and_its_stdin_read_finds_nothing() -> None:
+    with LineClient("tests.fixtures.noisy_server", ROOT) as server:
+        shake(server)
+        server.request("tools/call", {"name": "shout", "arguments": {"word": "hello"}}, 2)
+        reply = server.read()  # the very next stdout line is the reply: the print did not land there
+        assert reply["id"] == 2
+        assert reply["result"]["content"][0]["text"] == "HELLO, stdin gave ''"
+        assert "stray output: hello" in server.stderr_line()
+        server.request("ping", None, 3)  # the wire still works after the handler touched fd 0 and 1
+        assert server.read() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_a_line_longer_than_asyncios_default_limit_is_answered() -> None:
+    with StdioServer() as server:
+        shake(server)
+        long_id = "7" * (2 * 1024 * 1024)  # asyncio's readline stops at 64 KiB unless told otherwise
+        reply = server.call(2, "tools/call", {"name": "get_order_status", "arguments": {"order_id": long_id}})
+        assert "order_id must be exactly 6 digits" in reply["result"]["content"][0]["text"]
+
+
+def test_stdin_that_is_a_file_is_served_by_the_sdks_own_threads(tmp_path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    lines = [
+        *HANDSHAKE,
+        messages.request(2, "tools/call", {"name": "get_order_status", "arguments": {"order_id": "123456"}}),
+    ]
+    requests.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    with requests.open("rb") as stdin:
+        done = subprocess.run(
+            [sys.executable, "-m", "app.demos.orders"], cwd=ROOT, stdin=stdin, capture_output=True, timeout=60,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    replies = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert replies[0]["result"]["serverInfo"]["name"] == "demo-orders"
+
+
+def test_end_of_stdin_ends_the_server() -> None:
+    server = StdioServer()
+    shake(server)
+    assert server.close() == 0
+
+
+def test_only_pipes_sockets_and_terminals_are_served_on_the_loop(tmp_path) -> None:
+    with (tmp_path / "f").open("w") as regular:
+        assert not _stdio._pipe_like(regular.fileno())
+    assert not _stdio._pipe_like(10_000)  # not open at all
+    read, write = os.pipe()
+    try:
+        assert _stdio._pipe_like(read) and _stdio._pipe_like(write)
+    finally:
+        os.close(read)
+        os.close(write)
