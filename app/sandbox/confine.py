@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import tempfile
 from collections.abc import Iterable
 
@@ -174,6 +175,19 @@ def die_with_parent(expected_parent: int) -> None:
     """SIGKILL this process when its parent dies (set after setuid, which clears it)."""
     k.prctl(k.PR_SET_PDEATHSIG, 9)
     if os.getppid() != expected_parent:  # the parent died before the prctl took hold
+        os._exit(137)
+
+
+def die_with_fork_server(life_fd: int) -> None:
+    """In a server, whose parent is the fork server: SIGKILL this process when the fork server dies.
+
+    As PID 1 of its namespace the server sees every parent as pid 0, so getppid() cannot tell whether
+    the fork server died before the prctl took hold: `life_fd` reads a pipe only the fork server
+    writes to, at end of file once it has gone. Closed after the check."""
+    k.prctl(k.PR_SET_PDEATHSIG, 9)
+    gone, _, _ = select.select([life_fd], [], [], 0)
+    os.close(life_fd)
+    if gone:
         os._exit(137)
 
 

@@ -11,10 +11,13 @@ Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
                {"op": "failed", "id": N, "error": TEXT}
                {"op": "exited", "pid": PID, "code": INT | null, "signal": INT | null}
 
-An instance is two processes: a keeper (our pid, group leader, in the new namespaces) and the server
-(PID 1 of its own PID namespace, the keeper's child). The keeper exists because a PID namespace's
-first process must be a child of whoever unshared it, and unshare(CLONE_NEWPID) works once per process.
-Both drop to the instance's uid; when either dies the other goes too (parent-death signal, PID 1 exit).
+An instance is one process once it runs: the server, PID 1 of its own PID namespace. A short-lived
+keeper sets it up: forked from here, it starts a session (its pid is the instance's id and stays the
+group the app signals), enters the new namespaces, forks the server and leaves. A PID namespace's
+first process must be a child of whoever unshared it, and unshare(CLONE_NEWPID) works once per
+process: hence the keeper. This process is a child subreaper, so the server, orphaned as its keeper
+leaves, becomes our child: we reap it and report its exit. A keeper that stayed would hold 1.4 MiB
+of private memory per instance and double the processes sharing our pages (bench/README.md).
 
 The web process drops root once this process is up (app/privileges.py), so a request here may come
 from a compromised, unprivileged process: every one is checked (`check_request`), exactly these
@@ -25,6 +28,7 @@ none) and logged on stderr. A learner's file is read here but runs only in the c
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import itertools
 import json
@@ -47,6 +51,14 @@ MAX_PACKET = 65536
 CGROUP_RETRY_S = 0.2
 # At shutdown, how long to wait for the killed instances to leave their cgroups.
 SHUTDOWN_CGROUP_WAIT_S = 2.0
+# Where a keeper puts, for its server, the read end of the life pipe (only this process writes to
+# it: at end of file, we have died) and of its go pipe (one byte from us once its keeper is reaped).
+LIFE_FD = 4
+GO_FD = 5
+# Exit statuses of children reaped before any report named them (a server whose keeper's report is
+# still unread, or without a PID namespace, an instance's orphan): at most this many kept.
+MAX_UNCLAIMED = 1024
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -60,16 +72,6 @@ def _read_all(fd: int) -> bytes:
         data += chunk
     os.close(fd)
     return data
-
-
-def _exit_like(status: int) -> None:
-    """Leave the way the server left: same exit code, or killed by the same signal."""
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be (and need not be) reset
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
 class ForkServer:
@@ -93,9 +95,16 @@ class ForkServer:
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
         self.uid_range = range(int(low), int(high))  # the only uids an instance may be given
-        self.instances: set[int] = set()  # keeper pids of live instances: the only ones we signal
+        # An instance's id is its keeper's pid, which stays its process group while the server lives.
+        self.instances: set[int] = set()  # ids of live instances: the only groups we signal
         self._cgroup_ids = itertools.count(1)
-        self._instance_cgroups: dict[int, str] = {}  # keeper pid -> its cgroup's name
+        self._instance_cgroups: dict[int, str] = {}  # instance id -> its cgroup's name
+        self._keepers: set[int] = set()  # keepers not yet reaped
+        self._server_of: dict[int, int] = {}  # instance id -> its server's pid, once reported
+        self._servers: dict[int, int] = {}  # server pid -> its instance id
+        self._unclaimed: dict[int, int] = {}  # pid -> wait status, see MAX_UNCLAIMED
+        self._life_read: int | None = None  # read end of a pipe whose only writer is this process
+        self._go: dict[int, int] = {}  # keeper pid -> write end of its server's go pipe
         self._leftover_cgroups: set[str] = set()  # instances gone, cgroups not yet removable
         self._selector = selectors.DefaultSelector()
         # Keepers still setting up: keeper pid -> (request id, the pipe its report comes on). The
@@ -254,6 +263,8 @@ class ForkServer:
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
         signal.signal(signal.SIGTERM, lambda *_: self._shut_down())
+        kernel.prctl(PR_SET_CHILD_SUBREAPER, 1)  # servers come to us when their keepers leave
+        self._life_read, self._life_write = _pipe_above_keepers_fds()
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
@@ -267,7 +278,8 @@ class ForkServer:
                 self._remove_cgroups(list(self._leftover_cgroups))
             for key, _ in selector.select(timeout):
                 if isinstance(key.data, int):  # a keeper's report: it has set up and forked
-                    self._report(key.data)
+                    if key.data in self._reports:  # not already read as the keeper was reaped
+                        self._report(key.data)
                 elif key.data == "children":
                     while True:
                         try:
@@ -289,19 +301,43 @@ class ForkServer:
                 return
             if pid in self._reports:  # its report (or its failure) first: the app expects that order
                 self._report(pid)
-            self.instances.discard(pid)
-            name = self._instance_cgroups.pop(pid, None)
-            if name is not None:
-                self._remove_cgroups([name])
-            _send(
-                self.sock,
-                {
-                    "op": "exited",
-                    "pid": pid,
-                    "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
-                },
-            )
+            if pid in self._keepers:
+                self._keepers.discard(pid)
+                self._let_go(pid)
+                if pid not in self._server_of:  # it died before starting a server: the instance ended
+                    self._ended(pid, status)
+            elif pid in self._servers:
+                self._ended(self._servers.pop(pid), status)
+            else:  # a server whose keeper's report is unread yet, or an orphan of an instance
+                if len(self._unclaimed) >= MAX_UNCLAIMED:
+                    del self._unclaimed[next(iter(self._unclaimed))]
+                self._unclaimed[pid] = status
+
+    def _let_go(self, keeper: int) -> None:
+        """The keeper is reaped, so its server is ours now: it may set its parent-death signal."""
+        go = self._go.pop(keeper)
+        try:
+            os.write(go, b"!")
+        except BrokenPipeError:  # no server is waiting
+            pass
+        os.close(go)
+
+    def _ended(self, instance: int, status: int) -> None:
+        """The instance's server (or its keeper, before there was a server) exited with `status`."""
+        self.instances.discard(instance)
+        self._server_of.pop(instance, None)
+        name = self._instance_cgroups.pop(instance, None)
+        if name is not None:
+            self._remove_cgroups([name])
+        _send(
+            self.sock,
+            {
+                "op": "exited",
+                "pid": instance,
+                "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            },
+        )
 
     def check_request(self, data: bytes, fds: list[int], flags: int) -> tuple[dict, str]:
         """The request, and "" when it is well-formed, else what is wrong with it."""
@@ -408,6 +444,12 @@ class ForkServer:
         data = _read_all(fd)
         server_pid = int(data) if data.isdigit() else 0  # 0: the keeper died before its server began
         _send(self.sock, {"op": "spawned", "id": request_id, "pid": pid, "server_pid": server_pid})
+        if server_pid:
+            self._server_of[pid] = server_pid
+            self._servers[server_pid] = pid
+            if server_pid in self._unclaimed:  # it has already exited
+                del self._servers[server_pid]
+                self._ended(pid, self._unclaimed.pop(server_pid))
 
     def _remove_cgroups(self, names: list[str]) -> None:
         assert self.cgroups is not None
@@ -430,12 +472,12 @@ class ForkServer:
             except ProcessLookupError:
                 pass
         if self.cgroups is not None:
-            for pid, name in list(self._instance_cgroups.items()):
+            for pid in self._keepers | set(self._servers):
                 try:
                     os.waitpid(pid, 0)
                 except ChildProcessError:
                     pass
-                self._leftover_cgroups.add(name)
+            self._leftover_cgroups.update(self._instance_cgroups.values())
             deadline = time.monotonic() + SHUTDOWN_CGROUP_WAIT_S
             while self._leftover_cgroups and time.monotonic() < deadline:
                 self._remove_cgroups(list(self._leftover_cgroups))  # servers may still be leaving
@@ -453,18 +495,23 @@ class ForkServer:
             cgroup = f"i{next(self._cgroup_ids)}"
             procs = self.cgroups.create(cgroup)  # an OSError fails this spawn, as it should
         report_read, report_write = os.pipe()
+        go_read, go_write = _pipe_above_keepers_fds()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(report_read)
-                self._keeper(server, uid, fds, report_write, procs, source)
+                os.close(go_write)
+                self._keeper(server, uid, fds, report_write, procs, source, go_read)
             except BaseException:
                 traceback.print_exc()
             finally:
                 os._exit(70)
         for fd in procs:
             os.close(fd)
+        os.close(go_read)
+        self._go[pid] = go_write
         self.instances.add(pid)
+        self._keepers.add(pid)
         if cgroup is not None:
             self._instance_cgroups[pid] = cgroup
         os.close(report_write)
@@ -472,7 +519,7 @@ class ForkServer:
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
     def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                source: str | None) -> None:  # fmt: skip
+                source: str | None, go: int) -> None:  # fmt: skip
         forkserver = os.getppid()
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
@@ -484,25 +531,21 @@ class ForkServer:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         report = os.dup2(report, 3)
-        os.closerange(4, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
+        assert self._life_read is not None
+        os.dup2(self._life_read, LIFE_FD)
+        os.dup2(go, GO_FD)
+        os.closerange(GO_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         confine.die_with_parent(forkserver)
         if self.has("namespaces"):
             confine.enter_namespaces(
                 self._owner(uid), self.limits, pid_namespace=self.has("pid_namespace"), scratch=self.scratch
             )
-        keeper = os.getpid()
         child = os.fork()
         if child == 0:
             os.close(report)
-            self._server(server, uid, keeper, source)
+            self._server(server, uid, source)
         os.write(report, str(child).encode())
-        os.close(report)
-        os.close(0)
-        os.close(1)
-        self._lock_down(uid, forkserver)
-        signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGTERM))
-        _, status = os.waitpid(child, 0)
-        _exit_like(status)
+        os._exit(0)  # the server lives on, adopted by the fork server
 
     def _owner(self, uid: int) -> int:
         """Who owns the instance's tmpfs: its uid, or in rootless mode the one uid there is."""
@@ -520,7 +563,7 @@ class ForkServer:
             return True
         return probe.get("instance_userns") == "ok" if probe is not None else self.instance_userns
 
-    def _lock_down(self, uid: int, parent: int) -> None:
+    def _lock_down(self, uid: int) -> None:
         if self.apply_rlimits:
             confine.set_rlimits(self.limits, per_uid=self._per_uid())
         if self.rootless:
@@ -528,14 +571,19 @@ class ForkServer:
                 confine.drop_capabilities()
         elif self.has("uid"):
             confine.drop_privileges(uid)
-        confine.die_with_parent(parent)
+        confine.die_with_fork_server(LIFE_FD)  # after setuid, which clears the parent-death signal
         if self.has("seccomp") and self.seccomp is not None:
             self.seccomp.load()
 
-    def _server(self, server: str, uid: int, keeper: int, source: str | None) -> None:
+    def _server(self, server: str, uid: int, source: str | None) -> None:
         try:
-            # As PID 1 of its namespace, the server sees its parent as 0.
-            self._lock_down(uid, 0 if self.has("pid_namespace") else keeper)
+            # Until the keeper has left, and the fork server (its subreaper) has adopted us, a
+            # parent-death signal would fire as the keeper leaves: wait for the fork server's word.
+            # End of file without it: the fork server has died.
+            if os.read(GO_FD, 1) != b"!":
+                os._exit(137)
+            os.close(GO_FD)
+            self._lock_down(uid)
             # PID 1 ignores signals it has no handler for, so give SIGTERM one.
             signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
             if source is not None:
@@ -545,6 +593,14 @@ class ForkServer:
         except BaseException:
             traceback.print_exc()
             os._exit(70)
+
+
+def _pipe_above_keepers_fds() -> tuple[int, int]:
+    """A pipe whose read end is clear of the fds a keeper fills (0 to GO_FD), so it survives there."""
+    read, write = os.pipe()
+    moved = fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, GO_FD + 1)
+    os.close(read)
+    return moved, write
 
 
 def _is_int(value: object) -> bool:

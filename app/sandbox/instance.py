@@ -170,8 +170,9 @@ class Instance:
     def _signal(self, sig: int) -> None:
         if self.pid is None:
             return
-        # The keeper leads the group and the server is in it. The fork server sends the signal:
-        # the web process may have dropped root and cannot signal an instance's uid.
+        # The group is the instance's id (its keeper's pid: the keeper has gone, the server is in it).
+        # The fork server sends the signal: the web process may have dropped root and cannot signal
+        # an instance's uid.
         self.launcher.signal(self.pid, sig)
 
     async def _wait(self, timeout: float) -> bool:

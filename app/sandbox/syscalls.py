@@ -25,7 +25,7 @@ ALLOWED: dict[str, str] = {
     # processes and threads (clone is allowed with conditions, below)
     "exit": "a thread ends",
     "exit_group": "the process ends",
-    "wait4": "os.waitpid; the keeper waits for its server",
+    "wait4": "os.waitpid; a server waits for the processes it starts (subprocess)",
     "getpid": "os.getpid, and the SDK's anyio checks",
     "getppid": "os.getppid",
     "gettid": "threading.get_native_id, glibc",
@@ -51,7 +51,7 @@ ALLOWED: dict[str, str] = {
     "prlimit64": "resource.getrlimit; lowering a limit is harmless, raising one needs a capability",
     "restart_syscall": "the kernel restarts a call a signal interrupted",
     # signals (only processes inside the instance's own PID namespace can be reached)
-    "kill": "os.kill; the keeper re-raises its server's fatal signal",
+    "kill": "os.kill; a server signals the processes it starts",
     "tgkill": "signals to a thread (faulthandler, pthread_kill)",
     "rt_sigaction": "signal.signal; the server's SIGTERM handler",
     "rt_sigprocmask": "glibc blocks signals around thread creation",

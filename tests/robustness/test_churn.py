@@ -44,11 +44,11 @@ async def churn(app: AppProcess, count: int, batch: int = 10) -> None:
 
 
 def settled(app: AppProcess) -> bool:
-    """Only the full warm pools are left: each instance a keeper and a server, no zombies."""
+    """Only the full warm pools are left: each instance its server alone, no zombies."""
     pools = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
     procs = processes_in_uid_range(app.uid_base, app.uid_base + 1000)
     demos = [name for name in pools if name != MY_SERVER]  # a learner's own server is never warm
-    return len(procs) == 2 * sum(pools.values()) == 2 * (POOL + len(demos) - 1) and not any(
+    return len(procs) == sum(pools.values()) == POOL + len(demos) - 1 and not any(
         p.zombie for p in procs
     )
 

@@ -174,7 +174,70 @@ def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserve
         os.close(fd)
     forkserver.sock.close()
     assert forkserver.proc.wait(30) == 0
-    assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{reply['server_pid']}"), 30)
+
+
+def dead(pid: int) -> bool:
+    """Gone, or a zombie waiting for whoever adopted it to reap it."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return "Z (zombie)" in handle.read()
+    except OSError:
+        return True
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rpartition(")")[2].split()[1])
+
+
+def test_a_server_outlives_its_keeper_as_the_fork_servers_child(forkserver: RawClient) -> None:
+    """The keeper sets up and leaves; the fork server adopts the server, reaps it, and reports its exit
+    under the instance's id with the server's own status."""
+    fds, (stdin, stdout, stderr) = pipes()
+    forkserver.send(spawn(), fds)
+    reply = forkserver.recv_op("spawned", "failed")
+    for fd in fds:
+        os.close(fd)
+    try:
+        assert reply["op"] == "spawned", reply
+        server = reply["server_pid"]
+        assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)  # the keeper has gone
+        assert parent_of(server) == forkserver.proc.pid
+        os.write(stdin, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        with os.fdopen(os.dup(stdout), "rb") as out:
+            assert json.loads(out.readline()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        os.close(stdin)  # end of input: the server exits 0 by itself
+        stdin = -1
+        exited = forkserver.recv_op("exited")
+        assert exited == {"op": "exited", "pid": reply["pid"], "code": 0, "signal": None}, exited
+    finally:
+        for fd in (stdin, stdout, stderr):
+            if fd >= 0:
+                os.close(fd)
+
+
+def test_a_killed_fork_server_takes_every_adopted_server_with_it(forkserver: RawClient) -> None:
+    """The servers' parent-death signal is set once they are the fork server's children: a fork server
+    killed outright (no chance to end them) still leaves no instance behind."""
+    servers, ours = [], []
+    for n in range(3):
+        fds, mine = pipes()
+        forkserver.send(spawn(uid=RANGE.start + 1 + n, id_=n), fds)
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "spawned", reply
+        for fd in fds:
+            os.close(fd)
+        servers.append(reply["server_pid"])
+        ours.extend(mine)
+    try:
+        assert wait_until(lambda: all(parent_of(pid) == forkserver.proc.pid for pid in servers), 30)
+        forkserver.proc.kill()
+        forkserver.proc.wait(30)
+        assert wait_until(lambda: all(dead(pid) for pid in servers), 30), servers
+    finally:
+        for fd in ours:
+            os.close(fd)
 
 
 def test_spawns_sent_back_to_back_overlap_and_each_gets_its_own_reply(forkserver: RawClient) -> None:
