@@ -48,9 +48,7 @@ def settled(app: AppProcess) -> bool:
     pools = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
     procs = processes_in_uid_range(app.uid_base, app.uid_base + 1000)
     demos = [name for name in pools if name != MY_SERVER]  # a learner's own server is never warm
-    return len(procs) == sum(pools.values()) == POOL + len(demos) - 1 and not any(
-        p.zombie for p in procs
-    )
+    return len(procs) == sum(pools.values()) == POOL + len(demos) - 1 and not any(p.zombie for p in procs)
 
 
 @pytest.mark.timeout(600)

@@ -141,8 +141,8 @@ def test_restarted_and_ended_instances_go_away(reachable_dir: Path) -> None:
         # warm_pool_size=1: one warm instance of each demo server (a learner's own is never warm)
         warm = len([name for name in health["servers"] if name != MY_SERVER])
         # Only the warm pools are left: one process (the server) per instance, nothing else.
-        assert wait_until(lambda: len(processes_in_uid_range(low, high)) == warm, 60), (
-            processes_in_uid_range(low, high)
+        assert wait_until(lambda: len(processes_in_uid_range(low, high)) == warm, 60), processes_in_uid_range(
+            low, high
         )
         assert "Traceback" not in full_log(app), full_log(app)
 
