@@ -55,7 +55,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             "private memory per live session (USS)",
             f"{ours / MIB:.1f} MiB",
             f"{cold_uss / MIB:.1f} MiB cold",
-            "<= 8 MiB",
+            "<= 6 MiB",
         )
     ]
     return figures, table

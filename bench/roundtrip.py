@@ -101,7 +101,7 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
             "tools/call round trip p99, relay/direct",
             f"{relay_s['p99']:.2f} ms ({p99_ratio:.2f}x)",
             f"{direct_s['p99']:.2f} ms direct",
-            "<= 2.0x",
+            "<= 1.6x",
         ),
         (
             "tools/call round trip p50 over an HTTP endpoint",
