@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import collections
+import gc
+import time
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 # Session start: a warm instance answers in milliseconds, a cold fork in tens, a stuck one in seconds.
 START_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# A collection of the young generations takes well under a millisecond; a full one, hundreds with
+# thousands of sessions live (bench/README.md).
+GC_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
 class Metrics:
@@ -47,6 +55,36 @@ class Metrics:
             ["layer"],
             registry=r,
         )
+        self.gc_pause_seconds = Histogram(
+            "playground_gc_pause_seconds",
+            "Collections by the web process's garbage collector, by generation: each stops every session.",
+            ["generation"], buckets=GC_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.gc_frozen_objects = Gauge(
+            "playground_gc_frozen_objects",
+            "Objects kept out of the collector's reach since start-up.",
+            registry=r,
+        )
+        # Filled by the collector's callback, folded into the histogram when /metrics is read: the
+        # callback runs inside any allocation, so it takes no lock (a deque append is atomic).
+        self._gc_pauses: collections.deque[tuple[int, float]] = collections.deque(maxlen=10_000)
+        self._gc_began: float | None = None
+
+    def watch_gc(self) -> None:
+        """Time every collection of this process (until unwatch_gc)."""
+        if self._on_gc not in gc.callbacks:
+            gc.callbacks.append(self._on_gc)
+
+    def unwatch_gc(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_began = time.perf_counter()
+        elif self._gc_began is not None:
+            self._gc_pauses.append((info["generation"], time.perf_counter() - self._gc_began))
+            self._gc_began = None
 
     def count_live(self, class_ids: list[str | None]) -> None:
         """Set the whole playground's gauges from every live session's class (None: in no class)."""
@@ -56,4 +94,8 @@ class Metrics:
             self.class_live_sessions.labels(class_id).set(class_ids.count(class_id))
 
     def render(self) -> bytes:
+        while self._gc_pauses:
+            generation, seconds = self._gc_pauses.popleft()
+            self.gc_pause_seconds.labels(str(generation)).observe(seconds)
+        self.gc_frozen_objects.set(gc.get_freeze_count())
         return generate_latest(self.registry)
