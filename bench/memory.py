@@ -1,9 +1,20 @@
-"""Private memory (USS) per live session, next to a cold server."""
+"""Private memory (USS) per live session, next to a cold server.
+
+Measured as a difference: the USS of every sandboxed process with the warm pools full and no session,
+then again with `count` sessions live (each initialized and having called a tool) and the pools full
+again, divided by `count`. Pool instances are not sessions, and since they warm up before serving
+they are no longer the smallest instances, so picking the largest would count them.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
+import httpx
+
+from app.config import Settings
+from app.demos import MY_SERVER
 from bench.cold import ColdServer
 from bench.stats import uss_bytes
 from tests.support.appserver import AppProcess
@@ -11,32 +22,48 @@ from tests.support.procs import processes_in_uid_range
 from tests.support.wsclient import McpClient
 
 MIB = 1024 * 1024
+SETTLE_TIMEOUT_S = 60.0
+
+
+def _sandbox_uss(app: AppProcess) -> int:
+    total = 0
+    for proc in processes_in_uid_range(app.uid_base, app.uid_base + 100_000):
+        try:
+            total += uss_bytes(proc.pid)
+        except OSError:
+            pass  # it ended while we looked
+    return total
+
+
+async def _pools_full(app: AppProcess, sizes: dict[str, int]) -> None:
+    """Wait (with a deadline) until every warm pool is back at `sizes`, and its instances warmed."""
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    async with httpx.AsyncClient(base_url=app.base, timeout=10) as http:
+        while (await http.get("/healthz")).json()["warm_pool"] != sizes:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the warm pools did not refill")
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # a refilled instance warms itself up before it serves; let it finish
 
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     count = 10 if quick else 20
+    # The pools' full sizes, as app/web/state.py sets them with the default settings.
+    size = Settings().warm_pool_size
+    names = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
+    sizes = {
+        name: 0 if name == MY_SERVER else size if name == "demo-orders" else min(1, size) for name in names
+    }
+    await _pools_full(app, sizes)
+    before = _sandbox_uss(app)
     clients = []
-    uids = set()
     for _ in range(count):
         client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
         await client.initialize()
         await client.tool(2, "get_order_status", order_id="123456")  # a session that has done some work
         clients.append(client)
-    await asyncio.sleep(0.2)  # let the pool refill settle, so it is not counted mid-fork
-    live = []
-    for proc in processes_in_uid_range(app.uid_base, app.uid_base + 100_000):
-        uids.add(proc.uids[0])
-        live.append(proc)
-    # Per instance: keeper + server, summed by uid; the live sessions are the ones that did work,
-    # so take the `count` largest instances (warm ones have touched fewer pages).
-    per_uid: dict[int, int] = {}
-    for proc in live:
-        try:
-            per_uid[proc.uids[0]] = per_uid.get(proc.uids[0], 0) + uss_bytes(proc.pid)
-        except OSError:
-            pass
-    sessions = sorted(per_uid.values(), reverse=True)[:count]
-    ours = sum(sessions) / len(sessions)
+    await _pools_full(app, sizes)
+    ours = (_sandbox_uss(app) - before) / count
     await asyncio.gather(*(c.close() for c in clients))
 
     cold = ColdServer()
@@ -45,11 +72,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
                         "params": {"name": "get_order_status", "arguments": {"order_id": "123456"}}})  # fmt: skip
     cold_uss = uss_bytes(cold.proc.pid)
     await cold.stop()
-    figures = {
-        "session_uss_mib": ours / MIB,
-        "cold_uss_mib": cold_uss / MIB,
-        "sessions_measured": len(sessions),
-    }
+    figures = {"session_uss_mib": ours / MIB, "cold_uss_mib": cold_uss / MIB, "sessions_measured": count}
     table = [
         (
             "private memory per live session (USS)",

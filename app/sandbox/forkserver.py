@@ -3,9 +3,8 @@
 Run as `python -m app.sandbox.forkserver CONFIG_JSON` by app.sandbox.launcher, never by hand.
 Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
 
-  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID[, "warm": true]}  + 3 pipe fds
-                 (stdin, stdout, stderr) and, for my-server only, a 4th: a memfd holding the learner's
-                 server.py. warm: the server talks to itself once before serving (for the warm pool)
+  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 pipe fds (stdin, stdout, stderr)
+                 and, for my-server only, a 4th: a memfd holding the learner's server.py
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
                {"op": "spawned", "id": N, "pid": PID, "server_pid": PID}   pid: the instance's group leader
@@ -352,10 +351,8 @@ class ForkServer:
             return request, "truncated (too many descriptors or too long)"
         op = request.get("op")
         if op == "spawn":
-            if set(request) - {"warm"} != {"op", "id", "server", "uid"}:
-                return request, "a spawn takes exactly op, id, server and uid, and may take warm"
-            if not isinstance(request.get("warm", False), bool):
-                return request, "warm is true or false"
+            if set(request) != {"op", "id", "server", "uid"}:
+                return request, "a spawn takes exactly op, id, server and uid"
             if not _is_int(request["id"]):
                 return request, "the id is not an integer"
             own = request["server"] == MY_SERVER
@@ -423,8 +420,7 @@ class ForkServer:
                         self.sock, {"op": "failed", "id": request["id"], "error": f"bad request: {problem}"}
                     )
                     return
-            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source,
-                        warm=request.get("warm", False) and source is None)  # fmt: skip
+            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source)
         except OSError as exc:
             _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
         finally:
@@ -492,8 +488,7 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None,
-               warm: bool = False) -> None:  # fmt: skip
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None) -> None:
         """Fork the instance's keeper; the "spawned" reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
@@ -506,7 +501,7 @@ class ForkServer:
             try:
                 os.close(report_read)
                 os.close(go_write)
-                self._keeper(server, uid, fds, report_write, procs, source, go_read, warm)
+                self._keeper(server, uid, fds, report_write, procs, source, go_read)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -524,7 +519,7 @@ class ForkServer:
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
     def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                source: str | None, go: int, warm: bool) -> None:  # fmt: skip
+                source: str | None, go: int) -> None:  # fmt: skip
         forkserver = os.getppid()
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
@@ -548,7 +543,7 @@ class ForkServer:
         child = os.fork()
         if child == 0:
             os.close(report)
-            self._server(server, uid, source, warm)
+            self._server(server, uid, source)
         os.write(report, str(child).encode())
         os._exit(0)  # the server lives on, adopted by the fork server
 
@@ -580,25 +575,7 @@ class ForkServer:
         if self.has("seccomp") and self.seccomp is not None:
             self.seccomp.load()
 
-    def _warm_in_place(self, server: str) -> None:
-        """In a pool instance, before it serves: the read-only warm-up conversation once more.
-
-        The fork server had it before forking, so the code is warm; what a fresh fork still pays on
-        its first messages is copying each page they write (about 1 ms on initialize, measured).
-        A pool instance waits for a learner anyway, so it pays that now. Nothing reaches the wire:
-        the conversation runs on in-memory streams (warmup.py), and lists and pings change no state."""
-        from mcp.server.mcpserver import MCPServer
-
-        from app.sandbox.warmup import warm_up
-
-        target = getattr(self.modules[server], "server", None)
-        if isinstance(target, MCPServer):
-            try:
-                warm_up(target)
-            except Exception:  # it only makes the first reply slower; serve all the same
-                pass
-
-    def _server(self, server: str, uid: int, source: str | None, warm: bool) -> None:
+    def _server(self, server: str, uid: int, source: str | None) -> None:
         try:
             # Until the keeper has left, and the fork server (its subreaper) has adopted us, a
             # parent-death signal would fire as the keeper leaves: wait for the fork server's word.
@@ -611,8 +588,6 @@ class ForkServer:
             signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
             if source is not None:
                 own_server.run(source)  # exits as `python server.py` would
-            if warm:
-                self._warm_in_place(server)
             self.modules[server].serve()
             os._exit(0)
         except BaseException:

@@ -54,15 +54,14 @@ class Instance:
     def poll(self) -> ExitStatus | None:
         return self._status
 
-    async def start(self, warm: bool = False) -> None:
-        """Spawn the server; `warm`: it exercises itself first (launcher.spawn)."""
+    async def start(self) -> None:
         self.pending = "start"
         in_r, in_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
             self.pid, _server_pid = await self.launcher.spawn(
-                self.server, self.uid, (in_r, out_w, err_w), self._on_exit, self.source, warm=warm
+                self.server, self.uid, (in_r, out_w, err_w), self._on_exit, self.source
             )
         except BaseException:
             for fd in (in_w, out_r, err_r):

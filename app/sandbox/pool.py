@@ -139,7 +139,7 @@ class InstancePool:
             self._recycle_uid(instance)
         return None
 
-    async def _start_instance(self, server: str, source: str | None = None, warm: bool = False) -> Instance:
+    async def _start_instance(self, server: str, source: str | None = None) -> Instance:
         if not self._free_uids:
             raise SandboxError(
                 "The playground has no room for another server right now. Try again in a minute.",
@@ -155,7 +155,7 @@ class InstancePool:
             source=source,
         )
         try:
-            await instance.start(warm=warm)
+            await instance.start()
         except BaseException:
             self._free_uids.append(uid)
             raise
@@ -183,7 +183,7 @@ class InstancePool:
         try:
             # The instance just taken is serving its learner's first messages: let those go first.
             await asyncio.sleep(REFILL_DELAY_S)
-            instance = await self._start_instance(server, warm=True)
+            instance = await self._start_instance(server)
         except SandboxError as exc:
             log.warning("warm pool: could not start %s: %s", server, exc.log_message)
             await asyncio.sleep(REFILL_RETRY_S)

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from app.config import PROJECT_ROOT
-from app.protocol import messages
 from app.sandbox.launcher import Launcher, child_environment
 from app.sandbox.limits import Limits
 from tests.support.procs import wait_until
@@ -112,9 +111,6 @@ def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserv
             ("uid as a bool", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": True}).encode(), good_fds),
             ("uid as a float", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1.5}).encode(), good_fds),
             ("an extra key", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1, "env": {"LD_PRELOAD": "x"}}).encode(), good_fds),
-            ("warm as text", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1, "warm": "yes"}).encode(), good_fds),
-            ("warm as a number", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1, "warm": 1}).encode(), good_fds),
-            ("warm and an extra key", json.dumps({"op": "spawn", "id": 1, "server": "demo-orders", "uid": RANGE.start + 1, "warm": True, "argv": ["x"]}).encode(), good_fds),
             ("no descriptors", spawn(), []),
             ("two descriptors", spawn(), good_fds[:2]),
             ("four descriptors", spawn(), [*good_fds, extra_r]),
@@ -219,29 +215,6 @@ def test_a_server_outlives_its_keeper_as_the_fork_servers_child(forkserver: RawC
         for fd in (stdin, stdout, stderr):
             if fd >= 0:
                 os.close(fd)
-
-
-def test_a_warm_spawn_talks_to_itself_off_the_wire_and_serves_a_fresh_session(forkserver: RawClient) -> None:
-    """A pool instance runs its warm-up conversation before serving: nothing of it reaches stdout, and
-    the learner's own initialize is still the first one the server answers (no session carried over)."""
-    fds, (stdin, stdout, stderr) = pipes()
-    forkserver.send(json.dumps({"op": "spawn", "id": 3, "server": "demo-orders", "uid": RANGE.start + 1,
-                                "warm": True}).encode(), fds)  # fmt: skip
-    reply = forkserver.recv_op("spawned", "failed")
-    for fd in fds:
-        os.close(fd)
-    try:
-        assert reply["op"] == "spawned", reply
-        os.write(stdin, json.dumps(messages.request(5, "tools/list")).encode() + b"\n")  # before initialize
-        init = messages.initialize(6, client_info={"name": "t", "version": "1"})
-        os.write(stdin, json.dumps(init).encode() + b"\n")
-        with os.fdopen(os.dup(stdout), "rb") as out:
-            first, second = json.loads(out.readline()), json.loads(out.readline())
-        assert first["id"] == 5  # the very first line on the wire answers our first message
-        assert second["id"] == 6 and second["result"]["serverInfo"]["name"] == "demo-orders", second
-    finally:
-        for fd in (stdin, stdout, stderr):
-            os.close(fd)
 
 
 def test_a_killed_fork_server_takes_every_adopted_server_with_it(forkserver: RawClient) -> None:
