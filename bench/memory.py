@@ -16,23 +16,12 @@ import httpx
 from app.config import Settings
 from app.demos import MY_SERVER
 from bench.cold import ColdServer
-from bench.stats import uss_bytes
+from bench.stats import sandbox_total, uss_bytes
 from tests.support.appserver import AppProcess
-from tests.support.procs import processes_in_uid_range
 from tests.support.wsclient import McpClient
 
 MIB = 1024 * 1024
 SETTLE_TIMEOUT_S = 60.0
-
-
-def _sandbox_uss(app: AppProcess) -> int:
-    total = 0
-    for proc in processes_in_uid_range(app.uid_base, app.uid_base + 100_000):
-        try:
-            total += uss_bytes(proc.pid)
-        except OSError:
-            pass  # it ended while we looked
-    return total
 
 
 async def _pools_full(app: AppProcess, sizes: dict[str, int]) -> None:
@@ -55,7 +44,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         name: 0 if name == MY_SERVER else size if name == "demo-orders" else min(1, size) for name in names
     }
     await _pools_full(app, sizes)
-    before = _sandbox_uss(app)
+    before = sandbox_total(app.uid_base, uss_bytes)
     clients = []
     for _ in range(count):
         client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
@@ -63,7 +52,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         await client.tool(2, "get_order_status", order_id="123456")  # a session that has done some work
         clients.append(client)
     await _pools_full(app, sizes)
-    ours = (_sandbox_uss(app) - before) / count
+    ours = (sandbox_total(app.uid_base, uss_bytes) - before) / count
     await asyncio.gather(*(c.close() for c in clients))
 
     cold = ColdServer()

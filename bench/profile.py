@@ -10,7 +10,6 @@ the client, the kernel and waiting on one another.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 import sys
@@ -18,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.stats import cpu_seconds, sandbox_total
 from tests.support.appserver import AppProcess
-from tests.support.procs import processes_in_uid_range
 from tests.support.wsclient import McpClient
 
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
@@ -43,22 +42,6 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
 OTHER = "event loop (uvloop's C code: system calls, scheduling)"
 
 
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _sandbox_cpu_s(app: AppProcess) -> float:
-    total = 0.0
-    for proc in processes_in_uid_range(app.uid_base, app.uid_base + 100_000):
-        try:
-            total += _cpu_s(proc.pid)
-        except OSError:
-            pass  # it ended while we looked
-    return total
-
-
 def categorize(raw: str) -> dict[str, int]:
     """Sample counts per category from py-spy's raw output (`frame;frame;... count` per line)."""
     counts: dict[str, int] = {}
@@ -76,14 +59,15 @@ async def _drive(app: AppProcess, client: McpClient, calls: int) -> tuple[float,
     assert app.proc is not None
     for i in range(50):  # warm the path first
         await client.call(10 + i, "tools/call", CALL)
-    app_before, server_before = _cpu_s(app.proc.pid), _sandbox_cpu_s(app)
+    app_before, server_before = cpu_seconds(app.proc.pid), sandbox_total(app.uid_base, cpu_seconds)
     began = time.perf_counter()
     for i in range(calls):
         reply = await client.call(100 + i, "tools/call", CALL)
         assert "result" in reply, reply
     elapsed = time.perf_counter() - began
     # Read while the session's server still runs: an exited process's CPU is no longer in /proc.
-    return elapsed, _cpu_s(app.proc.pid) - app_before, _sandbox_cpu_s(app) - server_before
+    return (elapsed, cpu_seconds(app.proc.pid) - app_before,
+            sandbox_total(app.uid_base, cpu_seconds) - server_before)  # fmt: skip
 
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:

@@ -1,8 +1,12 @@
-"""Percentiles and memory readings."""
+"""Percentiles, and memory and CPU readings from /proc."""
 
 from __future__ import annotations
 
+import os
 import statistics
+from collections.abc import Callable
+
+from tests.support.procs import processes_in_uid_range
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -30,4 +34,23 @@ def uss_bytes(pid: int) -> int:
         for line in handle:
             if line.startswith(("Private_Clean:", "Private_Dirty:")):
                 total += int(line.split()[1]) * 1024
+    return total
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def sandbox_total(uid_base: int, reading: Callable[[int], float]) -> float:
+    """`reading` (uss_bytes, cpu_seconds) summed over every sandboxed process of the app whose
+    instances take uids from `uid_base`; a process that ends while we look is left out."""
+    total = 0.0
+    for proc in processes_in_uid_range(uid_base, uid_base + 100_000):
+        try:
+            total += reading(proc.pid)
+        except OSError:
+            pass
     return total

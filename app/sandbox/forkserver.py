@@ -496,7 +496,14 @@ class ForkServer:
             procs = self.cgroups.create(cgroup)  # an OSError fails this spawn, as it should
         report_read, report_write = os.pipe()
         go_read, go_write = _pipe_above_keepers_fds()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had: this spawn fails, and leaves nothing open
+            for fd in (*procs, report_read, report_write, go_read, go_write):
+                os.close(fd)
+            if cgroup is not None:
+                self._remove_cgroups([cgroup])
+            raise
         if pid == 0:
             try:
                 os.close(report_read)
