@@ -139,3 +139,12 @@ def _page(browser: Browser, app: AppProcess, probe: PageProbe, scheme: str) -> I
     assert probe.csp_violations() == [], (
         f"the page broke its Content-Security-Policy: {probe.csp_violations()}"
     )
+
+
+def clear_and_insert(page: Page, text: str) -> None:
+    """Replace the focused editor's text: select all, delete, insert. (Inserting, or Playwright's
+    fill(), over a selection of several lines lets Chromium's own editing merge the lines, and it
+    tries a style attribute the CSP refuses; the editor's own delete does not.)"""
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Backspace")
+    page.keyboard.insert_text(text)

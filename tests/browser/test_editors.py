@@ -8,7 +8,7 @@ import json
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PageProbe
+from tests.browser.conftest import PageProbe, clear_and_insert
 
 BUNDLE = "**/static/vendor/codemirror.js"
 MESSAGE_BOX = "section.console .cm-editor[data-editor-for=console-message] .cm-content"
@@ -85,7 +85,7 @@ def test_a_template_and_go_to_the_error_reach_the_json_editor(page: Page) -> Non
     page.get_by_role("button", name="Use template").click()
     expect(box).to_be_focused()
     expect(box).to_contain_text('"method": "tools/list"')
-    box.fill('{"jsonrpc": "2.0",\n  "id": 1,,\n  "method": "ping"}')
+    clear_and_insert(page, '{"jsonrpc": "2.0",\n  "id": 1,,\n  "method": "ping"}')  # the box has focus
     page.get_by_role("button", name="Go to the error").click()
     expect(box).to_be_focused()
     assert page.evaluate("getSelection().toString()") == ","  # the second comma, selected

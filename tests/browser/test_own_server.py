@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import PageProbe, _page
+from tests.browser.conftest import PageProbe, _page, clear_and_insert
 from tests.support.appserver import AppProcess
 
 LESSONS = Path(__file__).resolve().parents[1] / "fixtures" / "build_lessons"
@@ -43,15 +43,6 @@ def write(page: Page, text: str) -> None:
     """Replace the whole file in the Python editor, as typing would."""
     page.locator("[data-workspace] .cm-content").click()
     clear_and_insert(page, text)
-
-
-def clear_and_insert(page: Page, text: str) -> None:
-    """Select all, delete, insert. (Inserting over a selection of several lines lets Chromium's own
-    editing merge the lines, and it tries a style attribute the CSP refuses; the editor's own delete
-    does not.)"""
-    page.keyboard.press("Control+a")
-    page.keyboard.press("Backspace")
-    page.keyboard.insert_text(text)
 
 
 def test_write_a_tool_save_see_it_listed_and_pass_the_exercise(learner: Page, artifacts: Path) -> None:
