@@ -44,7 +44,7 @@ class _Hierarchy:
 
 class Cgroups:
     """The fork server's instance cgroups. `create(name)` returns descriptors of the new cgroup's
-    `cgroup.procs` files: the keeper writes its pid into each before it forks the server."""
+    `cgroup.procs` files: the instance moves itself into each, first thing after it is forked."""
 
     def __init__(self, version: int, hierarchies: list[_Hierarchy]) -> None:
         self.version = version
@@ -117,10 +117,9 @@ class Cgroups:
 
 
 def join(procs_fds: list[int]) -> None:
-    """In the keeper, before it forks the server: move this process into its instance cgroups."""
-    pid = str(os.getpid()).encode()
+    """In the new instance, first thing: move this process into its instance cgroups."""
     for fd in procs_fds:
-        os.write(fd, pid)
+        os.write(fd, b"0")  # 0 is the writer itself (its pid here would be 1, of its own namespace)
         os.close(fd)
 
 

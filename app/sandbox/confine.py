@@ -105,7 +105,7 @@ def enter_user_namespace(outside_uid: int, outside_gid: int) -> None:
 
 
 def enter_instance_user_namespace(proc: int) -> None:
-    """Rootless mode, in each instance's keeper: a user namespace of the instance's own, nested in the
+    """Rootless mode, in each instance as it sets up: a user namespace of the instance's own, nested in the
     fork server's and mapping its root to the same single uid.
 
     The kernel counts RLIMIT_NPROC per user namespace and uid (ucounts, Linux 5.14 on), so with one
@@ -128,13 +128,11 @@ def drop_capabilities() -> None:
     k.prctl(k.PR_SET_NO_NEW_PRIVS, 1)
 
 
-def enter_namespaces(uid: int, limits: Limits, *, pid_namespace: bool, scratch: str | None) -> None:
-    """In the instance's first process: new namespaces and a private, size-capped tmpfs on `scratch`
-    (None: no tmpfs, when the root could not be built and the only candidate would hide the project)."""
-    flags = k.CLONE_NEWNS | k.CLONE_NEWNET | k.CLONE_NEWIPC | k.CLONE_NEWUTS
-    if pid_namespace:
-        flags |= k.CLONE_NEWPID  # applies to the children: the server becomes PID 1
-    k.unshare(flags)
+def enter_namespaces(uid: int, limits: Limits, *, scratch: str | None) -> None:
+    """In the instance, as it sets up: new namespaces and a private, size-capped tmpfs on `scratch`
+    (None: no tmpfs, when the root could not be built and the only candidate would hide the project).
+    Its PID namespace it was born in (kernel.fork_in_new_pid_namespace)."""
+    k.unshare(k.CLONE_NEWNS | k.CLONE_NEWNET | k.CLONE_NEWIPC | k.CLONE_NEWUTS)
     if scratch is None:
         os.chdir("/")
         return

@@ -7,17 +7,14 @@ Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
                  and, for my-server only, a 4th: a memfd holding the learner's server.py
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
-               {"op": "spawned", "id": N, "pid": PID, "server_pid": PID}   pid: the instance's group leader
+               {"op": "spawned", "id": N, "pid": PID}   the instance's server, leader of its group
                {"op": "failed", "id": N, "error": TEXT}
                {"op": "exited", "pid": PID, "code": INT | null, "signal": INT | null}
 
-An instance is one process once it runs: the server, PID 1 of its own PID namespace. A short-lived
-keeper sets it up: forked from here, it starts a session (its pid is the instance's id and stays the
-group the app signals), enters the new namespaces, forks the server and leaves. A PID namespace's
-first process must be a child of whoever unshared it, and unshare(CLONE_NEWPID) works once per
-process: hence the keeper. This process is a child subreaper, so the server, orphaned as its keeper
-leaves, becomes our child: we reap it and report its exit. A keeper that stayed would hold 1.4 MiB
-of private memory per instance and double the processes sharing our pages (bench/README.md).
+An instance is one process: the server, forked from here straight into a new PID namespace whose
+PID 1 it is (kernel.fork_in_new_pid_namespace), our child from start to end. It sets itself up
+(cgroups, a session of its own, whose id is its pid and the group the app signals; the other
+namespaces and its tmpfs), reports, then drops everything and serves. Its pid is the instance's id.
 
 The web process drops root once this process is up (app/privileges.py), so a request here may come
 from a compromised, unprivileged process: every one is checked (`check_request`), exactly these
@@ -51,14 +48,12 @@ MAX_PACKET = 65536
 CGROUP_RETRY_S = 0.2
 # At shutdown, how long to wait for the killed instances to leave their cgroups.
 SHUTDOWN_CGROUP_WAIT_S = 2.0
-# Where a keeper puts, for its server, the read end of the life pipe (only this process writes to
-# it: at end of file, we have died) and of its go pipe (one byte from us once its keeper is reaped).
+# Where an instance puts the read end of the life pipe (only this process writes to it: at end of
+# file, we have died) while it sets up; its report pipe is fd 3, its stdio 0 to 2.
+REPORT_FD = 3
 LIFE_FD = 4
-GO_FD = 5
-# Exit statuses of children reaped before any report named them (a server whose keeper's report is
-# still unread, or without a PID namespace, an instance's orphan): at most this many kept.
-MAX_UNCLAIMED = 1024
-PR_SET_CHILD_SUBREAPER = 36
+# What an instance writes on its report pipe once it is set up (end of file without it: it died).
+READY = b"!"
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -95,21 +90,17 @@ class ForkServer:
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
         self.uid_range = range(int(low), int(high))  # the only uids an instance may be given
-        # An instance's id is its keeper's pid, which stays its process group while the server lives.
+        # An instance's id is its server's pid, which is also its process group.
         self.instances: set[int] = set()  # ids of live instances: the only groups we signal
         self._cgroup_ids = itertools.count(1)
         self._instance_cgroups: dict[int, str] = {}  # instance id -> its cgroup's name
-        self._keepers: set[int] = set()  # keepers not yet reaped
-        self._server_of: dict[int, int] = {}  # instance id -> its server's pid, once reported
-        self._servers: dict[int, int] = {}  # server pid -> its instance id
-        self._unclaimed: dict[int, int] = {}  # pid -> wait status, see MAX_UNCLAIMED
         self._life_read: int | None = None  # read end of a pipe whose only writer is this process
-        self._go: dict[int, int] = {}  # keeper pid -> write end of its server's go pipe
+        self._life_write: int | None = None  # never written to, only held: closed when we die
         self._leftover_cgroups: set[str] = set()  # instances gone, cgroups not yet removable
         self._selector = selectors.DefaultSelector()
-        # Keepers still setting up: keeper pid -> (request id, the pipe its report comes on). The
-        # fork server does not wait for them, so instances set up in parallel (namespaces and
-        # mounts take milliseconds); a spawn's only serial cost is its cgroup and its fork.
+        # Instances still setting up: pid -> (request id, the pipe its report comes on). The fork
+        # server does not wait for them, so instances set up in parallel (namespaces and mounts
+        # take milliseconds); a spawn's only serial cost is its cgroup and its fork.
         self._reports: dict[int, tuple[int, int]] = {}
 
     # --- start-up -------------------------------------------------------------------------------
@@ -215,13 +206,11 @@ class ForkServer:
                     results[name] = f"missing: {exc}"
 
             owner = self._owner(uid)
-            if self.rootless:  # first, as each keeper does
+            if self.rootless:  # first, as each instance does
                 attempt("instance_userns", lambda: confine.enter_instance_user_namespace(self._proc()))
             attempt(
                 "namespaces",
-                lambda: confine.enter_namespaces(
-                    owner, self.limits, pid_namespace=False, scratch=self.scratch
-                ),
+                lambda: confine.enter_namespaces(owner, self.limits, scratch=self.scratch),
             )
             attempt("pid_namespace", self._probe_pid_namespace)
             attempt("rlimits", lambda: confine.set_rlimits(self.limits, per_uid=self._per_uid(results)))
@@ -245,8 +234,7 @@ class ForkServer:
 
     @staticmethod
     def _probe_pid_namespace() -> None:
-        kernel.unshare(kernel.CLONE_NEWPID)
-        child = os.fork()
+        child = kernel.fork_in_new_pid_namespace()
         if child == 0:
             os._exit(0 if os.getpid() == 1 else 1)
         _, status = os.waitpid(child, 0)
@@ -263,8 +251,7 @@ class ForkServer:
         signal.set_wakeup_fd(wake_write)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wake-up fd is written
         signal.signal(signal.SIGTERM, lambda *_: self._shut_down())
-        kernel.prctl(PR_SET_CHILD_SUBREAPER, 1)  # servers come to us when their keepers leave
-        self._life_read, self._life_write = _pipe_above_keepers_fds()
+        self._life_read, self._life_write = _pipe_above_instances_fds()
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
@@ -277,8 +264,8 @@ class ForkServer:
             if self._leftover_cgroups:
                 self._remove_cgroups(list(self._leftover_cgroups))
             for key, _ in selector.select(timeout):
-                if isinstance(key.data, int):  # a keeper's report: it has set up and forked
-                    if key.data in self._reports:  # not already read as the keeper was reaped
+                if isinstance(key.data, int):  # an instance's report: it has set up
+                    if key.data in self._reports:  # not already read as it was reaped
                         self._report(key.data)
                 elif key.data == "children":
                     while True:
@@ -301,31 +288,12 @@ class ForkServer:
                 return
             if pid in self._reports:  # its report (or its failure) first: the app expects that order
                 self._report(pid)
-            if pid in self._keepers:
-                self._keepers.discard(pid)
-                self._let_go(pid)
-                if pid not in self._server_of:  # it died before starting a server: the instance ended
-                    self._ended(pid, status)
-            elif pid in self._servers:
-                self._ended(self._servers.pop(pid), status)
-            else:  # a server whose keeper's report is unread yet, or an orphan of an instance
-                if len(self._unclaimed) >= MAX_UNCLAIMED:
-                    del self._unclaimed[next(iter(self._unclaimed))]
-                self._unclaimed[pid] = status
-
-    def _let_go(self, keeper: int) -> None:
-        """The keeper is reaped, so its server is ours now: it may set its parent-death signal."""
-        go = self._go.pop(keeper)
-        try:
-            os.write(go, b"!")
-        except BrokenPipeError:  # no server is waiting
-            pass
-        os.close(go)
+            if pid in self.instances:
+                self._ended(pid, status)
 
     def _ended(self, instance: int, status: int) -> None:
-        """The instance's server (or its keeper, before there was a server) exited with `status`."""
+        """The instance exited with `status`: remove its cgroup and tell the app."""
         self.instances.discard(instance)
-        self._server_of.pop(instance, None)
         name = self._instance_cgroups.pop(instance, None)
         if name is not None:
             self._remove_cgroups([name])
@@ -435,21 +403,15 @@ class ForkServer:
         return ("", problem) if problem else (data.decode("utf-8"), "")
 
     def _report(self, pid: int) -> None:
-        """The keeper `pid` has written its server's pid and closed the pipe (or died): tell the app.
+        """The instance `pid` has set up and closed its report pipe (or died): tell the app.
 
-        Read to the end: the pipe is closed by then, or about to be (the keeper closes it right after
-        writing, and has no other writer), so this never waits long."""
+        Read to the end: the pipe is closed by then, or about to be (the instance closes it right
+        after writing, and has no other writer), so this never waits long. An instance that died
+        setting up is still reported as spawned: its exit, reported next, says how it ended."""
         request_id, fd = self._reports.pop(pid)
         self._selector.unregister(fd)
-        data = _read_all(fd)
-        server_pid = int(data) if data.isdigit() else 0  # 0: the keeper died before its server began
-        _send(self.sock, {"op": "spawned", "id": request_id, "pid": pid, "server_pid": server_pid})
-        if server_pid:
-            self._server_of[pid] = server_pid
-            self._servers[server_pid] = pid
-            if server_pid in self._unclaimed:  # it has already exited
-                del self._servers[server_pid]
-                self._ended(pid, self._unclaimed.pop(server_pid))
+        _read_all(fd)
+        _send(self.sock, {"op": "spawned", "id": request_id, "pid": pid})
 
     def _remove_cgroups(self, names: list[str]) -> None:
         assert self.cgroups is not None
@@ -472,7 +434,7 @@ class ForkServer:
             except ProcessLookupError:
                 pass
         if self.cgroups is not None:
-            for pid in self._keepers | set(self._servers):
+            for pid in self.instances | set(self._instance_cgroups):
                 try:
                     os.waitpid(pid, 0)
                 except ChildProcessError:
@@ -489,17 +451,16 @@ class ForkServer:
     # --- one instance ---------------------------------------------------------------------------
 
     def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None) -> None:
-        """Fork the instance's keeper; the "spawned" reply goes out when its report arrives."""
+        """Fork the instance; the "spawned" reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
             cgroup = f"i{next(self._cgroup_ids)}"
             procs = self.cgroups.create(cgroup)  # an OSError fails this spawn, as it should
         report_read, report_write = os.pipe()
-        go_read, go_write = _pipe_above_keepers_fds()
         try:
-            pid = os.fork()
+            pid = kernel.fork_in_new_pid_namespace() if self.has("pid_namespace") else os.fork()
         except OSError:  # no process to be had: this spawn fails, and leaves nothing open
-            for fd in (*procs, report_read, report_write, go_read, go_write):
+            for fd in (*procs, report_read, report_write):
                 os.close(fd)
             if cgroup is not None:
                 self._remove_cgroups([cgroup])
@@ -507,52 +468,47 @@ class ForkServer:
         if pid == 0:
             try:
                 os.close(report_read)
-                os.close(go_write)
-                self._keeper(server, uid, fds, report_write, procs, source, go_read)
+                self._instance(server, uid, fds, report_write, procs, source)
             except BaseException:
                 traceback.print_exc()
             finally:
                 os._exit(70)
         for fd in procs:
             os.close(fd)
-        os.close(go_read)
-        self._go[pid] = go_write
         self.instances.add(pid)
-        self._keepers.add(pid)
         if cgroup is not None:
             self._instance_cgroups[pid] = cgroup
         os.close(report_write)
         self._reports[pid] = (request_id, report_read)
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
-    def _keeper(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                source: str | None, go: int) -> None:  # fmt: skip
-        forkserver = os.getppid()
+    def _instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
+                  source: str | None) -> None:  # fmt: skip
+        """In the new process: set up as root (of a user namespace, rootless), report, lock down, serve."""
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        cgroups.join(cgroup_procs)  # before the server is forked: it is born inside the cgroups
+        cgroups.join(cgroup_procs)  # first: whatever it starts from now on is born inside them
         os.setsid()  # own session and process group: the app ends the whole group
         if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
             confine.enter_instance_user_namespace(self._proc())
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        report = os.dup2(report, 3)
+        report = os.dup2(report, REPORT_FD)
         assert self._life_read is not None
         os.dup2(self._life_read, LIFE_FD)
-        os.dup2(go, GO_FD)
-        os.closerange(GO_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
-        confine.die_with_parent(forkserver)
+        os.closerange(LIFE_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         if self.has("namespaces"):
-            confine.enter_namespaces(
-                self._owner(uid), self.limits, pid_namespace=self.has("pid_namespace"), scratch=self.scratch
-            )
-        child = os.fork()
-        if child == 0:
-            os.close(report)
-            self._server(server, uid, source)
-        os.write(report, str(child).encode())
-        os._exit(0)  # the server lives on, adopted by the fork server
+            confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
+        os.write(report, READY)
+        os.close(report)
+        self._lock_down(uid)
+        # PID 1 ignores signals it has no handler for, so give SIGTERM one.
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+        if source is not None:
+            own_server.run(source)  # exits as `python server.py` would
+        self.modules[server].serve()
+        os._exit(0)
 
     def _owner(self, uid: int) -> int:
         """Who owns the instance's tmpfs: its uid, or in rootless mode the one uid there is."""
@@ -578,34 +534,15 @@ class ForkServer:
                 confine.drop_capabilities()
         elif self.has("uid"):
             confine.drop_privileges(uid)
-        confine.die_with_fork_server(LIFE_FD)  # after setuid, which clears the parent-death signal
+        confine.die_with_fork_server(LIFE_FD)  # after setuid, which would clear the parent-death signal
         if self.has("seccomp") and self.seccomp is not None:
             self.seccomp.load()
 
-    def _server(self, server: str, uid: int, source: str | None) -> None:
-        try:
-            # Until the keeper has left, and the fork server (its subreaper) has adopted us, a
-            # parent-death signal would fire as the keeper leaves: wait for the fork server's word.
-            # End of file without it: the fork server has died.
-            if os.read(GO_FD, 1) != b"!":
-                os._exit(137)
-            os.close(GO_FD)
-            self._lock_down(uid)
-            # PID 1 ignores signals it has no handler for, so give SIGTERM one.
-            signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
-            if source is not None:
-                own_server.run(source)  # exits as `python server.py` would
-            self.modules[server].serve()
-            os._exit(0)
-        except BaseException:
-            traceback.print_exc()
-            os._exit(70)
 
-
-def _pipe_above_keepers_fds() -> tuple[int, int]:
-    """A pipe whose read end is clear of the fds a keeper fills (0 to GO_FD), so it survives there."""
+def _pipe_above_instances_fds() -> tuple[int, int]:
+    """A pipe whose read end is clear of the fds an instance fills (0 to LIFE_FD), so it survives there."""
     read, write = os.pipe()
-    moved = fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, GO_FD + 1)
+    moved = fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, LIFE_FD + 1)
     os.close(read)
     return moved, write
 

@@ -60,7 +60,7 @@ class Instance:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
-            self.pid, _server_pid = await self.launcher.spawn(
+            self.pid = await self.launcher.spawn(
                 self.server, self.uid, (in_r, out_w, err_w), self._on_exit, self.source
             )
         except BaseException:
@@ -170,9 +170,8 @@ class Instance:
     def _signal(self, sig: int) -> None:
         if self.pid is None:
             return
-        # The group is the instance's id (its keeper's pid: the keeper has gone, the server is in it).
-        # The fork server sends the signal: the web process may have dropped root and cannot signal
-        # an instance's uid.
+        # The group is the instance's id, its server's pid. The fork server sends the signal: the web
+        # process may have dropped root and cannot signal an instance's uid.
         self.launcher.signal(self.pid, sig)
 
     async def _wait(self, timeout: float) -> bool:

@@ -7,6 +7,10 @@ import ctypes.util
 import os
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+# The same C library, called without releasing the GIL: for a raw clone(), where the child must
+# come back into the interpreter exactly as os.fork()'s child does (see fork_in_new_pid_namespace).
+_libc_holding_gil = ctypes.PyDLL(ctypes.util.find_library("c") or None, use_errno=True)
+_libc_holding_gil.syscall.restype = ctypes.c_long
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -14,6 +18,7 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
+SIGCHLD = 17  # clone()'s exit signal: the parent hears of the child's end as from fork()
 
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -44,6 +49,31 @@ def _check(result: int, what: str) -> int:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
     return result
+
+
+def fork_in_new_pid_namespace() -> int:
+    """os.fork(), but the child is PID 1 of a new PID namespace: 0 in the child, its pid in the parent.
+
+    One process where unshare(CLONE_NEWPID) would need two (it moves only the caller's later
+    children, and works once per process). A raw clone() with no new stack returns twice like fork();
+    around it, the interpreter's own fork hooks (documented C API) do what os.fork() does: the import
+    lock, the GIL and thread state, signals, and the os.register_at_fork callbacks (random reseeds).
+    Only for a single-threaded process, as the fork server is: glibc's own fork handlers do not run.
+    """
+    number = {"x86_64": 56, "aarch64": 220}[os.uname().machine]
+    api = ctypes.pythonapi
+    api.PyOS_BeforeFork()
+    pid = _libc_holding_gil.syscall(
+        ctypes.c_long(number), ctypes.c_ulong(CLONE_NEWPID | SIGCHLD), None, None, None, None
+    )
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    err = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(err, f"clone: {os.strerror(err)}")
+    return pid
 
 
 def unshare(flags: int) -> None:

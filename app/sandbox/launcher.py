@@ -238,8 +238,8 @@ class Launcher:
                     future.set_result({"op": "failed", "error": "the fork server has stopped"})
 
     async def spawn(self, server: str, uid: int, fds: tuple[int, int, int],
-                    on_exit: Callable[[ExitStatus], None], source: str | None = None) -> tuple[int, int]:  # fmt: skip
-        """Start one instance with the given stdin/stdout/stderr ends; return (group pid, server pid).
+                    on_exit: Callable[[ExitStatus], None], source: str | None = None) -> int:  # fmt: skip
+        """Start one instance with the given stdin/stdout/stderr ends; return its pid (and group).
 
         `source`: the learner's server.py, for my-server only; it goes as a sealed memfd."""
         if self._sock is None or self.closed.is_set():
@@ -269,7 +269,7 @@ class Launcher:
             on_exit(early)
         else:
             self._exit_handlers[pid] = on_exit
-        return pid, reply["server_pid"]
+        return pid
 
     def signal(self, pid: int, sig: int) -> None:
         """Have the fork server send `sig` (SIGTERM or SIGKILL) to the process group of its instance

@@ -72,7 +72,7 @@ async def test_an_instance_has_its_own_cgroup_while_it_runs(app: AppProcess) -> 
     try:
         uid = int(json.loads(await client.tool(2, "attempt", code="result = os.getuid()"))["ok"])
         procs = processes_in_uid_range(uid, uid + 1)
-        assert len(procs) == 1  # the server (its keeper left once it had started it)
+        assert len(procs) == 1  # the server, which moved itself in as it set up
         paths = {
             hierarchy: {instance_cgroup(p.pid, hierarchy) for p in procs}
             for hierarchy in ("memory", "pids", "cpu")

@@ -174,7 +174,7 @@ def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserve
         os.close(fd)
     forkserver.sock.close()
     assert forkserver.proc.wait(30) == 0
-    assert wait_until(lambda: not os.path.exists(f"/proc/{reply['server_pid']}"), 30)
+    assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)
 
 
 def dead(pid: int) -> bool:
@@ -186,14 +186,21 @@ def dead(pid: int) -> bool:
         return True
 
 
-def parent_of(pid: int) -> int:
+def stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ..."""
     with open(f"/proc/{pid}/stat") as handle:
-        return int(handle.read().rpartition(")")[2].split()[1])
+        return handle.read().rpartition(")")[2].split()
 
 
-def test_a_server_outlives_its_keeper_as_the_fork_servers_child(forkserver: RawClient) -> None:
-    """The keeper sets up and leaves; the fork server adopts the server, reaps it, and reports its exit
-    under the instance's id with the server's own status."""
+def parent_of(pid: int) -> int:
+    return int(stat_fields(pid)[1])
+
+
+def test_an_instance_is_one_process_the_fork_servers_child_and_pid_1_of_its_namespace(
+    forkserver: RawClient,
+) -> None:
+    """Forked straight into its PID namespace: no go-between. It leads its own session and group (the
+    group the app has signalled), and its exit is reported under its pid with its own status."""
     fds, (stdin, stdout, stderr) = pipes()
     forkserver.send(spawn(), fds)
     reply = forkserver.recv_op("spawned", "failed")
@@ -201,9 +208,14 @@ def test_a_server_outlives_its_keeper_as_the_fork_servers_child(forkserver: RawC
         os.close(fd)
     try:
         assert reply["op"] == "spawned", reply
-        server = reply["server_pid"]
-        assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)  # the keeper has gone
+        assert set(reply) == {"op", "id", "pid"}
+        server = reply["pid"]
         assert parent_of(server) == forkserver.proc.pid
+        _state, _ppid, group, session, *_ = stat_fields(server)
+        assert int(group) == int(session) == server
+        with open(f"/proc/{server}/status") as handle:
+            ns_pids = next(line for line in handle if line.startswith("NSpid:")).split()[1:]
+        assert ns_pids == [str(server), "1"]
         os.write(stdin, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
         with os.fdopen(os.dup(stdout), "rb") as out:
             assert json.loads(out.readline()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
@@ -218,8 +230,8 @@ def test_a_server_outlives_its_keeper_as_the_fork_servers_child(forkserver: RawC
 
 
 def test_a_killed_fork_server_takes_every_adopted_server_with_it(forkserver: RawClient) -> None:
-    """The servers' parent-death signal is set once they are the fork server's children: a fork server
-    killed outright (no chance to end them) still leaves no instance behind."""
+    """Each server's parent-death signal is set as it locks down: a fork server killed outright (no
+    chance to end them) still leaves no instance behind."""
     servers, ours = [], []
     for n in range(3):
         fds, mine = pipes()
@@ -228,7 +240,7 @@ def test_a_killed_fork_server_takes_every_adopted_server_with_it(forkserver: Raw
         assert reply["op"] == "spawned", reply
         for fd in fds:
             os.close(fd)
-        servers.append(reply["server_pid"])
+        servers.append(reply["pid"])
         ours.extend(mine)
     try:
         assert wait_until(lambda: all(parent_of(pid) == forkserver.proc.pid for pid in servers), 30)
@@ -259,7 +271,6 @@ def test_spawns_sent_back_to_back_overlap_and_each_gets_its_own_reply(forkserver
         replies[reply["id"]] = reply
     assert sorted(replies) == list(range(1, count + 1))
     assert len({r["pid"] for r in replies.values()}) == count
-    assert all(r["server_pid"] > 0 for r in replies.values()), replies
     try:
         for id_, (stdin, stdout, _stderr) in ours_by_id.items():
             os.write(stdin, json.dumps({"jsonrpc": "2.0", "id": id_, "method": "ping"}).encode() + b"\n")

@@ -64,7 +64,7 @@ async def test_every_instance_is_confined_as_the_host_sees_it(
     by_uid: dict[int, list] = {}
     for proc in processes:
         by_uid.setdefault(proc.uids[0], []).append(proc)
-    assert all(len(group) == 1 for group in by_uid.values())  # its server, no more (the keeper left)
+    assert all(len(group) == 1 for group in by_uid.values())  # its server, no more
 
 
 async def test_no_route_to_the_hosts_loopback(probe: McpClient) -> None:

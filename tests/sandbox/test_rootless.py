@@ -61,8 +61,17 @@ async def test_instances_are_confined_without_a_uid_of_their_own(app: AppProcess
             listener.listen()
             port = listener.getsockname()[1]
             assert (await client.tool(6, "connect", host="127.0.0.1", port=port)).startswith("failed")
-        servers = [p for p in descendants(app.proc.pid) if len(p.status.get("NSpid", "").split()) == 2]
-        assert servers, "no sandboxed server below the app"
+
+        # A warm instance being made (the pool refills) is still root of its user namespace, running
+        # the fork server's code only: look when every one seen has locked down (its filter goes on
+        # last), and check those.
+        servers: list = []
+
+        def all_locked_down() -> bool:
+            servers[:] = [p for p in descendants(app.proc.pid) if len(p.status.get("NSpid", "").split()) == 2]
+            return bool(servers) and all(p.status.get("Seccomp") == "2" for p in servers)
+
+        assert wait_until(all_locked_down, 30), "no sandboxed server below the app, or one never locked down"
         own_net = os.readlink("/proc/self/ns/net")
         for proc in servers:
             assert proc.status["CapEff"] == "0000000000000000"
@@ -86,11 +95,11 @@ def test_each_instance_has_a_user_namespace_and_a_process_limit_of_its_own(app: 
 
     def checked_instances() -> list[str]:
         """The user namespaces of the instances whose server shows the limit, each in a namespace of
-        its own (its keeper made it, then left); one starting or ending meanwhile is left out."""
+        its own (made as it set up); one starting or ending meanwhile is left out."""
         found = []
         for server in [p for p in descendants(forkserver.pid) if int(p.status["PPid"]) == forkserver.pid]:
             if server.status.get("Seccomp") != "2":
-                continue  # still starting (or a keeper about to leave): the filter is loaded last
+                continue  # still setting up: the filter is loaded last
             try:
                 with open(f"/proc/{server.pid}/limits") as handle:
                     limit = next(x for x in handle if x.startswith("Max processes")).split()[2:4]
