@@ -75,6 +75,11 @@ class InstancePool:
         self._pools: dict[str, deque[Instance]] = defaultdict(deque)
         self._refilling: dict[str, int] = defaultdict(int)
         self._out: set[Instance] = set()  # handed out and not yet released
+        # Instances being started for someone waiting (no warm one was left): while any are, refills
+        # wait, so a burst of arrivals is not slowed by spawns that nobody is waiting for.
+        self._starting_for_someone = 0
+        self._no_one_waiting = asyncio.Event()
+        self._no_one_waiting.set()
         self._tasks: set[asyncio.Task] = set()
         self._closing = False
 
@@ -116,10 +121,17 @@ class InstancePool:
             raise SandboxError(
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
             )
-        if source is not None:  # a learner's own file: never warm, always the file given now
-            instance = await self._start_instance(server, source)
-        else:
-            instance = self._take_warm(server) or await self._start_instance(server)
+        instance = self._take_warm(server) if source is None else None  # a learner's own file: never warm
+        if instance is None:
+            self._starting_for_someone += 1
+            self._no_one_waiting.clear()
+            try:
+                instance = await self._start_instance(server, source)
+            finally:
+                self._starting_for_someone -= 1
+                if not self._starting_for_someone:
+                    self._no_one_waiting.set()
+        if source is None:
             self._refill(server)
         self._out.add(instance)
         return instance
@@ -181,8 +193,10 @@ class InstancePool:
 
     async def _add_warm(self, server: str) -> None:
         try:
-            # The instance just taken is serving its learner's first messages: let those go first.
+            # The instance just taken is serving its learner's first messages: let those go first,
+            # and any instances being started for learners waiting now.
             await asyncio.sleep(REFILL_DELAY_S)
+            await self._no_one_waiting.wait()
             instance = await self._start_instance(server)
         except SandboxError as exc:
             log.warning("warm pool: could not start %s: %s", server, exc.log_message)

@@ -1,0 +1,63 @@
+"""The warm pool, with a real fork server: what it starts, and when."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from app.sandbox import pool as pool_module
+from app.sandbox.limits import Limits
+from app.sandbox.pool import InstancePool
+
+SERVER = "demo-orders"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the fork server gives each instance a uid")
+
+
+async def wait_for(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_refills_wait_while_someone_waits_for_an_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst of arrivals empties the pool: the instances started for those waiting go first, and
+    the pool refills only once none is waiting (its spawns would only slow theirs)."""
+    monkeypatch.setattr(pool_module, "REFILL_DELAY_S", 0.0)  # so a refill not held back would run at once
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+                        pool_sizes={SERVER: 1}, uid_base=310_000, max_line_bytes=1 << 20,
+                        max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    taken = []
+    try:
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        spawns: list[int] = []
+        gate = asyncio.Event()
+        real_spawn = pool.launcher.spawn
+
+        async def spawn(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            spawns.append(len(spawns))
+            if len(spawns) == 1:  # the start for the second learner: held until we let it go
+                await gate.wait()
+            return await real_spawn(*args, **kwargs)
+
+        monkeypatch.setattr(pool.launcher, "spawn", spawn)
+        taken.append(await pool.acquire(SERVER))  # the warm one: a refill is due
+        second = asyncio.create_task(pool.acquire(SERVER))  # none warm: started for this learner
+        for _ in range(20):  # every task that can run without waiting has run
+            await asyncio.sleep(0)
+        assert spawns == [0], "the refill did not wait for the learner's instance"
+        gate.set()
+        taken.append(await second)
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)  # then the pool refills
+        assert spawns == [0, 1]
+        for instance in taken:
+            assert instance.poll() is None
+    finally:
+        for instance in taken:
+            await pool.release(instance)
+        await pool.stop()
