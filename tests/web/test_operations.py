@@ -9,10 +9,11 @@ import signal
 from pathlib import Path
 
 import pytest
+import websockets
 
 from app.logs import JsonFormatter, configure
 from tests.support.appserver import AppProcess
-from tests.support.procs import processes_in_uid_range
+from tests.support.procs import processes_in_uid_range, wait_until
 from tests.support.wsclient import McpClient
 
 
@@ -27,6 +28,26 @@ def test_json_log_lines_carry_the_session() -> None:
 def test_an_unknown_log_format_is_refused_clearly() -> None:
     with pytest.raises(ValueError, match='"text" or "json"'):
         configure("xml")
+
+
+def test_a_session_logs_its_start_and_end_once_and_a_refused_handshake_still_logs(tmp_path: Path) -> None:
+    """The relay's two lines per session, not uvicorn's and websockets' three more per connection."""
+    with AppProcess(tmp_path, warm_pool_size=1) as app:
+
+        async def visit() -> None:
+            client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
+            await client.initialize()
+            await client.close()
+            with pytest.raises(websockets.InvalidStatus):
+                await McpClient.connect(app.ws_base + "/ws/no-such-server")
+
+        asyncio.run(visit())
+        assert wait_until(lambda: " ended: " in app.log(), 30)
+        log = app.log()
+        assert log.count(" started: demo-orders") == 1
+        assert "connection open" not in log and "connection closed" not in log
+        assert "[accepted]" not in log
+        assert '"WebSocket /ws/no-such-server" 404' in log and "connection rejected (404" in log
 
 
 def test_sigterm_ends_every_server_and_logs_sessions_as_json(tmp_path: Path) -> None:
