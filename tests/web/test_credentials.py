@@ -7,6 +7,7 @@ import sqlite3
 
 import httpx
 import pytest
+import websockets
 from bs4 import BeautifulSoup
 
 from app.config import Settings
@@ -159,9 +160,13 @@ async def test_codes_and_session_ids_stay_out_of_the_log(app: AppProcess) -> Non
                                            additional_headers=where(11))  # fmt: skip
     await console.recv_type("state")
     await console.close()
+    # An accepted WebSocket is not logged by uvicorn (app/logs.py); a refused one is, redacted.
+    with pytest.raises(websockets.InvalidStatus):
+        await EnvelopeClient.connect(app.ws_base + "/ws/no-such-server?session=third-secret-id")
     log = app.log_path.read_text(errors="replace")
-    assert "SECRETCODE9" not in log and "secret-session-id" not in log and "another-secret-id" not in log
-    assert "/resume/…" in log and "session=…" in log
+    for secret in ("SECRETCODE9", "secret-session-id", "another-secret-id", "third-secret-id"):
+        assert secret not in log
+    assert "/resume/…" in log and '"WebSocket /ws/no-such-server?session=…" 404' in log
 
 
 def test_hosting_mode_is_explicit_or_any_non_loopback_bind() -> None:
