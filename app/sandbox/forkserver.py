@@ -49,11 +49,10 @@ CGROUP_RETRY_S = 0.2
 # At shutdown, how long to wait for the killed instances to leave their cgroups.
 SHUTDOWN_CGROUP_WAIT_S = 2.0
 # Where an instance puts the read end of the life pipe (only this process writes to it: at end of
-# file, we have died) while it sets up; its report pipe is fd 3, its stdio 0 to 2.
+# file, we have died) while it sets up; its report pipe (closed once it is set up, or as it dies
+# setting up: its exit, reported next, tells which) is fd 3, its stdio 0 to 2.
 REPORT_FD = 3
 LIFE_FD = 4
-# What an instance writes on its report pipe once it is set up (end of file without it: it died).
-READY = b"!"
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -405,8 +404,8 @@ class ForkServer:
     def _report(self, pid: int) -> None:
         """The instance `pid` has set up and closed its report pipe (or died): tell the app.
 
-        Read to the end: the pipe is closed by then, or about to be (the instance closes it right
-        after writing, and has no other writer), so this never waits long. An instance that died
+        Read to the end: the pipe is closed by then (the instance writes nothing and is its only
+        writer), so this never waits. An instance that died
         setting up is still reported as spawned: its exit, reported next, says how it ended."""
         request_id, fd = self._reports.pop(pid)
         self._selector.unregister(fd)
@@ -500,8 +499,7 @@ class ForkServer:
         os.closerange(LIFE_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         if self.has("namespaces"):
             confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
-        os.write(report, READY)
-        os.close(report)
+        os.close(report)  # set up: the fork server answers the request
         self._lock_down(uid)
         # PID 1 ignores signals it has no handler for, so give SIGTERM one.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
