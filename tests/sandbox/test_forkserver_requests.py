@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from app.config import PROJECT_ROOT
+from app.sandbox import cgroups
 from app.sandbox.launcher import Launcher, child_environment
 from app.sandbox.limits import Limits
 from tests.support.procs import wait_until
@@ -284,3 +285,42 @@ def test_spawns_sent_back_to_back_overlap_and_each_gets_its_own_reply(forkserver
         for ours in ours_by_id.values():
             for fd in ours:
                 os.close(fd)
+
+
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/pids/cgroup.procs").exists(), reason="a cgroup v1 pids hierarchy"
+)
+def test_a_spawn_the_kernel_refuses_fails_cleanly_and_the_fork_server_goes_on(forkserver: RawClient) -> None:
+    """No process to be had (here: the fork server's own pids cgroup is full): the spawn gets a
+    "failed" reply, and leaves no descriptor open and no instance cgroup behind."""
+    server = forkserver.proc.pid
+    parent = Path(f"{cgroups.CGROUP_MOUNT}/pids/{cgroups.PARENT_PREFIX}{server}")  # the instances'
+    own = Path("/sys/fs/cgroup/pids") / Path(f"/proc/{server}/cgroup").read_text().split("pids:", 1)[
+        1
+    ].split()[0].lstrip("/")
+    full = Path(f"/sys/fs/cgroup/pids/test-full-{os.getpid()}")
+    full.mkdir()
+    try:
+        (full / "pids.max").write_text("1")  # the fork server itself, and no more
+        (full / "cgroup.procs").write_text(str(server))
+        descriptors = sorted(os.listdir(f"/proc/{server}/fd"))
+        fds, ours = pipes()
+        forkserver.send(spawn(), fds)
+        for fd in fds + ours:
+            os.close(fd)
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "failed" and "clone" in reply["error"], reply
+        assert sorted(os.listdir(f"/proc/{server}/fd")) == descriptors
+        assert not [p.name for p in parent.iterdir() if p.is_dir()]  # its instance cgroup is gone
+    finally:
+        (own / "cgroup.procs").write_text(str(server))
+        full.rmdir()
+    fds, ours = pipes()  # room again: the next spawn works
+    forkserver.send(spawn(id_=2), fds)
+    for fd in fds:
+        os.close(fd)
+    try:
+        assert forkserver.recv_op("spawned", "failed")["op"] == "spawned"
+    finally:
+        for fd in ours:
+            os.close(fd)
