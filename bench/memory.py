@@ -2,8 +2,8 @@
 
 Measured as a difference: the USS of every sandboxed process with the warm pools full and no session,
 then again with `count` sessions live (each initialized and having called a tool) and the pools full
-again, divided by `count`. Pool instances are not sessions, and since they warm up before serving
-they are no longer the smallest instances, so picking the largest would count them.
+again, divided by `count`. Pool instances are not sessions; picking the largest instances could count
+one of them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import time
 import httpx
 
 from app.config import Settings
-from app.demos import MY_SERVER
+from app.demos import load_registry
+from app.web.state import warm_pool_sizes
 from bench.cold import ColdServer
 from bench.stats import sandbox_total, uss_bytes
 from tests.support.appserver import AppProcess
@@ -25,24 +26,23 @@ SETTLE_TIMEOUT_S = 60.0
 
 
 async def _pools_full(app: AppProcess, sizes: dict[str, int]) -> None:
-    """Wait (with a deadline) until every warm pool is back at `sizes`, and its instances warmed."""
+    """Wait (with a deadline) until every warm pool is back at `sizes`, and its instances serving."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     async with httpx.AsyncClient(base_url=app.base, timeout=10) as http:
         while (await http.get("/healthz")).json()["warm_pool"] != sizes:
             if time.monotonic() > deadline:
                 raise RuntimeError("the warm pools did not refill")
             await asyncio.sleep(0.05)
-    await asyncio.sleep(0.5)  # a refilled instance warms itself up before it serves; let it finish
+    # A refilled instance is in the pool once it has reported, before it has started serving (which
+    # copies most of the pages it will hold): let it finish.
+    await asyncio.sleep(0.5)
 
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     count = 10 if quick else 20
-    # The pools' full sizes, as app/web/state.py sets them with the default settings.
-    size = Settings().warm_pool_size
+    # The pools' full sizes with the default settings (/healthz names every server, my-server with 0).
     names = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
-    sizes = {
-        name: 0 if name == MY_SERVER else size if name == "demo-orders" else min(1, size) for name in names
-    }
+    sizes = {name: 0 for name in names} | warm_pool_sizes(Settings(), load_registry())
     await _pools_full(app, sizes)
     before = sandbox_total(app.uid_base, uss_bytes)
     clients = []

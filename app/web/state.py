@@ -100,16 +100,13 @@ class AppState:
             s.cookie_secret or self.progress.shared_secret(SECRET_NAME),
             s.new_learners_per_address,
         )
-        # No warm instance of a learner's own server: each runs the file its learner saved last.
-        pool_sizes = {name: (s.warm_pool_size if name == "demo-orders" else min(1, s.warm_pool_size))
-                      for name, demo in self.demos.items() if not demo.learners_own}  # fmt: skip
         self.pool = InstancePool(
             servers=list(self.demos),
             limits=Limits.from_settings(s),
             sandbox=s.sandbox,
             extra_modules=s.extra_demo_modules,
             capacity=s.max_sessions,
-            pool_sizes=pool_sizes,
+            pool_sizes=warm_pool_sizes(s, self.demos),
             uid_base=s.uid_base,
             max_line_bytes=s.server_max_line_bytes,
             max_output_bytes=s.server_max_output_bytes,
@@ -219,6 +216,14 @@ class AppState:
             "warm_pool": {name: pool.pool_size(name) for name in self.demos},
             "servers": list(self.demos),
         }
+
+
+def warm_pool_sizes(settings: Settings, demos: dict[str, DemoServer]) -> dict[str, int]:
+    """Instances started ahead of demand, per server: PLAYGROUND_WARM_POOL_SIZE for demo-orders, one
+    for each other demo, none of a learner's own server (each runs the file its learner saved last)."""
+    size = settings.warm_pool_size
+    return {name: size if name == "demo-orders" else min(1, size)
+            for name, demo in demos.items() if not demo.learners_own}  # fmt: skip
 
 
 def get_state(request: Request) -> AppState:
