@@ -11,7 +11,8 @@ fd 1 writes to stderr, so a stray `print()` in a handler cannot corrupt the wire
 that is not a pipe, socket or terminal (a file, say) is served by the SDK's own threads.
 
 Also: `MCPServer.run()` builds its initialize options without `NotificationOptions`, so `listChanged`
-is always false; a demo that sends list-changed notifications passes them here to declare them.
+is always false; a demo that sends list-changed notifications passes them here to declare them. And
+the demos serve without the SDK's OpenTelemetry middleware (`untraced`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
@@ -118,9 +120,22 @@ async def stdio_streams() -> AsyncIterator[tuple]:
         yield streams
 
 
+def untraced(server: MCPServer) -> MCPServer:
+    """`server` without the SDK's OpenTelemetry middleware, which SDK 2.3 puts first on every server.
+
+    A sandboxed demo has no exporter and no network, so every span it opens is thrown away; opening
+    them (attributes, trace context from `_meta`, a span per message) was a tenth of the server's CPU
+    per tools/call (bench/README.md). The SDK's own comment names removing it as the way to opt out.
+    Idempotent: the fork server's warm-up and the serving code both call it, so they run one path.
+    """
+    lowlevel = server._lowlevel_server
+    lowlevel.middleware = [m for m in lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    return server
+
+
 def serve_stdio(server: MCPServer, notifications: NotificationOptions | None = None) -> None:
     """Serve `server` on stdin and stdout, as `server.run("stdio")` does, declaring `notifications`."""
-    lowlevel = server._lowlevel_server  # no public route to the initialize options in SDK 2.3
+    lowlevel = untraced(server)._lowlevel_server  # no public route to the initialize options in SDK 2.3
     options = (
         lowlevel.create_initialization_options()
         if notifications is None

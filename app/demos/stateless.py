@@ -17,7 +17,7 @@ from mcp.server.runner import _serve_modern_stream
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
 
-from app.demos._stdio import stdio_streams
+from app.demos._stdio import stdio_streams, untraced
 
 INFO = {
     "name": "demo-stateless",
@@ -92,7 +92,7 @@ def serve() -> None:
     """Serve MCP 2026-07-28 on this process's stdin and stdout (the sandbox calls this)."""
     # ctx.info is logging, deprecated in 2026-07-28 itself; the SDK's warning would reach stderr.
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    lowlevel = server._lowlevel_server
+    lowlevel = untraced(server)._lowlevel_server
 
     async def main() -> None:
         # The SDK's dual-era loop would let a first `initialize` lock the connection into the handshake

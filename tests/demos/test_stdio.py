@@ -7,9 +7,12 @@ import os
 import subprocess
 import sys
 
+from mcp.server._otel import OpenTelemetryMiddleware
+from mcp.server.mcpserver import MCPServer
+
 from app.demos import _stdio
 from app.protocol import messages
-from app.protocol.lineclient import LineClient
+from app.protocol.lineclient import LineClient, StreamClosed
 from tests.support.stdio import ROOT, StdioServer
 
 HANDSHAKE = messages.handshake(1, client_info={"name": "t", "version": "1"})
@@ -74,3 +77,35 @@ def test_only_pipes_sockets_and_terminals_are_served_on_the_loop(tmp_path) -> No
     finally:
         os.close(read)
         os.close(write)
+
+
+def test_the_demos_serve_without_the_sdks_tracing_middleware() -> None:
+    # Under the SDK's default every message opens a span (a tenth of a call's CPU, for spans a
+    # sandboxed demo can never export); the demos opt out, and the fork server warms the same path.
+    with LineClient("tests.fixtures.traced_orders", ROOT) as server:
+        assert server.stderr_line() == "span: probe"  # the tracer reports what the SDK opens
+        shake(server)
+        server.request("tools/call", {"name": "get_order_status", "arguments": {"order_id": "481516"}}, 2)
+        assert server.read()["id"] == 2
+        assert server.close() == 0
+        spans = []
+        while True:
+            try:
+                spans.append(server.stderr_line())
+            except StreamClosed:
+                break
+    assert [line for line in spans if line.startswith("span:")] == []
+
+
+def test_untraced_drops_only_the_tracing_middleware() -> None:
+    server = MCPServer("t")
+    middleware = server._lowlevel_server.middleware
+
+    async def ours(ctx, call_next):  # noqa: ANN001, ANN202
+        return await call_next(ctx)
+
+    middleware.append(ours)
+    assert any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)  # the SDK's default
+    kept = [m for m in middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    assert _stdio.untraced(_stdio.untraced(server))._lowlevel_server.middleware == kept
+    assert ours in kept and len(kept) >= 2  # the SDK's other middleware stays too
