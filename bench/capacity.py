@@ -15,6 +15,7 @@ import gc
 import random
 import resource
 import time
+from dataclasses import dataclass
 
 import uvloop
 
@@ -31,9 +32,16 @@ BUDGET_S = 600.0
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
 
 
+@dataclass
+class Window:
+    """When the measured window opened (perf_counter seconds): set once the warm-up interval is over."""
+
+    opened: float = float("-inf")
+
+
 async def learner(client: McpClient, stop: asyncio.Event, times: list[float], errors: list[str],
-                  since: list[float] | None = None) -> None:  # fmt: skip
-    """One call every INTERVAL_S until `stop`; times of the calls that began at or after since[0]."""
+                  window: Window | None = None) -> None:  # fmt: skip
+    """One call every INTERVAL_S until `stop`; the times of the calls that began in the `window`."""
     await asyncio.sleep(random.uniform(0, INTERVAL_S))  # learners do not act in step
     n = 100
     while not stop.is_set():
@@ -45,7 +53,7 @@ async def learner(client: McpClient, stop: asyncio.Event, times: list[float], er
         except Exception as exc:  # a dropped session counts against the step
             errors.append(repr(exc))
             return
-        if since is None or began >= since[0]:
+        if window is None or began >= window.opened:
             times.append((time.perf_counter() - began) * 1000)
         n += 1
         await asyncio.sleep(INTERVAL_S)  # a plain sleep: wait_for would cost the generator a task per call
@@ -78,13 +86,13 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             gc.collect()
             gc.freeze()
             gc.disable()
-            since = [float("inf")]
-            tasks = [asyncio.create_task(learner(c, stop, times, errors, since)) for c in clients]
+            window = Window(opened=float("inf"))
+            tasks = [asyncio.create_task(learner(c, stop, times, errors, window)) for c in clients]
             try:
                 # One interval first: every learner's first call of the step (the new sessions' first
                 # ever, and the pool refilling after them) is left out; the step measures steady use.
                 await asyncio.sleep(INTERVAL_S)
-                since[0] = time.perf_counter()
+                window.opened = time.perf_counter()
                 await asyncio.sleep(MEASURE_S)
                 stop.set()
                 await asyncio.gather(*tasks)
