@@ -97,6 +97,9 @@ class HttpListener:
 
     # --- what the relay session tells (the Listener protocol) ---------------------------------------
 
+    async def on_server_line(self, line: str) -> None:
+        pass  # routed by the id it carries, once it is an entry
+
     async def on_server_entry(self, entry: Entry) -> None:
         if entry.is_response:
             waiter = self._waiting.pop(_key(entry.message.get("id")), None)

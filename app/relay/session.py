@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 
 class Listener(Protocol):
+    # Each line the server writes, as it arrives and before anything else is done with it; then the
+    # same line as a transcript entry. A wire that forwards lines unchanged does it in the first.
+    async def on_server_line(self, line: str) -> None: ...
     async def on_server_entry(self, entry: Entry) -> None: ...
     async def on_stderr(self, text: str, at_ms: float) -> None: ...
     async def on_state(self) -> None: ...
@@ -150,6 +153,8 @@ class RelaySession:
             while (line := await process.read_line()) is not None:
                 self.touch()
                 self.answered = True
+                if self.listener is not None:
+                    await self.listener.on_server_line(line)
                 message, error = parse_json(line)
                 entry = self.transcript.add_server(line, None if error else message)
                 self.metrics.relay_messages.labels("server").inc()

@@ -209,8 +209,12 @@ class McpWire(Wire):
     async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
         await self.send_json(error.reply())
 
+    async def on_server_line(self, line: str) -> None:
+        # Forwarded as it came, before it is parsed and recorded: the client waits for nothing else.
+        await self.send_text(line)
+
     async def on_server_entry(self, entry: Entry) -> None:
-        await self.send_text(entry.line)
+        pass
 
     async def on_stderr(self, text: str, at_ms: float) -> None:
         pass  # a pure MCP channel carries only protocol messages
@@ -327,6 +331,9 @@ class EnvelopeWire(Wire):
         )
         if seq is not None:  # a refused message is part of the transcript: checks may look at it
             self.checks_due()
+
+    async def on_server_line(self, line: str) -> None:
+        pass  # sent as a `received` frame, with its seq and findings, once it is an entry
 
     async def on_server_entry(self, entry: Entry) -> None:
         await self.send_json(received_frame(entry, self.session.transcript))

@@ -26,6 +26,7 @@ class Recorder:
     """A listener (what a wire mode is to a session) that records what it hears."""
 
     def __init__(self) -> None:
+        self.heard: list[tuple[str, str]] = []  # ("line" | "entry", the line), in the order heard
         self.entries: list = []
         self.stderr: list[str] = []
         self.states = 0
@@ -33,7 +34,11 @@ class Recorder:
         self.bad: list = []
         self.changed = asyncio.Event()
 
+    async def on_server_line(self, line: str) -> None:
+        self.heard.append(("line", line))
+
     async def on_server_entry(self, entry) -> None:  # noqa: ANN001
+        self.heard.append(("entry", entry.line))
         self.entries.append(entry)
         self.changed.set()
 
@@ -83,6 +88,25 @@ async def test_a_message_goes_through_and_the_reply_reaches_the_listener(source:
     assert session.transcript.revision == "2025-06-18"
     await sessions.close_all()
     assert source.released == source.acquired
+
+
+async def test_each_server_line_is_heard_raw_before_it_is_an_entry(source: PlainSource) -> None:
+    # The MCP wire forwards the raw line first: a client waits for neither the parse nor the transcript.
+    sessions = make(source)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
+    await session.send(parse_client_text('{"jsonrpc":"2.0","id":2,"method":"ping"}', 1 << 20))  # type: ignore[arg-type]
+    assert await wait_until_async(lambda: len(listener.entries) == 2), "both replies"
+    lines = [entry.line for entry in listener.entries]
+    assert listener.heard == [
+        ("line", lines[0]),
+        ("entry", lines[0]),
+        ("line", lines[1]),
+        ("entry", lines[1]),
+    ]
+    await sessions.close_all()
 
 
 async def test_admission_counts_until_the_session_ends_and_names_the_cap(source: PlainSource) -> None:
