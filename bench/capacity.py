@@ -117,5 +117,5 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
 
 
 def run_on_uvloop(app: AppProcess, quick: bool) -> tuple[dict, list]:
-    """`run` on uvloop: at 2000 sessions the generator's event loop was a tenth of the machine's CPU."""
+    """`run` on uvloop, as the web process runs: at 2000 sessions the generator took a tenth of the CPU."""
     return uvloop.run(run(app, quick))
