@@ -34,13 +34,13 @@ CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
 
 @dataclass
 class Window:
-    """When the measured window opened (perf_counter seconds): set once the warm-up interval is over."""
+    """When the measured window opened (perf_counter seconds); not yet until the warm-up interval ends."""
 
-    opened: float = float("-inf")
+    opened: float = float("inf")
 
 
 async def learner(client: McpClient, stop: asyncio.Event, times: list[float], errors: list[str],
-                  window: Window | None = None) -> None:  # fmt: skip
+                  window: Window) -> None:  # fmt: skip
     """One call every INTERVAL_S until `stop`; the times of the calls that began in the `window`."""
     await asyncio.sleep(random.uniform(0, INTERVAL_S))  # learners do not act in step
     n = 100
@@ -53,7 +53,7 @@ async def learner(client: McpClient, stop: asyncio.Event, times: list[float], er
         except Exception as exc:  # a dropped session counts against the step
             errors.append(repr(exc))
             return
-        if window is None or began >= window.opened:
+        if began >= window.opened:
             times.append((time.perf_counter() - began) * 1000)
         n += 1
         await asyncio.sleep(INTERVAL_S)  # a plain sleep: wait_for would cost the generator a task per call
@@ -86,7 +86,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             gc.collect()
             gc.freeze()
             gc.disable()
-            window = Window(opened=float("inf"))
+            window = Window()
             tasks = [asyncio.create_task(learner(c, stop, times, errors, window)) for c in clients]
             try:
                 # One interval first: every learner's first call of the step (the new sessions' first
