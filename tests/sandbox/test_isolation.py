@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.appserver import AppProcess
-from tests.support.procs import processes_in_uid_range, wait_until
+from tests.support.procs import processes_in_uid_range, wait_until, wait_until_async
 from tests.support.wsclient import McpClient
 
 PROBE = {"extra_demo_modules": ["tests.fixtures.probe_server"], "warm_pool_size": 1}
@@ -46,7 +46,16 @@ async def test_every_instance_is_confined_as_the_host_sees_it(
     probe_app: AppProcess, probe: McpClient
 ) -> None:
     me = json.loads(await probe.tool(2, "whoami"))
-    processes = processes_in_uid_range(*uid_range(probe_app))
+    # The probe's take started a refill, and an instance reports (joins its pool) just before it
+    # loads its filter: look at a moment when every process has finished starting. One that never
+    # does is still in the last look, and fails below.
+    processes: list = []
+
+    def started() -> bool:
+        processes[:] = processes_in_uid_range(*uid_range(probe_app))
+        return all(proc.status.get("Seccomp") == "2" for proc in processes)
+
+    await wait_until_async(started)
     assert len(processes) >= 2  # the probe's server, plus the warm pools
     own_net, own_mnt = os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/mnt")
     for proc in processes:
