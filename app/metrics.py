@@ -39,6 +39,9 @@ class Metrics:
             ["direction"],
             registry=r,
         )
+        # Counted on every message: the labelled children are looked up once, here, not per message.
+        self.client_messages = self.relay_messages.labels("client")
+        self.server_messages = self.relay_messages.labels("server")
         self.relay_errors = Counter(
             "playground_relay_errors", "Frames the relay answered with an error itself, by JSON-RPC code.", ["code"],
             registry=r,

@@ -128,7 +128,7 @@ class RelaySession:
         entry = self.transcript.add_client(frame.line, frame.message)  # before the write: replies pair up
         self.touch()
         await self.process.write_line(frame.line)
-        self.metrics.relay_messages.labels("client").inc()
+        self.metrics.client_messages.inc()
         if self.watch_serving and not self.answered and self._serving_watch is None:
             self._serving_watch = asyncio.create_task(
                 self._watch_serving(self.process), name=f"serving-{self.id}"
@@ -157,7 +157,7 @@ class RelaySession:
                     await self.listener.on_server_line(line)
                 message, error = parse_json(line)
                 entry = self.transcript.add_server(line, None if error else message)
-                self.metrics.relay_messages.labels("server").inc()
+                self.metrics.server_messages.inc()
                 if self.listener is not None:
                     await self.listener.on_server_entry(entry)
         except OutputLimitError as exc:
