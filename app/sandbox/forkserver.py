@@ -499,8 +499,10 @@ class ForkServer:
         os.closerange(LIFE_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         if self.has("namespaces"):
             confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
-        os.close(report)  # set up: the fork server answers the request
         self._lock_down(uid)
+        # Set up and locked down, filter loaded: only now may the fork server answer the request, as
+        # the app hands a reported instance to a learner at once.
+        os.close(report)
         # PID 1 ignores signals it has no handler for, so give SIGTERM one.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
         if source is not None:

@@ -165,6 +165,30 @@ def _zombie_gone(pid: int) -> bool:
         return True
 
 
+def test_an_instance_is_confined_before_it_is_reported_spawned(forkserver: RawClient) -> None:
+    """The app hands a reported instance to a learner: it must be locked down by then, filter and all."""
+    spawned = []
+    for attempt in range(len(RANGE) - 1):  # every instance uid of the range
+        fds, ours = pipes()
+        forkserver.send(spawn(uid=RANGE.start + 1 + attempt, id_=attempt), fds)
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "spawned", reply
+        with open(f"/proc/{reply['pid']}/status") as handle:  # at once: no wait, no poll
+            status = dict(line.split(":", 1) for line in handle.read().splitlines())
+        assert status["Seccomp"].strip() == "2", (attempt, status["Seccomp"])
+        assert status["NoNewPrivs"].strip() == "1"
+        assert status["CapEff"].strip() == "0000000000000000"
+        assert status["Uid"].split()[0] == str(RANGE.start + 1 + attempt)
+        spawned.append((reply["pid"], fds + ours))
+    for pid, _ in spawned:
+        forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGKILL}).encode())
+    exited = {forkserver.recv_op("exited")["pid"] for _ in spawned}
+    assert exited == {pid for pid, _ in spawned}
+    for _, fds in spawned:
+        for fd in fds:
+            os.close(fd)
+
+
 def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserver: RawClient) -> None:
     """How the app stops it now (it may no longer be allowed to signal a root process)."""
     fds, ours = pipes()

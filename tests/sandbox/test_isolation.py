@@ -46,9 +46,10 @@ async def test_every_instance_is_confined_as_the_host_sees_it(
     probe_app: AppProcess, probe: McpClient
 ) -> None:
     me = json.loads(await probe.tool(2, "whoami"))
-    # The probe's take started a refill, and an instance reports (joins its pool) just before it
-    # loads its filter: look at a moment when every process has finished starting. One that never
-    # does is still in the last look, and fails below.
+    # The probe's take started a refill, which is in the uid range from its setuid until its filter
+    # loads: look at a moment when every process has finished starting. One that never does is still
+    # in the last look, and fails below. (That none is handed out before its filter loads is
+    # test_forkserver_requests.py's test_an_instance_is_confined_before_it_is_reported_spawned.)
     processes: list = []
 
     def started() -> bool:
