@@ -40,14 +40,20 @@ def test_a_session_logs_its_start_and_end_once_and_a_refused_handshake_still_log
             await client.close()
             with pytest.raises(websockets.InvalidStatus):
                 await McpClient.connect(app.ws_base + "/ws/no-such-server")
+            with pytest.raises(websockets.InvalidStatus):
+                await McpClient.connect(app.ws_base + "/ws/demo-orders", origin="http://elsewhere.example")
 
         asyncio.run(visit())
-        assert wait_until(lambda: " ended: " in app.log(), 30)
+        assert wait_until(lambda: " ended: " in app.log() and "connection rejected (403" in app.log(), 30)
         log = app.log()
         assert log.count(" started: demo-orders") == 1
         assert "connection open" not in log and "connection closed" not in log
         assert "[accepted]" not in log
         assert '"WebSocket /ws/no-such-server" 404' in log and "connection rejected (404" in log
+        # A refusal is the visitor's mistake, not the server's: no error line (any visitor could
+        # fill the error log with them).
+        assert "without completing handshake" not in log
+        assert not [line for line in log.splitlines() if " ERROR " in line]
 
 
 def test_sigterm_ends_every_server_and_logs_sessions_as_json(tmp_path: Path) -> None:
