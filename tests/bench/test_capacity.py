@@ -1,10 +1,14 @@
-"""The capacity benchmark's learners keep their own phase, so a slow moment cannot line them up."""
+"""The capacity benchmark's learners keep their own phase, so a slow moment cannot line them up,
+and a step measures enough calls for its p99 to mean the same at every step."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
-from bench.capacity import next_due
+from bench.capacity import measure, next_due
 
 
 def test_the_next_call_is_one_interval_after_the_last_one_was_due_not_after_its_reply() -> None:
@@ -23,3 +27,30 @@ def test_a_call_that_overran_its_slot_moves_to_the_next_slot_of_the_same_phase(
 def test_two_learners_held_up_together_stay_apart() -> None:
     # Due at 10.0 and 11.0, both replies arrive at 18.3 after a stall: they keep their 1 s apart.
     assert next_due(11.0, 18.3, 3.0) - next_due(10.0, 18.3, 3.0) == pytest.approx(1.0)
+
+
+def test_a_step_measures_until_it_has_enough_calls() -> None:
+    times: list[float] = []
+
+    async def calls_arrive() -> tuple[int, float]:
+        async def arrive() -> None:
+            for _ in range(5):
+                await asyncio.sleep(0.05)
+                times.append(1.0)
+
+        began = time.monotonic()
+        arriving = asyncio.create_task(arrive())
+        await measure(times, at_least_s=0.01, min_calls=5, at_most_s=60.0)
+        seen = len(times)
+        await arriving
+        return seen, time.monotonic() - began
+
+    seen, elapsed = asyncio.run(calls_arrive())
+    assert seen == 5  # not ended by its 0.01 s
+    assert elapsed < 30  # ended by the calls, not by the minute
+
+
+def test_a_step_with_too_few_calls_still_ends_at_its_bound() -> None:
+    began = time.monotonic()
+    asyncio.run(measure([], at_least_s=0.01, min_calls=1000, at_most_s=0.3))
+    assert 0.3 <= time.monotonic() - began < 30
