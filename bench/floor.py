@@ -16,6 +16,7 @@ import uvicorn
 
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
+from app.web.wsprotocol import WebSocketProtocol
 
 SERVER = "demo-orders"
 
@@ -64,7 +65,8 @@ def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
 
 def main() -> None:
     port, uid_base = int(sys.argv[1]), int(sys.argv[2])
-    uvicorn.run(make_app(uid_base), host="127.0.0.1", port=port, ws="websockets-sansio",
+    # The app's own WebSocket protocol class (app/__main__.py), so the floor's stack stays the app's.
+    uvicorn.run(make_app(uid_base), host="127.0.0.1", port=port, ws=WebSocketProtocol,
                 ws_per_message_deflate=False, log_level="warning", lifespan="on")  # fmt: skip
 
 
