@@ -10,19 +10,28 @@ Run as `python -m bench.floor PORT UID_BASE`; serves `/ws/demo-orders` (subproto
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import uvicorn
 
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.web.wsprotocol import WebSocketProtocol
+from tests.support.appserver import free_port
+from tests.support.wsclient import McpClient
 
 SERVER = "demo-orders"
+# Room for the startup benchmark's 50 sessions at once, as the app's own cap allows them.
+CAPACITY = 64
 
 
 def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=CAPACITY,
                         pool_sizes={SERVER: 2}, uid_base=uid_base, max_line_bytes=4 << 20,
                         max_output_bytes=1 << 30)  # fmt: skip
 
@@ -61,6 +70,32 @@ def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
             await pool.release(instance)
 
     return app
+
+
+@asynccontextmanager
+async def serving(uid_base: int, root: str) -> AsyncIterator[str]:
+    """Run the floor in its own process on a free port; yield its WebSocket URL once it answers an
+    initialize, and end the process on the way out."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "bench.floor", str(port), str(uid_base)],
+                            cwd=root, env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+    url = f"ws://127.0.0.1:{port}/ws/{SERVER}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                probe = await McpClient.connect(url)
+                await probe.initialize()
+                await probe.close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                await asyncio.sleep(0.1)  # its fork server is still starting: poll with a deadline
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def main() -> None:

@@ -4,17 +4,14 @@ the floor (bench/floor.py: the same WebSocket stack and sandboxed server, bytes 
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
-import sys
 import time
 
 import httpx
 
+from bench import floor as bare
 from bench.cold import ColdServer
 from bench.stats import summary
-from tests.support.appserver import ROOT, AppProcess, free_port
+from tests.support.appserver import ROOT, AppProcess
 from tests.support.wsclient import McpClient
 
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
@@ -26,30 +23,12 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     await client.initialize()
     direct = ColdServer()
     await direct.start()
-    floor_port = free_port()
-    floor_proc = subprocess.Popen([sys.executable, "-m", "bench.floor", str(floor_port), str(app.uid_base + 5000)],
-                                  cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
-    try:
-        floor = await _connect_floor(floor_port)
+    async with bare.serving(app.uid_base + 5000, str(ROOT)) as floor_url:
+        floor = await McpClient.connect(floor_url)
+        await floor.initialize()
         figures, table = await _measure(app, samples, client, direct, floor)
         await floor.close()
-    finally:
-        floor_proc.terminate()
-        floor_proc.wait(30)
     return figures, table
-
-
-async def _connect_floor(port: int) -> McpClient:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            floor = await McpClient.connect(f"ws://127.0.0.1:{port}/ws/demo-orders")
-            await floor.initialize()
-            return floor
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)  # the floor's fork server is still starting: poll with a deadline
 
 
 async def _measure(app: AppProcess, samples: int, client: McpClient, direct: ColdServer,
