@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import capacity, flood, memory, own_server, pages, profile, roundtrip, startup
+from bench import capacity, flood, host, memory, own_server, pages, profile, roundtrip, startup
 from tests.support.appserver import AppProcess
 
 RESULTS = Path(__file__).parent / "results.json"
@@ -42,6 +42,10 @@ def main() -> int:
         }
         raised = ", ".join(f"PLAYGROUND_{k.upper()}={v}" for k, v in settings.items())
         print(f"limits raised for the benchmark (every sandbox layer stays on): {raised}", flush=True)
+        print("running host (memory touched after a pause) ...", flush=True)
+        figures, table = host.run(quick=args.quick)
+        results["host"] = figures
+        rows.extend(table)
         print("running flood (its own app, default limits) ...", flush=True)
         figures, table = asyncio.run(flood.run(Path(tmp) / "flood", quick=args.quick))
         results["flood"] = figures

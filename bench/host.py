@@ -1,0 +1,63 @@
+"""What this host charges for memory touched after a pause: the cause of the first reply's swing
+between days (bench/README.md, round 6).
+
+On the Firecracker guests these benchmarks run on, reading pages that are already resident costs
+microseconds each once the guest has been idle for some milliseconds, with no page fault inside the
+guest: the time is the hypervisor's. Every figure that follows an idle moment (a learner arriving, a
+first reply) pays it for each page its code and data touch. Printed first, so that runs from
+different days can be read against each other."""
+
+from __future__ import annotations
+
+import mmap
+import time
+
+from bench.stats import summary
+
+PAGES = 2000
+PAUSE_S = 0.05  # the startup benchmark's pause between two learners
+
+
+def read_pages(buf: mmap.mmap, pages: int) -> tuple[float, int]:
+    """Read one byte of each page; (seconds, pages read)."""
+    began = time.perf_counter()
+    seen = 0
+    for offset in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+        seen += buf[offset]
+    return time.perf_counter() - began, seen
+
+
+def touch_cost(
+    pages: int = PAGES, pause_s: float = PAUSE_S, samples: int = 20
+) -> dict[str, dict[str, float]]:
+    """Milliseconds to read `pages` resident pages right after reading them (hot), and after a pause."""
+    buf = mmap.mmap(-1, pages * mmap.PAGESIZE)
+    try:
+        for offset in range(0, pages * mmap.PAGESIZE, mmap.PAGESIZE):
+            buf[offset] = 1  # resident from here on
+        hot, paused = [], []
+        for _ in range(samples):
+            time.sleep(pause_s)
+            elapsed, seen = read_pages(buf, pages)
+            assert seen == pages
+            paused.append(elapsed * 1000)
+            elapsed, seen = read_pages(buf, pages)
+            assert seen == pages
+            hot.append(elapsed * 1000)
+        return {"hot_ms": summary(hot), "after_pause_ms": summary(paused)}
+    finally:
+        buf.close()
+
+
+def run(quick: bool) -> tuple[dict, list]:
+    figures: dict = {**touch_cost(samples=10 if quick else 20), "pages": PAGES, "pause_s": PAUSE_S}
+    paused, hot = figures["after_pause_ms"]["p50"], figures["hot_ms"]["p50"]
+    table = [
+        (
+            f"host: {PAGES} resident pages read after {PAUSE_S * 1000:.0f} ms idle",
+            f"{paused:.2f} ms ({paused / hot:.0f}x)",
+            f"{hot:.2f} ms read again at once",
+            "",
+        )
+    ]
+    return figures, table
