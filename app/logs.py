@@ -47,21 +47,6 @@ class RedactSecrets(logging.Filter):
         return True
 
 
-class DropWebSocketChatter(logging.Filter):
-    """On uvicorn's error log: not the three lines of every WebSocket that opens and closes. The relay
-    logs each session it starts and ends, with its id; three lines more per connection only cost time
-    (logging showed as 5% of the web process's CPU per new session). A refused handshake still logs
-    (`"WebSocket /ws/x" 404`, `connection rejected (404 Not Found)`)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.msg not in WEBSOCKET_CHATTER
-
-
-# uvicorn's line for an accepted WebSocket, and the websockets library's (which uvicorn hands its
-# logger) for one opened and one closed.
-WEBSOCKET_CHATTER = frozenset({'%s - "WebSocket %s" [accepted]', "connection open", "connection closed"})
-
-
 class TextFormatter(logging.Formatter):
     def __init__(self) -> None:
         super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -95,6 +80,4 @@ def configure(log_format: str) -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactSecrets) for f in logger.filters):
             logger.addFilter(RedactSecrets())
-    error_log = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, DropWebSocketChatter) for f in error_log.filters):
-        error_log.addFilter(DropWebSocketChatter())
+    # uvicorn's three lines of every WebSocket that opens and closes are never made (app/web/wsprotocol.py).

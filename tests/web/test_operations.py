@@ -12,6 +12,7 @@ import pytest
 import websockets
 
 from app.logs import JsonFormatter, configure
+from app.web.wsprotocol import QuietLog
 from tests.support.appserver import AppProcess
 from tests.support.procs import processes_in_uid_range, wait_until
 from tests.support.wsclient import McpClient
@@ -23,6 +24,35 @@ def test_json_log_lines_carry_the_session() -> None:
     line = json.loads(JsonFormatter().format(record))
     assert line["message"] == "session abc started"
     assert (line["session"], line["server"], line["level"]) == ("abc", "demo-orders", "info")
+
+
+def test_a_websockets_chatter_line_is_never_made_and_every_other_line_is() -> None:
+    logger = logging.getLogger("test.quiet")
+    made: list[logging.LogRecord] = []
+
+    class Count(logging.Filter):  # a filter sees every record the logger makes
+        def filter(self, record: logging.LogRecord) -> bool:
+            made.append(record)
+            return False
+
+    logger.addFilter(counter := Count())
+    logger.setLevel(logging.INFO)
+    try:
+        quiet = QuietLog(logger)
+        quiet.info("connection open")
+        quiet.info('%s - "WebSocket %s" [accepted]', "127.0.0.1:1", "/ws/demo-orders")
+        quiet.info("connection closed")
+        assert made == []
+        quiet.info('%s - "WebSocket %s" %d', "127.0.0.1:1", "/ws/nope", 404)
+        quiet.info("connection rejected (%d %s)", 404, "Not Found")
+        quiet.error("ASGI callable returned without completing handshake.")
+        assert [r.getMessage() for r in made] == ['127.0.0.1:1 - "WebSocket /ws/nope" 404',
+                                                  "connection rejected (404 Not Found)",
+                                                  "ASGI callable returned without completing handshake."]  # fmt: skip
+        assert [r.name for r in made] == ["test.quiet"] * 3
+        assert quiet.level == logging.INFO
+    finally:
+        logger.removeFilter(counter)
 
 
 def test_an_unknown_log_format_is_refused_clearly() -> None:
