@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 
 import uvicorn
 
+from app.config import Settings
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.web.wsprotocol import WebSocketProtocol
@@ -28,11 +29,13 @@ from tests.support.wsclient import McpClient
 SERVER = "demo-orders"
 # Room for the startup benchmark's 50 sessions at once, as the app's own cap allows them.
 CAPACITY = 64
+# As many started ahead as the app keeps by default, so a burst spawns as many in both.
+WARM = Settings.model_fields["warm_pool_size"].default
 
 
 def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
     pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=CAPACITY,
-                        pool_sizes={SERVER: 2}, uid_base=uid_base, max_line_bytes=4 << 20,
+                        pool_sizes={SERVER: WARM}, uid_base=uid_base, max_line_bytes=4 << 20,
                         max_output_bytes=1 << 30)  # fmt: skip
 
     async def app(scope, receive, send) -> None:  # noqa: ANN001

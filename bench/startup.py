@@ -1,7 +1,8 @@
 """Time to first reply, and 50 sessions opened at once; next to the floor (bench/floor.py: the same
 WebSocket stack and sandboxed server from the same kind of warm pool, nothing of the relay's) measured
 interleaved, and cold spawns. The floor says what the host and the stack cost that day: on this
-Firecracker guest, waking idle CPUs alone moved the first reply by several milliseconds between runs."""
+Firecracker guest, what the host charges for memory read after a pause (bench/host.py) moved the
+first reply by milliseconds between days."""
 
 from __future__ import annotations
 
