@@ -23,7 +23,7 @@ from app.config import Settings
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.web.wsprotocol import WebSocketProtocol
-from tests.support.appserver import free_port
+from tests.support.appserver import ROOT, free_port
 from tests.support.wsclient import McpClient
 
 SERVER = "demo-orders"
@@ -76,12 +76,12 @@ def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
 
 
 @asynccontextmanager
-async def serving(uid_base: int, root: str) -> AsyncIterator[str]:
+async def serving(uid_base: int) -> AsyncIterator[str]:
     """Run the floor in its own process on a free port; yield its WebSocket URL once it answers an
     initialize, and end the process on the way out."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "bench.floor", str(port), str(uid_base)],
-                            cwd=root, env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     url = f"ws://127.0.0.1:{port}/ws/{SERVER}"
     try:
         deadline = time.monotonic() + 60

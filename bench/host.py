@@ -3,9 +3,9 @@ days (bench/README.md, round 6).
 
 On the Firecracker guests these benchmarks run on, reading pages that are already resident costs
 microseconds each once they have gone unread for some milliseconds (whether the CPU slept or spun
-meanwhile), with no page fault inside the guest: the time is the hypervisor's. Every figure that follows an idle moment (a learner arriving, a
-first reply) pays it for each page its code and data touch. Printed first, so that runs from
-different days can be read against each other."""
+meanwhile), with no page fault inside the guest: the time is the hypervisor's. Every figure that
+follows an idle moment (a learner arriving, a first reply) pays it for each page its code and data
+touch. Printed first, so that runs from different days can be read against each other."""
 
 from __future__ import annotations
 

@@ -25,13 +25,23 @@ MIB = 1024 * 1024
 SETTLE_TIMEOUT_S = 60.0
 
 
-async def _pools_full(app: AppProcess, sizes: dict[str, int]) -> None:
-    """Wait (with a deadline) until every warm pool is back at `sizes`, and its instances serving."""
+def full_pool_sizes(app: AppProcess) -> dict[str, int]:
+    """The pools' full sizes with the default settings (/healthz names every server, my-server with 0)."""
+    names = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
+    return {name: 0 for name in names} | warm_pool_sizes(Settings(), load_registry())
+
+
+async def pools_full(app: AppProcess, sizes: dict[str, int], live: int | None = None) -> None:
+    """Wait (with a deadline) until every warm pool is back at `sizes`, and its instances serving;
+    with `live`, also until that many sessions are live (0: the last ones have ended)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     async with httpx.AsyncClient(base_url=app.base, timeout=10) as http:
-        while (await http.get("/healthz")).json()["warm_pool"] != sizes:
+        while True:
+            health = (await http.get("/healthz")).json()
+            if health["warm_pool"] == sizes and live in (None, health["sessions"]["live"]):
+                break
             if time.monotonic() > deadline:
-                raise RuntimeError("the warm pools did not refill")
+                raise RuntimeError("the warm pools did not refill, or the sessions did not end")
             await asyncio.sleep(0.05)
     # A refilled instance is in the pool once it has reported, before it has started serving (which
     # copies most of the pages it will hold): let it finish.
@@ -40,10 +50,8 @@ async def _pools_full(app: AppProcess, sizes: dict[str, int]) -> None:
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     count = 10 if quick else 20
-    # The pools' full sizes with the default settings (/healthz names every server, my-server with 0).
-    names = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
-    sizes = {name: 0 for name in names} | warm_pool_sizes(Settings(), load_registry())
-    await _pools_full(app, sizes)
+    sizes = full_pool_sizes(app)
+    await pools_full(app, sizes)
     before = sandbox_total(app.uid_base, uss_bytes)
     clients = []
     for _ in range(count):
@@ -51,7 +59,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         await client.initialize()
         await client.tool(2, "get_order_status", order_id="123456")  # a session that has done some work
         clients.append(client)
-    await _pools_full(app, sizes)
+    await pools_full(app, sizes)
     ours = (sandbox_total(app.uid_base, uss_bytes) - before) / count
     await asyncio.gather(*(c.close() for c in clients))
 

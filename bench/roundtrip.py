@@ -11,7 +11,7 @@ import httpx
 from bench import floor as bare
 from bench.cold import ColdServer
 from bench.stats import summary
-from tests.support.appserver import ROOT, AppProcess
+from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient
 
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
@@ -23,7 +23,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     await client.initialize()
     direct = ColdServer()
     await direct.start()
-    async with bare.serving(app.uid_base + 5000, str(ROOT)) as floor_url:
+    async with bare.serving(app.uid_base + 5000) as floor_url:
         floor = await McpClient.connect(floor_url)
         await floor.initialize()
         figures, table = await _measure(app, samples, client, direct, floor)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
-
 from bench import floor as bare
 from bench.cold import ColdServer
+from bench.memory import full_pool_sizes, pools_full
 from bench.stats import summary
-from tests.support.appserver import ROOT, AppProcess
+from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient, init_request
 
 BURST = 50
@@ -45,15 +44,16 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     samples = 20 if quick else 60
     ours_url = app.ws_base + "/ws/demo-orders"
     ours, floor = [], []
-    full_pool = (await _health(app))["warm_pool"]["demo-orders"]
-    async with bare.serving(app.uid_base + 5000, str(ROOT)) as floor_url:
+    full = full_pool_sizes(app)
+    async with bare.serving(app.uid_base + 5000) as floor_url:
         for _ in range(samples):  # interleaved, so both see the same machine
             ours.append(await first_reply(ours_url))
             await asyncio.sleep(0.05)  # let the warm pool refill, as between two learners arriving
             floor.append(await first_reply(floor_url))
             await asyncio.sleep(0.05)
         burst_s = await burst(ours_url)
-        await _settled(app, full_pool)  # our burst's sessions ended and its refills done, before the floor's
+        # Our burst's sessions ended and its refills done, before the floor's burst.
+        await pools_full(app, full, live=0)
         floor_burst_s = await burst(floor_url)
     cold = []
     for _ in range(5 if quick else 10):
@@ -100,18 +100,3 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         ),
     ]
     return figures, table
-
-
-async def _health(app: AppProcess) -> dict:
-    async with httpx.AsyncClient(timeout=30) as http:
-        return (await http.get(app.base + "/healthz")).json()
-
-
-async def _settled(app: AppProcess, full_pool: int) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        health = await _health(app)
-        if health["sessions"]["live"] == 0 and health["warm_pool"]["demo-orders"] >= full_pool:
-            return
-        await asyncio.sleep(0.1)  # poll with a deadline
-    raise TimeoutError("the app's sessions did not end, or its warm pool did not refill, within 120 s")
