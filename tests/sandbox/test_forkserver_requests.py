@@ -7,84 +7,23 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from app.config import PROJECT_ROOT
 from app.sandbox import cgroups
-from app.sandbox.launcher import Launcher, child_environment
-from app.sandbox.limits import Limits
+from tests.support.forkserver import RawClient, dead, pipes, running_forkserver
 from tests.support.procs import wait_until
 
 UID_BASE = 3_400_000
 RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
-READY_TIMEOUT_S = 120.0  # the fork server imports the SDK and every demo first; a busy machine is slow
-REPLY_TIMEOUT_S = 30.0
-
-
-class RawClient:
-    """The app's end of the fork-server socket, driven by hand."""
-
-    def __init__(self, sock: socket.socket, proc: subprocess.Popen, stderr: Path) -> None:
-        self.sock = sock
-        self.proc = proc
-        self.stderr = stderr
-
-    def send(self, packet: bytes, fds: list[int] | None = None) -> None:
-        if fds:
-            socket.send_fds(self.sock, [packet], fds)
-        else:
-            self.sock.send(packet)
-
-    def recv(self, timeout: float = REPLY_TIMEOUT_S) -> dict[str, Any]:
-        self.sock.settimeout(timeout)
-        return json.loads(self.sock.recv(65536))
-
-    def recv_op(self, *ops: str) -> dict[str, Any]:
-        while (message := self.recv())["op"] not in ops:
-            pass
-        return message
 
 
 @pytest.fixture
 def forkserver() -> Iterator[RawClient]:
-    launcher = Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=RANGE.start,
-                        uid_range=range(RANGE.start + 1, RANGE.stop))  # fmt: skip
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    with tempfile.NamedTemporaryFile(prefix="forkserver-", suffix=".log", delete=False) as log:
-        stderr = Path(log.name)
-        proc = subprocess.Popen(
-            launcher.command(theirs.fileno()), pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-            stdout=log, stderr=log, env=child_environment(str(PROJECT_ROOT)), start_new_session=True,
-        )  # fmt: skip
-    theirs.close()
-    client = RawClient(ours, proc, stderr)
-    try:
-        ready = client.recv(READY_TIMEOUT_S)
-        assert ready["op"] == "ready", ready
+    with running_forkserver(RANGE) as client:
         yield client
-    finally:
-        ours.close()  # its end of file: the fork server ends every instance and exits
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
-        stderr.unlink(missing_ok=True)
-
-
-def pipes() -> tuple[list[int], list[int]]:
-    """Three pipes: the ends a spawn sends (stdin read end, stdout and stderr write ends), and ours."""
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    return [in_r, out_w, err_w], [in_w, out_r, err_r]
 
 
 def spawn(server: str = "demo-orders", uid: int = RANGE.start + 1, id_: int = 1) -> bytes:
@@ -200,15 +139,6 @@ def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserve
     forkserver.sock.close()
     assert forkserver.proc.wait(30) == 0
     assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)
-
-
-def dead(pid: int) -> bool:
-    """Gone, or a zombie waiting for whoever adopted it to reap it."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            return "Z (zombie)" in handle.read()
-    except OSError:
-        return True
 
 
 def stat_fields(pid: int) -> list[str]:

@@ -1,0 +1,29 @@
+"""Stand in for the app as the fork server's parent, so that a test can kill that parent outright.
+
+    python -m tests.support.forkserver_parent FD UID_LOW UID_HIGH [WRAPPER...]
+
+Starts the fork server as the app does (Launcher.command, whose parent-death signal names this
+process) on the inherited socket FD, through WRAPPER if given, and waits for it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from app.config import PROJECT_ROOT
+from app.sandbox.launcher import Launcher, child_environment
+from app.sandbox.limits import Limits
+
+
+def main() -> None:
+    fd, low, high = (int(arg) for arg in sys.argv[1:4])
+    launcher = Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=low,
+                        uid_range=range(low + 1, high))  # fmt: skip
+    command = [*sys.argv[4:], *launcher.command(fd)]
+    env = child_environment(str(PROJECT_ROOT))
+    sys.exit(subprocess.call(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env))
+
+
+if __name__ == "__main__":
+    main()
