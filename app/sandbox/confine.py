@@ -169,9 +169,9 @@ def drop_privileges(uid: int) -> None:
     k.prctl(k.PR_SET_NO_NEW_PRIVS, 1)
 
 
-def die_with_parent(expected_parent: int) -> None:
-    """SIGKILL this process when its parent dies (set after setuid, which clears it)."""
-    k.prctl(k.PR_SET_PDEATHSIG, 9)
+def die_with_parent(expected_parent: int, sig: int) -> None:
+    """Send `sig` to this process when its parent dies (set after setuid, which clears it)."""
+    k.prctl(k.PR_SET_PDEATHSIG, sig)
     if os.getppid() != expected_parent:  # the parent died before the prctl took hold
         os._exit(137)
 

@@ -279,19 +279,30 @@ class ForkServer:
 
     def _reap(self) -> None:
         while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+            try:  # look first, reap after: see _ended
+                exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 return
-            if pid == 0:
+            if exited is None:
                 return
+            pid = exited.si_pid
+            if pid in self.instances:
+                _kill_group(pid)
+            _, status = os.waitpid(pid, 0)
             if pid in self._reports:  # its report (or its failure) first: the app expects that order
                 self._report(pid)
             if pid in self.instances:
                 self._ended(pid, status)
 
     def _ended(self, instance: int, status: int) -> None:
-        """The instance exited with `status`: remove its cgroup and tell the app."""
+        """The instance exited with `status` (and its process group was killed): remove its cgroup
+        and tell the app.
+
+        Without the PID namespace layer (whose PID 1's exit ends everything in it), what the server
+        started would live on, reparented to init, under a uid the app is about to give to someone
+        else. It is all still in the server's process group, which the filter lets no process leave
+        (setsid and setpgid are not on its list): `_reap` kills that group before it reaps the
+        server, while its zombie still holds the pid, so the group's id cannot have been reused."""
         self.instances.discard(instance)
         name = self._instance_cgroups.pop(instance, None)
         if name is not None:
@@ -428,10 +439,7 @@ class ForkServer:
     def _shut_down(self) -> None:
         """End every instance, remove their cgroups, and exit."""
         for pid in self.instances | set(self._instance_cgroups):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _kill_group(pid)
         if self.cgroups is not None:
             for pid in self.instances | set(self._instance_cgroups):
                 try:
@@ -547,13 +555,25 @@ def _pipe_above_instances_fds() -> tuple[int, int]:
     return moved, write
 
 
+def _kill_group(group: int) -> None:
+    """SIGKILL every process in `group`; one signal reaches all of them, even ones forking meanwhile."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:  # nothing left in it
+        pass
+    except OSError as exc:  # never expected (we are its root); say so, and keep serving
+        print(f"fork server: cannot end process group {group}: {exc}", file=sys.stderr, flush=True)
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    confine.die_with_parent(config["parent"])
+    # SIGTERM, not SIGKILL: its handler ends every instance's whole process group, which matters
+    # where a server's exit does not end its PID namespace (that layer missing).
+    confine.die_with_parent(config["parent"], signal.SIGTERM)
     server = ForkServer(config)
     server.prepare()
     server.serve()

@@ -175,7 +175,8 @@ class InstancePool:
 
     def _recycle_uid(self, instance: Instance) -> None:
         # A uid is reused only once its instance has exited: every process under it is gone then
-        # (the server is PID 1 of its namespace; its exit ends everything in it).
+        # (the server is PID 1 of its namespace, whose exit ends everything in it; without that
+        # layer, the fork server kills the server's process group before it reports the exit).
         if instance.poll() is not None and instance.uid not in self._free_uids:
             self._free_uids.append(instance.uid)
 

@@ -1,0 +1,107 @@
+"""Where the host refuses new PID namespaces, a learner's processes must still end with their server.
+
+With the `pid_namespace` layer, a server's exit ends its whole namespace. Without it (a container
+without CAP_SYS_ADMIN; tests.support.no_pid_namespace stands in for one), whatever the server started
+would live on, reparented to init, under a uid the app gives to the next learner. The attacker here is
+a learner's own server.py that forks a child, has it try to leave its process group (setsid), and
+leaves it running, both when the server exits by itself and when the app is killed outright.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from app.demos import MY_SERVER
+from tests.support.forkserver import RawClient, dead, pipes, running_forkserver
+from tests.support.procs import wait_until
+
+UID_BASE = 3_410_000
+RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
+WRAPPER = [sys.executable, "-m", "tests.support.no_pid_namespace"]
+ORPHAN_DEADLINE_S = 30.0
+
+# Forks a child that tries to leave the server's process group, then reports on stdout (the wire):
+# the child's pid and what setsid() answered. The child then sleeps for an hour; the server either
+# exits at once or waits for the end of its stdin.
+LEAVER = textwrap.dedent("""
+    import json, os, sys, time
+    child = os.fork()
+    if child == 0:
+        try:
+            os.setsid()
+            answer = "left its group"
+        except OSError as exc:
+            answer = f"refused: errno {exc.errno}"
+        os.write(1, (json.dumps({"setsid": answer}) + "\\n").encode())
+        time.sleep(3600)
+        os._exit(0)
+    os.write(1, (json.dumps({"child": child}) + "\\n").encode())
+    if STAY:
+        sys.stdin.read()
+""")
+
+
+def leaver(stay: bool) -> str:
+    return f"STAY = {stay}\n{LEAVER}"
+
+
+@contextmanager
+def learner_server(forkserver: RawClient, source: str) -> Iterator[tuple[int, int, str, int]]:
+    """Spawn my-server with `source`; yield (server pid, child pid, what setsid answered, our stdin).
+    Whatever happens, the child does not outlive the test."""
+    fds, (stdin, stdout, stderr) = pipes()
+    memfd = os.memfd_create("server.py")
+    os.write(memfd, source.encode())
+    request = {"op": "spawn", "id": 1, "server": MY_SERVER, "uid": RANGE.start + 1}
+    forkserver.send(json.dumps(request).encode(), [*fds, memfd])
+    for fd in (*fds, memfd):
+        os.close(fd)
+    child = None
+    try:
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "spawned", reply
+        report: dict = {}
+        with os.fdopen(os.dup(stdout), "rb") as out:
+            while len(report) < 2:
+                report.update(json.loads(out.readline()))
+        child = report["child"]
+        yield reply["pid"], child, report["setsid"], stdin
+    finally:
+        if child is not None and not dead(child):
+            os.kill(child, signal.SIGKILL)
+        for fd in (stdin, stdout, stderr):
+            os.close(fd)
+
+
+def in_group(pid: int, group: int) -> bool:
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rpartition(")")[2].split()[2]) == group
+
+
+def test_the_stand_in_host_has_no_pid_namespaces_and_the_layer_says_so() -> None:
+    with running_forkserver(RANGE, WRAPPER) as forkserver:
+        assert forkserver.ready["layers"]["pid_namespace"].startswith("missing"), forkserver.ready
+
+
+def test_what_a_server_started_ends_when_it_exits_by_itself() -> None:
+    with running_forkserver(RANGE, WRAPPER) as forkserver:
+        with learner_server(forkserver, leaver(stay=False)) as (server, child, setsid, _stdin):
+            assert setsid.startswith("refused"), setsid  # the filter keeps it in the server's group
+            exited = forkserver.recv_op("exited")
+            assert exited["pid"] == server, exited
+            assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
+
+
+def test_what_a_server_started_ends_when_the_app_is_killed_outright() -> None:
+    with running_forkserver(RANGE, WRAPPER, own_parent=True) as forkserver:
+        with learner_server(forkserver, leaver(stay=True)) as (server, child, _setsid, _stdin):
+            assert in_group(child, server)
+            forkserver.proc.kill()  # the app's stand-in: the fork server hears of it by its parent-death signal
+            forkserver.proc.wait(30)
+            assert wait_until(lambda: dead(server) and dead(child), ORPHAN_DEADLINE_S), (server, child)
