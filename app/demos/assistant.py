@@ -21,7 +21,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, ValidationError
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 
 INFO = {
     "name": "demo-assistant",

@@ -44,7 +44,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {

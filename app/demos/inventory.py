@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 
 INFO = {
     "name": "demo-inventory",

@@ -33,7 +33,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {

@@ -23,7 +23,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 
 INFO = {
     "name": "demo-monitor",

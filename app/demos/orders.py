@@ -2,7 +2,7 @@
 
 from mcp.server.mcpserver import MCPServer
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {

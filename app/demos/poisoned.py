@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ToolAnnotations
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {

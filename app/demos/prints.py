@@ -20,7 +20,7 @@ from mcp_types import ElicitRequestURLParams, ElicitResult, InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from app.demos._stdio import serve_stdio
+from app.demos.stdio import serve_stdio
 from app.protocol import messages
 
 INFO = {

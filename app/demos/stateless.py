@@ -17,7 +17,7 @@ from mcp.server.runner import _serve_modern_stream
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
 
-from app.demos._stdio import stdio_streams, untraced
+from app.demos.stdio import stdio_streams, untraced
 
 INFO = {
     "name": "demo-stateless",

@@ -1,4 +1,4 @@
-"""app.demos._stdio: the demos' thread-free stdio, as a client and a careless handler meet it."""
+"""app.demos.stdio: the demos' thread-free stdio, as a client and a careless handler meet it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import MCPServer
 
-from app.demos import _stdio
+from app.demos import stdio
 from app.protocol import messages
 from app.protocol.lineclient import LineClient, StreamClosed
 from tests.support.stdio import ROOT, StdioServer
@@ -69,11 +69,11 @@ def test_end_of_stdin_ends_the_server() -> None:
 
 def test_only_pipes_sockets_and_terminals_are_served_on_the_loop(tmp_path) -> None:
     with (tmp_path / "f").open("w") as regular:
-        assert not _stdio._pipe_like(regular.fileno())
-    assert not _stdio._pipe_like(10_000)  # not open at all
+        assert not stdio._pipe_like(regular.fileno())
+    assert not stdio._pipe_like(10_000)  # not open at all
     read, write = os.pipe()
     try:
-        assert _stdio._pipe_like(read) and _stdio._pipe_like(write)
+        assert stdio._pipe_like(read) and stdio._pipe_like(write)
     finally:
         os.close(read)
         os.close(write)
@@ -107,5 +107,5 @@ def test_untraced_drops_only_the_tracing_middleware() -> None:
     middleware.append(ours)
     assert any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)  # the SDK's default
     kept = [m for m in middleware if not isinstance(m, OpenTelemetryMiddleware)]
-    assert _stdio.untraced(_stdio.untraced(server))._lowlevel_server.middleware == kept
+    assert stdio.untraced(stdio.untraced(server))._lowlevel_server.middleware == kept
     assert ours in kept and len(kept) >= 2  # the SDK's other middleware stays too
