@@ -130,6 +130,15 @@ class Settings(BaseSettings):
             "by client address."
         ),
     )
+    new_sessions_per_min: int = Field(
+        60,
+        ge=1,
+        description=(
+            "Most new sessions one learner (or one client address without a learner cookie) may open "
+            "in a minute: each starts a sandboxed server, so opening and closing in a loop would take "
+            "the machine's CPU from everyone else. Reconnecting to a session is not a new one."
+        ),
+    )
     outside_class_share: float = Field(
         0.5,
         ge=0.0,

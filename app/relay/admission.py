@@ -6,7 +6,9 @@ Caps, each checked in this order so that the refusal names the most specific one
 - per class: the class's own cap;
 - global;
 - outside classes: owners in no class together hold at most a share of the global cap, so the
-  rest is kept for classes (a class member is never refused because visitors filled the playground).
+  rest is kept for classes (a class member is never refused because visitors filled the playground);
+- how often: one owner opens at most so many new sessions a minute, exercise runs included, since
+  each starts a sandboxed server (checked last, so only a session that is admitted is counted).
 
 `admit()` counts the new session at once (no await between the check and the count), so two
 handshakes arriving together cannot both take the last place.
@@ -18,12 +20,15 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from app.relay.rates import KeyedRate
 from app.sandbox.errors import CapacityError
 
 # Seconds a refused client is told to wait, by cap: a tab closed frees a place at once, others churn.
 RETRY_OWNER_S = 10
 RETRY_SHARED_S = 60
 RETRY_EXERCISE_S = 5
+# New sessions per owner are counted over this window (PLAYGROUND_NEW_SESSIONS_PER_MIN).
+OPENS_WINDOW_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,10 +51,12 @@ class Caps:
     per_owner: int  # one learner, or one address without identity
     outside_classes: int  # every session of owners in no class, together
     exercises_per_owner: int = 1  # exercise runs at once, apart from the owner's consoles
+    new_per_owner_per_min: int = 60  # sessions and exercise runs one owner may start in OPENS_WINDOW_S
 
     @classmethod
-    def from_share(cls, total: int, per_owner: int, outside_share: float) -> Caps:
-        return cls(total, per_owner, max(0, min(total, math.ceil(total * outside_share))))
+    def from_share(cls, total: int, per_owner: int, outside_share: float, new_per_min: int = 60) -> Caps:
+        return cls(total, per_owner, max(0, min(total, math.ceil(total * outside_share))),
+                   new_per_owner_per_min=new_per_min)  # fmt: skip
 
 
 class Slot:
@@ -78,6 +85,7 @@ class Admission:
         self._by_class: Counter[str] = Counter()
         self._outside = 0
         self._exercises: Counter[str] = Counter()  # exercise runs by owner
+        self._opened = KeyedRate(caps.new_per_owner_per_min, OPENS_WINDOW_S)  # new sessions by owner
 
     def count_for(self, owner: Owner) -> int:
         return self._by_owner[owner.key]
@@ -114,6 +122,7 @@ class Admission:
                 f"Try again in {RETRY_SHARED_S} s.",
                 reason="full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
+        self._count_opening(owner)
         self.total += 1
         self._exercises[owner.key] += 1
         return Slot(self, owner, exercise=True)
@@ -148,6 +157,21 @@ class Admission:
                 f"classes). Try again in {RETRY_SHARED_S} s, or join your class with its code.",
                 reason="visitors_full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
+        self._count_opening(owner)
+
+    def _count_opening(self, owner: Owner) -> None:
+        """Last of the checks: count one more start for `owner`, or refuse it (429) when too many
+        have come in the last minute. A refused attempt is not counted."""
+        wait = self._opened.wait(owner.key)
+        if wait is None:
+            return
+        retry = max(math.ceil(wait), 1)
+        who = "You have" if owner.learner else "Your network address has"
+        raise CapacityError(
+            f"{who} started {_sessions(self.caps.new_per_owner_per_min)} in the last minute, the most "
+            f"one person may. Try again in {retry} s.",
+            reason="too_often", retry_after_s=retry, status_code=429,
+        )  # fmt: skip
 
     def _give_back(self, owner: Owner) -> None:
         self.total -= 1
@@ -173,3 +197,7 @@ def class_full(cap: int) -> CapacityError:
 
 def _consoles(count: int) -> str:
     return f"{count} console" if count == 1 else f"{count} consoles"
+
+
+def _sessions(count: int) -> str:
+    return f"{count} session" if count == 1 else f"{count} sessions"

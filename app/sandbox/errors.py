@@ -25,8 +25,8 @@ class SandboxError(Exception):
 class CapacityError(SandboxError):
     """The playground (or this learner's share of it) is full."""
 
-    def __init__(self, message: str, *, reason: str, retry_after_s: int = 30) -> None:
-        super().__init__(message, reason=reason, status_code=503, retry_after_s=retry_after_s)
+    def __init__(self, message: str, *, reason: str, retry_after_s: int = 30, status_code: int = 503) -> None:
+        super().__init__(message, reason=reason, status_code=status_code, retry_after_s=retry_after_s)
 
 
 class OutputLimitError(SandboxError):

@@ -321,7 +321,7 @@ async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpLi
     try:
         session = await state.sessions.open(info.server, owner)
     except CapacityError as exc:
-        return _error(503, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
+        return _error(exc.status_code, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
     except SandboxError as exc:
         return _error(exc.status_code, exc.message)
     listener = HttpListener(session, info.id, WireLimits.from_settings(state.settings))

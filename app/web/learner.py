@@ -17,8 +17,6 @@ import hashlib
 import hmac
 import re
 import secrets
-import time
-from collections import deque
 
 import anyio
 from fastapi import FastAPI, Request
@@ -26,6 +24,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.progress import ProgressStore
+from app.relay.rates import KeyedRate
 from app.web.client import client_address, is_https
 
 COOKIE = "playground_learner"
@@ -47,8 +46,6 @@ ANONYMOUS_PATHS = (
 )
 # New identities per client address are counted over this window (PLAYGROUND_NEW_LEARNERS_PER_ADDRESS).
 MINT_WINDOW_S = 600.0
-# Addresses remembered by the mint limiter before old ones are forgotten.
-MINT_ADDRESSES_KEPT = 10_000
 
 
 def new_id() -> str:
@@ -85,41 +82,13 @@ class CookieSigner:
         return learner if hmac.compare_digest(signature.encode(), self._signature(learner).encode()) else None
 
 
-class MintLimiter:
-    """At most `limit` new identities per client address in MINT_WINDOW_S."""
-
-    def __init__(self, limit: int, window_s: float = MINT_WINDOW_S) -> None:
-        self.limit = limit
-        self.window_s = window_s
-        self._times: dict[str, deque[float]] = {}
-
-    def wait(self, address: str) -> float | None:
-        """None when one more may be minted now (and it is counted), else the seconds until one may."""
-        now = time.monotonic()
-        times = self._times.get(address)
-        if times is None:
-            if len(self._times) >= MINT_ADDRESSES_KEPT:
-                self._forget_old(now)
-            times = self._times[address] = deque()
-        while times and now - times[0] > self.window_s:
-            times.popleft()
-        if len(times) >= self.limit:
-            return self.window_s - (now - times[0])
-        times.append(now)
-        return None
-
-    def _forget_old(self, now: float) -> None:
-        for address in [a for a, t in self._times.items() if not t or now - t[-1] > self.window_s]:
-            del self._times[address]
-
-
 class Identity:
     """Built at start-up, once the progress store (which keeps the signing secret) is open."""
 
     def __init__(self, store: ProgressStore, secret: str, mint_limit: int) -> None:
         self.store = store
         self.signer = CookieSigner(secret)
-        self.minting = MintLimiter(mint_limit)
+        self.minting = KeyedRate(mint_limit, MINT_WINDOW_S)
 
     async def learner_of(self, value: str | None) -> tuple[str | None, bool]:
         """(the learner this cookie value proves, whether the cookie must be re-issued signed)."""

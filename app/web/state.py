@@ -127,7 +127,9 @@ class AppState:
                     reason="weak_sandbox",
                 )
         admission = Admission(
-            Caps.from_share(s.max_sessions, s.max_sessions_per_learner, s.outside_class_share)
+            Caps.from_share(
+                s.max_sessions, s.max_sessions_per_learner, s.outside_class_share, s.new_sessions_per_min
+            )
         )
         self.sessions = Sessions(
             self.pool, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,

@@ -73,9 +73,10 @@ def step_checks(state: AppState, step_slug: str | None, learner: str | None) -> 
 
 
 async def refuse_full(websocket: WebSocket, mode: str, offered: list[str], exc: CapacityError) -> None:
-    """A browser cannot read an HTTP 503, so the console is told in a `full` frame, then 1013."""
+    """A browser cannot read a refused handshake's HTTP status (503, or 429 for too many new sessions),
+    so the console is told in a `full` frame, then 1013."""
     if mode == MCP_SUBPROTOCOL:
-        await deny(websocket, 503, exc.message, exc.retry_after_s)
+        await deny(websocket, exc.status_code, exc.message, exc.retry_after_s)
         return
     await websocket.accept(subprotocol=ENVELOPE_SUBPROTOCOL if ENVELOPE_SUBPROTOCOL in offered else None)
     await websocket.send_json({"type": "full", "retry_after_s": exc.retry_after_s, "message": exc.message,

@@ -107,3 +107,40 @@ def test_an_exercise_run_has_its_own_budget_and_counts_in_the_global_cap() -> No
     admission.admit_exercise(member(3))
     console.release()
     assert admission.count_for(ada) == 0
+
+
+def test_one_owner_opening_and_closing_in_a_loop_is_refused_past_its_rate() -> None:
+    """Each new session starts a sandboxed server: a loop of open and close would take the machine's
+    CPU from everyone else, while never holding more than one place."""
+    admission = Admission(Caps(total=100, per_owner=4, outside_classes=100, new_per_owner_per_min=5))
+    churner = Owner(None, "203.0.113.7")
+    for _ in range(5):
+        admission.admit(churner).release()
+    error = refusal(admission, churner)
+    assert error.reason == "too_often" and error.status_code == 429
+    assert "Your network address has started 5 sessions in the last minute" in error.message
+    assert 1 <= error.retry_after_s <= 60 and f"Try again in {error.retry_after_s} s." in error.message
+    assert admission.total == 0 and admission.count_for(churner) == 0  # the refusal took no place
+    with pytest.raises(CapacityError) as exercise:
+        admission.admit_exercise(churner)  # an exercise run starts a server too
+    assert exercise.value.reason == "too_often"
+    ada = Owner("ada-0123456789abcdef", "203.0.113.7")  # same address, another owner: unaffected
+    admission.admit(ada)
+
+
+def test_the_rate_refusal_speaks_to_a_learner_as_to_a_learner() -> None:
+    admission = Admission(Caps(total=10, per_owner=4, outside_classes=10, new_per_owner_per_min=1))
+    ada = Owner("ada-0123456789abcdef", "203.0.113.7")
+    admission.admit(ada)
+    assert "You have started 1 session in the last minute" in refusal(admission, ada).message
+
+
+def test_a_refusal_for_another_cap_does_not_use_up_the_rate() -> None:
+    admission = Admission(Caps(total=100, per_owner=1, outside_classes=100, new_per_owner_per_min=2))
+    ada = Owner("ada-0123456789abcdef", "203.0.113.7")
+    held = admission.admit(ada)
+    for _ in range(5):
+        assert refusal(admission, ada).reason == "owner_full"
+    held.release()
+    admission.admit(ada).release()  # the second start of the minute: the refusals counted nothing
+    assert refusal(admission, ada).reason == "too_often"

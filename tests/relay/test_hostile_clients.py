@@ -24,13 +24,15 @@ from tests.support.wsclient import EnvelopeClient, McpClient
 TOKEN = "instructor-token-for-hostile-tests"
 STEP = "initialize-handshake/versions"  # a step with hands-on checks
 LIMIT = 20  # frames per 10 s, for this app
+NEW_PER_MIN = 6  # new sessions per owner per minute, for this app
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
     settings = dict(instructor_token=TOKEN, warm_pool_size=1, max_sessions=8, max_sessions_per_learner=2,
                     outside_class_share=0.5, max_messages_per_10s=LIMIT, max_restarts_per_min=2,
-                    transcript_max_bytes=20_000, reconnect_grace_s=1.0)  # fmt: skip
+                    transcript_max_bytes=20_000, reconnect_grace_s=1.0,
+                    new_sessions_per_min=NEW_PER_MIN)  # fmt: skip
     with AppProcess(tmp_path_factory.mktemp("hostile"), **settings) as app:
         yield app
 
@@ -196,6 +198,48 @@ async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes
     assert await wait_until_async(gone, interval=0.1), "the grace period to end the dropped session"
     live = httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
     assert live == live_before - 1
+
+
+def live_sessions(app: AppProcess) -> int:
+    return httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
+
+
+async def test_opening_and_closing_in_a_loop_is_refused_past_the_rate(app: AppProcess) -> None:
+    """Each new session starts a sandboxed server: one client opening and closing as fast as it can (1300
+    sessions in 10 s before this limit) took the machine's CPU from every other learner."""
+    url = app.ws_base + "/ws/demo-orders"
+    address = "198.51.100.40"
+    live_before = live_sessions(app)
+    for _ in range(NEW_PER_MIN):
+        client = await McpClient.connect(url, additional_headers=headers(address))
+        await client.close()
+        # Each place is given back before the next open: only the rate can refuse below.
+        assert await wait_until_async(lambda: live_sessions(app) == live_before, interval=0.05)
+    with pytest.raises(websockets.InvalidStatus) as refused:
+        await McpClient.connect(url, additional_headers=headers(address))
+    response = refused.value.response
+    assert response.status_code == 429
+    assert (
+        f"Your network address has started {NEW_PER_MIN} sessions in the last minute"
+        in response.body.decode()
+    )
+    assert 1 <= int(response.headers["Retry-After"]) <= 60
+    assert live_sessions(app) == live_before
+
+    # A learner from the same address is another owner, with a rate of their own; a console over its
+    # rate is told in a `full` frame, as the browser cannot read the status of a refused handshake.
+    cookie = mint(app, address)
+    for _ in range(NEW_PER_MIN):
+        console = await EnvelopeClient.connect(url, additional_headers=headers(address, cookie))
+        assert (await console.recv_type("state"))["status"] == "ready"
+        await console.close()
+        assert await wait_until_async(lambda: live_sessions(app) == live_before, interval=0.05)
+    over = await EnvelopeClient.connect(url, additional_headers=headers(address, cookie))
+    full = await over.recv()
+    assert full["type"] == "full" and full["reason"] == "too_often" and 1 <= full["retry_after_s"] <= 60
+    assert "You have started" in full["message"]
+    await over.ws.wait_closed()
+    assert over.ws.close_code == 1013
 
 
 @pytest.fixture(scope="module")

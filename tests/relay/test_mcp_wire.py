@@ -64,8 +64,10 @@ BAD_FRAMES: list[tuple[str, str | bytes, int]] = [
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
     # Every raw client here comes from 127.0.0.1 without a learner cookie: one owner, by address,
-    # whose cap the twenty-at-once test needs raised.
-    with AppProcess(tmp_path_factory.mktemp("relay-app"), max_sessions_per_learner=25) as app:
+    # whose cap the twenty-at-once test needs raised, as its rate of new sessions (this module opens
+    # about a hundred in a minute or two).
+    with AppProcess(tmp_path_factory.mktemp("relay-app"), max_sessions_per_learner=25,
+                    new_sessions_per_min=1000) as app:  # fmt: skip
         yield app
 
 

@@ -53,8 +53,10 @@ def settled(app: AppProcess) -> bool:
 
 @pytest.mark.timeout(600)
 def test_200_sessions_leave_nothing_behind(tmp_path: Path) -> None:
-    # Ten anonymous clients at once from 127.0.0.1 are one owner by address: raise its cap by name.
-    with AppProcess(tmp_path, warm_pool_size=POOL, reconnect_grace_s=0.2, max_sessions_per_learner=10) as app:
+    # Ten anonymous clients at once from 127.0.0.1 are one owner by address, opening 230 sessions in
+    # a minute or two: raise its cap and its rate of new sessions by name.
+    with AppProcess(tmp_path, warm_pool_size=POOL, reconnect_grace_s=0.2, max_sessions_per_learner=10,
+                    new_sessions_per_min=1000) as app:  # fmt: skip
         pid = app.proc.pid
         asyncio.run(churn(app, 30))  # load every code path once before measuring
         assert wait_until(lambda: settled(app), 60)

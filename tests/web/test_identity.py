@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from app.relay.rates import KeyedRate
 from app.web.client import TrustedProxies, resolve_address, resolve_https
-from app.web.learner import CookieSigner, MintLimiter, new_id
+from app.web.learner import MINT_WINDOW_S, CookieSigner, new_id
 
 
 def scope(peer: str, forwarded: str | None = None, proto: str | None = None, scheme: str = "http") -> dict:
@@ -41,10 +42,10 @@ def test_forwarded_for_counts_only_from_a_trusted_proxy() -> None:
 
 
 def test_new_identities_per_address_are_limited_in_a_window() -> None:
-    limiter = MintLimiter(3, window_s=600)
+    limiter = KeyedRate(3, MINT_WINDOW_S)
     assert [limiter.wait("198.51.100.9") for _ in range(3)] == [None, None, None]
     wait = limiter.wait("198.51.100.9")
-    assert wait is not None and 0 < wait <= 600
+    assert wait is not None and 0 < wait <= MINT_WINDOW_S
     assert limiter.wait("198.51.100.10") is None
 
 

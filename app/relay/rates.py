@@ -1,0 +1,45 @@
+"""How often one key (a client address, a session's owner) may do something: at most `limit` times in
+a sliding window. Used for new identities per address (app/web/learner.py) and new sessions per owner
+(admission).
+
+Keys that have gone quiet are forgotten once many are remembered, so a visitor with many addresses
+cannot make the table grow without bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+# Keys remembered before the quiet ones are forgotten.
+KEYS_KEPT = 10_000
+
+
+class KeyedRate:
+    def __init__(self, limit: int, window_s: float, keys_kept: int = KEYS_KEPT) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self.keys_kept = keys_kept
+        self._times: dict[str, deque[float]] = {}
+
+    def wait(self, key: str) -> float | None:
+        """None when `key` may go once more now (and that is counted), else the seconds until it may."""
+        now = time.monotonic()
+        times = self._times.get(key)
+        if times is None:
+            if len(self._times) >= self.keys_kept:
+                self._forget_quiet(now)
+            times = self._times[key] = deque()
+        while times and now - times[0] > self.window_s:
+            times.popleft()
+        if len(times) >= self.limit:
+            return self.window_s - (now - times[0])
+        times.append(now)
+        return None
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    def _forget_quiet(self, now: float) -> None:
+        for key in [k for k, t in self._times.items() if not t or now - t[-1] > self.window_s]:
+            del self._times[key]
