@@ -100,6 +100,7 @@ class Admission:
     def admit(self, owner: Owner) -> Slot:
         """Count a new session for `owner`, or raise CapacityError naming the cap that is full."""
         self._check(owner)
+        self._count_opening(owner)
         self.total += 1
         self._by_owner[owner.key] += 1
         if owner.class_id is None:
@@ -157,11 +158,10 @@ class Admission:
                 f"classes). Try again in {RETRY_SHARED_S} s, or join your class with its code.",
                 reason="visitors_full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
-        self._count_opening(owner)
 
     def _count_opening(self, owner: Owner) -> None:
-        """Last of the checks: count one more start for `owner`, or refuse it (429) when too many
-        have come in the last minute. A refused attempt is not counted."""
+        """After every cap has let it through: count one more start for `owner`, or refuse it (429)
+        when too many have come in the last minute. A refused attempt is not counted."""
         wait = self._opened.wait(owner.key)
         if wait is None:
             return

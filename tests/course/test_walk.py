@@ -35,9 +35,10 @@ STEPS = [s for s in CATALOG.steps() if s.console is not None and s.checks]
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    # One visitor walks every step, one console after another.
+    # One visitor walks every step, one console after another: 67 new sessions, more than a minute's
+    # default on a fast machine, so that rate is raised by name too.
     with AppProcess(tmp_path_factory.mktemp("walk"), max_sessions_per_learner=50, outside_class_share=1.0,
-                    max_messages_per_10s=10_000) as app:  # fmt: skip
+                    max_messages_per_10s=10_000, new_sessions_per_min=1000) as app:  # fmt: skip
         yield app
 
 

@@ -67,7 +67,10 @@ def test_every_text_is_a_frame_or_an_error_and_never_raises(text: str) -> None:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("props"), max_messages_per_10s=100_000) as app:
+    # One session per generated frame, all from 127.0.0.1 without a cookie (one owner): more than a
+    # minute's default of new sessions, so that rate is raised by name with the message rate.
+    with AppProcess(tmp_path_factory.mktemp("props"), max_messages_per_10s=100_000,
+                    new_sessions_per_min=10_000) as app:  # fmt: skip
         yield app
 
 
