@@ -33,7 +33,15 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("validation", ("app/protocol/jsonrpc", "app/protocol/validate", "pydantic", "json/")),
     (
         "pipe (write and read the server's stdio)",
-        ("app/sandbox/instance", "app/sandbox/process", "unix_events", "asyncio/streams"),
+        # py-spy names app/sandbox's files without their folder ("Instance.read_line (instance.py:109)").
+        (
+            "app/sandbox/instance",
+            "app/sandbox/process",
+            "(instance.py:",
+            "(process.py:",
+            "unix_events",
+            "asyncio/streams",
+        ),
     ),  # fmt: skip
     ("metrics and logs", ("prometheus_client", "logging/", "app/logs")),
     ("framing (WebSocket and ASGI)", ("websockets", "uvicorn/protocols", "starlette", "fastapi")),
