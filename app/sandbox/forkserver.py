@@ -91,6 +91,7 @@ class ForkServer:
         self.uid_range = range(int(low), int(high))  # the only uids an instance may be given
         # An instance's id is its server's pid, which is also its process group.
         self.instances: set[int] = set()  # ids of live instances: the only groups we signal
+        self._instance_uids: dict[int, int] = {}  # instance id -> the uid it was given
         self._cgroup_ids = itertools.count(1)
         self._instance_cgroups: dict[int, str] = {}  # instance id -> its cgroup's name
         self._life_read: int | None = None  # read end of a pipe whose only writer is this process
@@ -287,7 +288,7 @@ class ForkServer:
                 return
             pid = exited.si_pid
             if pid in self.instances:
-                _kill_group(pid)
+                self._end_leftovers(pid)
             _, status = os.waitpid(pid, 0)
             if pid in self._reports:  # its report (or its failure) first: the app expects that order
                 self._report(pid)
@@ -302,8 +303,11 @@ class ForkServer:
         started would live on, reparented to init, under a uid the app is about to give to someone
         else. It is all still in the server's process group, which the filter lets no process leave
         (setsid and setpgid are not on its list): `_reap` kills that group before it reaps the
-        server, while its zombie still holds the pid, so the group's id cannot have been reused."""
+        server, while its zombie still holds the pid, so the group's id cannot have been reused.
+        Where the filter is missing too, a process may have left the group: `_end_leftovers` then
+        also kills whatever runs under the instance's uid."""
         self.instances.discard(instance)
+        self._instance_uids.pop(instance, None)
         name = self._instance_cgroups.pop(instance, None)
         if name is not None:
             self._remove_cgroups([name])
@@ -436,10 +440,22 @@ class ForkServer:
             else:
                 self._leftover_cgroups.add(name)
 
+    def _end_leftovers(self, instance: int) -> None:
+        """Kill whatever the instance's server started (see `_ended`); called before it is reaped."""
+        _kill_group(instance)
+        uid = self._instance_uids.get(instance)
+        if uid is not None and self._sweep_uids():
+            _kill_uid(uid)
+
+    def _sweep_uids(self) -> bool:
+        """Whether to end an instance's uid too: without the PID namespace, where each instance has a
+        uid of its own (never rootless, where every instance shares the app's)."""
+        return not self.has("pid_namespace") and self.has("uid") and not self.rootless
+
     def _shut_down(self) -> None:
         """End every instance, remove their cgroups, and exit."""
         for pid in self.instances | set(self._instance_cgroups):
-            _kill_group(pid)
+            self._end_leftovers(pid)
         if self.cgroups is not None:
             for pid in self.instances | set(self._instance_cgroups):
                 try:
@@ -483,6 +499,7 @@ class ForkServer:
         for fd in procs:
             os.close(fd)
         self.instances.add(pid)
+        self._instance_uids[pid] = uid
         if cgroup is not None:
             self._instance_cgroups[pid] = cgroup
         os.close(report_write)
@@ -563,6 +580,25 @@ def _kill_group(group: int) -> None:
         pass
     except OSError as exc:  # never expected (we are its root); say so, and keep serving
         print(f"fork server: cannot end process group {group}: {exc}", file=sys.stderr, flush=True)
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid`, an instance's own: a child that becomes the uid and calls
+    kill(-1) reaches every process that uid may signal, its own, at once, none forking past it."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            signal.set_wakeup_fd(-1)  # none of the fork server's signal handling is this child's
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:  # nothing runs under it
+            pass
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def _is_int(value: object) -> bool:

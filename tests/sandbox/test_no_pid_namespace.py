@@ -27,10 +27,11 @@ WRAPPER = [sys.executable, "-m", "tests.support.no_pid_namespace"]
 ORPHAN_DEADLINE_S = 30.0
 
 # Forks a child that tries to leave the server's process group, then reports on stdout (the wire):
-# the child's pid and what setsid() answered. The child then sleeps for an hour; the server either
-# exits at once or waits for the end of its stdin.
+# the child's pid and what setsid() answered. The child then sleeps for an hour; the server, once the
+# child has reported (the server's exit ends the child), either exits or waits for its stdin's end.
 LEAVER = textwrap.dedent("""
     import json, os, sys, time
+    reported, report = os.pipe()
     child = os.fork()
     if child == 0:
         try:
@@ -39,8 +40,10 @@ LEAVER = textwrap.dedent("""
         except OSError as exc:
             answer = f"refused: errno {exc.errno}"
         os.write(1, (json.dumps({"setsid": answer}) + "\\n").encode())
+        os.write(report, b".")
         time.sleep(3600)
         os._exit(0)
+    os.read(reported, 1)
     os.write(1, (json.dumps({"child": child}) + "\\n").encode())
     if STAY:
         sys.stdin.read()
@@ -93,6 +96,18 @@ def test_what_a_server_started_ends_when_it_exits_by_itself() -> None:
     with running_forkserver(RANGE, WRAPPER) as forkserver:
         with learner_server(forkserver, leaver(stay=False)) as (server, child, setsid, _stdin):
             assert setsid.startswith("refused"), setsid  # the filter keeps it in the server's group
+            exited = forkserver.recv_op("exited")
+            assert exited["pid"] == server, exited
+            assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
+
+
+def test_without_the_filter_too_what_left_the_group_ends_by_its_uid() -> None:
+    """With seccomp missing as well, the child may leave the server's process group: the instance's
+    uid, its own, still finds it."""
+    with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"]) as forkserver:
+        assert forkserver.ready["layers"]["seccomp"].startswith("missing"), forkserver.ready
+        with learner_server(forkserver, leaver(stay=False)) as (server, child, setsid, _stdin):
+            assert setsid == "left its group", setsid
             exited = forkserver.recv_op("exited")
             assert exited["pid"] == server, exited
             assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
