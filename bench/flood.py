@@ -2,7 +2,11 @@
 with hands-on checks, reconnecting whenever it is closed, while another learner pings. The figure is
 that learner's ping round trip during the flood, next to the same learner's without it.
 
-Runs its own app with the default limits (the main benchmark app lifts the rate limit)."""
+Churn: one client opens and closes sessions as fast as it can (each would start a sandboxed server),
+while other learners open theirs. The figure is their first reply during the churn, next to the same
+without it, and how many sessions the churning client got.
+
+Runs its own app with the default limits (the main benchmark app lifts the rate limits)."""
 
 from __future__ import annotations
 
@@ -115,6 +119,74 @@ async def measure(app: AppProcess, quick: bool) -> tuple[dict, list]:
     return figures, table
 
 
+CHURN_S = 6.0
+CHURNER = {"X-Forwarded-For": "198.51.100.67"}
+FIRST_REPLY_INTERVAL_S = 0.1
+
+
+def newcomer(n: int) -> dict[str, str]:
+    """The n-th other learner's address: each its own owner, as learners in a class are by cookie."""
+    return {"X-Forwarded-For": f"203.0.113.{n % 250 + 1}"}
+
+
+async def churn(app: AppProcess, stop: asyncio.Event, counts: dict[str, int]) -> None:
+    """Open a session and close it, again and again, until `stop`."""
+    url = app.ws_base + "/ws/demo-orders"
+    while not stop.is_set():
+        try:
+            client = await McpClient.connect(url, additional_headers=CHURNER)
+        except websockets.InvalidStatus:
+            counts["refused"] += 1
+            continue
+        counts["opened"] += 1
+        await client.close()
+
+
+async def first_replies(app: AppProcess, first: int, count: int) -> list[float]:
+    times = []
+    for n in range(first, first + count):
+        began = time.perf_counter()
+        client = await McpClient.connect(app.ws_base + "/ws/demo-orders", additional_headers=newcomer(n))
+        await client.initialize()
+        times.append((time.perf_counter() - began) * 1000)
+        await client.close()
+        await asyncio.sleep(FIRST_REPLY_INTERVAL_S)
+    return times
+
+
+async def measure_churn(app: AppProcess, quick: bool) -> tuple[dict, list]:
+    count = 20 if quick else 40
+    quiet = await first_replies(app, 0, count)
+    stop, counts = asyncio.Event(), {"opened": 0, "refused": 0}
+    attacker = asyncio.create_task(churn(app, stop, counts))
+    began = time.perf_counter()
+    churned = await first_replies(app, count, count)
+    while time.perf_counter() - began < CHURN_S:
+        churned.extend(await first_replies(app, len(churned) + count, 5))
+    stop.set()
+    await attacker
+    quiet_s, churn_s = summary(quiet), summary(churned)
+    figures = {"first_reply_ms_quiet": quiet_s, "first_reply_ms_churn": churn_s, **counts,
+               "churn_seconds": round(time.perf_counter() - began, 2)}  # fmt: skip
+    table = [
+        (
+            "others' first reply p50 while one client churns sessions",
+            f"{churn_s['p50']:.1f} ms ({churn_s['p50'] / quiet_s['p50']:.2f}x; p99 {churn_s['p99']:.1f} ms)",
+            f"{quiet_s['p50']:.1f} ms without (p99 {quiet_s['p99']:.1f} ms)",
+            "",
+        ),
+        (
+            "  sessions the churning client got",
+            f"{counts['opened']} in {figures['churn_seconds']:g} s, {counts['refused']} refused (429)",
+            "-",
+            "",
+        ),
+    ]
+    return figures, table
+
+
 async def run(data: Path, quick: bool) -> tuple[dict, list]:
     with AppProcess(data, warm_pool_size=4) as app:
-        return await measure(app, quick)
+        figures, table = await measure(app, quick)
+        churn_figures, churn_table = await measure_churn(app, quick)
+        return {**figures, "churn": churn_figures}, table + churn_table
