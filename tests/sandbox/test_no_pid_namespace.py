@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,6 +27,7 @@ UID_BASE = 3_410_000
 RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
 WRAPPER = [sys.executable, "-m", "tests.support.no_pid_namespace"]
 ORPHAN_DEADLINE_S = 30.0
+REPORT_TIMEOUT_S = 30.0  # a busy machine starts a learner's server in well under a second
 
 # Forks a child that tries to leave the server's process group, then reports on stdout (the wire):
 # the child's pid and what setsid() answered. The child then sleeps for an hour; the server, once the
@@ -70,9 +73,14 @@ def learner_server(forkserver: RawClient, source: str) -> Iterator[tuple[int, in
         reply = forkserver.recv_op("spawned", "failed")
         assert reply["op"] == "spawned", reply
         report: dict = {}
-        with os.fdopen(os.dup(stdout), "rb") as out:
+        deadline = time.monotonic() + REPORT_TIMEOUT_S
+        with os.fdopen(os.dup(stdout), "rb", buffering=0) as out:  # unbuffered: select sees every byte
             while len(report) < 2:
-                report.update(json.loads(out.readline()))
+                ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+                assert ready, f"the learner's server reported only {report}"
+                line = out.readline()
+                assert line, f"the learner's server closed its stdout after {report}"
+                report.update(json.loads(line))
         child = report["child"]
         yield reply["pid"], child, report["setsid"], stdin
     finally:
