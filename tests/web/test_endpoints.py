@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -177,6 +178,19 @@ async def test_endpoint_sessions_count_against_the_owners_cap(app: AppProcess) -
             await console.close()
         for session in sessions:
             httpx.delete(endpoint["url"], headers={"Mcp-Session-Id": session}, timeout=30)
+
+
+def test_an_endpoint_owner_past_the_rate_of_new_sessions_gets_429(tmp_path: Path) -> None:
+    """Sessions opened through an endpoint count against its owner's rate too; the refusal is 429."""
+    with AppProcess(tmp_path, warm_pool_size=1, new_sessions_per_min=2) as small:
+        endpoint = make_endpoint(small)
+        for _ in range(2):
+            session = initialize(endpoint["url"])
+            httpx.delete(endpoint["url"], headers={"Mcp-Session-Id": session}, timeout=30)
+        refused = httpx.post(endpoint["url"], json=init_request(), headers=ACCEPT, timeout=30)
+        assert refused.status_code == 429, refused.text
+        assert "You have started 2 sessions in the last minute" in refused.json()["error"]["message"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
 
 
 async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app: AppProcess) -> None:
