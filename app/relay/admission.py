@@ -51,12 +51,14 @@ class Caps:
     per_owner: int  # one learner, or one address without identity
     outside_classes: int  # every session of owners in no class, together
     exercises_per_owner: int = 1  # exercise runs at once, apart from the owner's consoles
-    new_per_owner_per_min: int = 60  # sessions and exercise runs one owner may start in OPENS_WINDOW_S
+    # Sessions and exercise runs one owner may start in OPENS_WINDOW_S (the app passes
+    # PLAYGROUND_NEW_SESSIONS_PER_MIN; this default is for Caps made by hand).
+    new_per_owner_per_min: int = 60
 
     @classmethod
-    def from_share(cls, total: int, per_owner: int, outside_share: float, new_per_min: int = 60) -> Caps:
-        return cls(total, per_owner, max(0, min(total, math.ceil(total * outside_share))),
-                   new_per_owner_per_min=new_per_min)  # fmt: skip
+    def from_share(cls, total: int, per_owner: int, outside_share: float, **rest: int) -> Caps:
+        """Caps whose visitors' share is `outside_share` of `total`; `rest` as the fields are named."""
+        return cls(total, per_owner, max(0, min(total, math.ceil(total * outside_share))), **rest)
 
 
 class Slot:
@@ -119,7 +121,7 @@ class Admission:
             )  # fmt: skip
         if self.total >= self.caps.total:
             raise CapacityError(
-                f"The playground is full right now ({_consoles(self.caps.total)} open). "
+                f"The playground is full right now ({_plural(self.caps.total, 'console')} open). "
                 f"Try again in {RETRY_SHARED_S} s.",
                 reason="full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
@@ -139,7 +141,7 @@ class Admission:
         if self._by_owner[owner.key] >= caps.per_owner:
             who = "You already have" if owner.learner else "Your network address already has"
             raise CapacityError(
-                f"{who} {_consoles(caps.per_owner)} open, the most one person may have. "
+                f"{who} {_plural(caps.per_owner, 'console')} open, the most one person may have. "
                 f"Close one (another tab?), then try again in {RETRY_OWNER_S} s.",
                 reason="owner_full", retry_after_s=RETRY_OWNER_S,
             )  # fmt: skip
@@ -148,7 +150,7 @@ class Admission:
                 raise class_full(owner.class_cap)
         if self.total >= caps.total:
             raise CapacityError(
-                f"The playground is full right now ({_consoles(caps.total)} open). "
+                f"The playground is full right now ({_plural(caps.total, 'console')} open). "
                 f"Try again in {RETRY_SHARED_S} s.",
                 reason="full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
@@ -168,8 +170,8 @@ class Admission:
         retry = max(math.ceil(wait), 1)
         who = "You have" if owner.learner else "Your network address has"
         raise CapacityError(
-            f"{who} started {_sessions(self.caps.new_per_owner_per_min)} in the last minute, the most "
-            f"one person may. Try again in {retry} s.",
+            f"{who} started {_plural(self.caps.new_per_owner_per_min, 'session')} in the last minute, "
+            f"the most one person may. Try again in {retry} s.",
             reason="too_often", retry_after_s=retry, status_code=429,
         )  # fmt: skip
 
@@ -189,15 +191,11 @@ class Admission:
 def class_full(cap: int) -> CapacityError:
     """The refusal when a class holds as many live sessions as its cap (on this replica or on all)."""
     return CapacityError(
-        f"Your class has {_consoles(cap)} open, the most your instructor allowed. "
+        f"Your class has {_plural(cap, 'console')} open, the most your instructor allowed. "
         f"Try again in {RETRY_SHARED_S} s, or close a console you no longer need.",
         reason="class_full", retry_after_s=RETRY_SHARED_S,
     )  # fmt: skip
 
 
-def _consoles(count: int) -> str:
-    return f"{count} console" if count == 1 else f"{count} consoles"
-
-
-def _sessions(count: int) -> str:
-    return f"{count} session" if count == 1 else f"{count} sessions"
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -128,7 +128,10 @@ class AppState:
                 )
         admission = Admission(
             Caps.from_share(
-                s.max_sessions, s.max_sessions_per_learner, s.outside_class_share, s.new_sessions_per_min
+                s.max_sessions,
+                s.max_sessions_per_learner,
+                s.outside_class_share,
+                new_per_owner_per_min=s.new_sessions_per_min,
             )
         )
         self.sessions = Sessions(

@@ -35,6 +35,10 @@ class QuietLog(logging.LoggerAdapter):
         return msg, kwargs  # no `extra` of the adapter's own
 
 
+# One for every connection: it holds nothing of a connection's own.
+_QUIET = QuietLog(logging.getLogger("uvicorn.error"))
+
+
 class WebSocketProtocol(WebSocketsSansIOProtocol):
     """A refused handshake ends quietly, and an accepted one adds no lines.
 
@@ -47,9 +51,8 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        quiet = QuietLog(logging.getLogger("uvicorn.error"))
-        self.logger = quiet  # type: ignore[assignment]
-        self.conn.logger = quiet
+        self.logger = _QUIET  # type: ignore[assignment]
+        self.conn.logger = _QUIET
 
     async def send(self, message: ASGISendEvent) -> None:
         await super().send(message)

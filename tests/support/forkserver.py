@@ -51,6 +51,12 @@ class RawClient:
         return message
 
 
+def launcher_for(uids: range) -> Launcher:
+    """The fork server as the app starts it: its probe has uid `uids.start`, its instances the rest."""
+    return Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=uids.start,
+                    uid_range=range(uids.start + 1, uids.stop))  # fmt: skip
+
+
 @contextmanager
 def running_forkserver(
     uids: range, wrapper: list[str] | None = None, own_parent: bool = False
@@ -65,9 +71,7 @@ def running_forkserver(
         command = [sys.executable, "-m", parent, str(theirs.fileno()), str(uids.start), str(uids.stop)]
         command += wrapper or []
     else:
-        launcher = Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=uids.start,
-                            uid_range=range(uids.start + 1, uids.stop))  # fmt: skip
-        command = [*(wrapper or []), *launcher.command(theirs.fileno())]
+        command = [*(wrapper or []), *launcher_for(uids).command(theirs.fileno())]
     with tempfile.NamedTemporaryFile(prefix="forkserver-", suffix=".log", delete=False) as log:
         stderr = Path(log.name)
         proc = subprocess.Popen(

@@ -12,15 +12,13 @@ import subprocess
 import sys
 
 from app.config import PROJECT_ROOT
-from app.sandbox.launcher import Launcher, child_environment
-from app.sandbox.limits import Limits
+from app.sandbox.launcher import child_environment
+from tests.support.forkserver import launcher_for
 
 
 def main() -> None:
     fd, low, high = (int(arg) for arg in sys.argv[1:4])
-    launcher = Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=low,
-                        uid_range=range(low + 1, high))  # fmt: skip
-    command = [*sys.argv[4:], *launcher.command(fd)]
+    command = [*sys.argv[4:], *launcher_for(range(low, high)).command(fd)]
     env = child_environment(str(PROJECT_ROOT))
     sys.exit(subprocess.call(command, pass_fds=[fd], stdin=subprocess.DEVNULL, env=env))
 
