@@ -116,15 +116,11 @@ class Admission:
         global cap, since its instance is as real as any other."""
         if self._exercises[owner.key] >= self.caps.exercises_per_owner:
             raise CapacityError(
-                "Your previous exercise run is still going. Wait for its result, then run it again.",
+                "Your previous exercise run is still going.", advice="Wait for its result",
                 reason="exercise_busy", retry_after_s=RETRY_EXERCISE_S,
             )  # fmt: skip
         if self.total >= self.caps.total:
-            raise CapacityError(
-                f"The playground is full right now ({_plural(self.caps.total, 'console')} open). "
-                f"Try again in {RETRY_SHARED_S} s.",
-                reason="full", retry_after_s=RETRY_SHARED_S,
-            )  # fmt: skip
+            raise playground_full(self.caps.total)
         self._count_opening(owner)
         self.total += 1
         self._exercises[owner.key] += 1
@@ -141,23 +137,18 @@ class Admission:
         if self._by_owner[owner.key] >= caps.per_owner:
             who = "You already have" if owner.learner else "Your network address already has"
             raise CapacityError(
-                f"{who} {_plural(caps.per_owner, 'console')} open, the most one person may have. "
-                f"Close one (another tab?), then try again in {RETRY_OWNER_S} s.",
-                reason="owner_full", retry_after_s=RETRY_OWNER_S,
+                f"{who} {_plural(caps.per_owner, 'console')} open, the most one person may have.",
+                advice="Close one (another tab?)", reason="owner_full", retry_after_s=RETRY_OWNER_S,
             )  # fmt: skip
         if owner.class_id is not None and owner.class_cap is not None:
             if self._by_class[owner.class_id] >= owner.class_cap:
                 raise class_full(owner.class_cap)
         if self.total >= caps.total:
-            raise CapacityError(
-                f"The playground is full right now ({_plural(caps.total, 'console')} open). "
-                f"Try again in {RETRY_SHARED_S} s.",
-                reason="full", retry_after_s=RETRY_SHARED_S,
-            )  # fmt: skip
+            raise playground_full(caps.total)
         if owner.class_id is None and self._outside >= caps.outside_classes:
             raise CapacityError(
                 "The places for visitors outside a class are all taken right now (the rest are kept for "
-                f"classes). Try again in {RETRY_SHARED_S} s, or join your class with its code.",
+                "classes).", advice="If you are in a class, join it with its code",
                 reason="visitors_full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
 
@@ -171,8 +162,7 @@ class Admission:
         who = "You have" if owner.learner else "Your network address has"
         raise CapacityError(
             f"{who} started {_plural(self.caps.new_per_owner_per_min, 'session')} in the last minute, "
-            f"the most one person may. Try again in {retry} s.",
-            reason="too_often", retry_after_s=retry, status_code=429,
+            "the most one person may.", reason="too_often", retry_after_s=retry, status_code=429,
         )  # fmt: skip
 
     def _give_back(self, owner: Owner) -> None:
@@ -191,9 +181,16 @@ class Admission:
 def class_full(cap: int) -> CapacityError:
     """The refusal when a class holds as many live sessions as its cap (on this replica or on all)."""
     return CapacityError(
-        f"Your class has {_plural(cap, 'console')} open, the most your instructor allowed. "
-        f"Try again in {RETRY_SHARED_S} s, or close a console you no longer need.",
-        reason="class_full", retry_after_s=RETRY_SHARED_S,
+        f"Your class has {_plural(cap, 'console')} open, the most your instructor allowed.",
+        advice="Close a console you no longer need", reason="class_full", retry_after_s=RETRY_SHARED_S,
+    )  # fmt: skip
+
+
+def playground_full(total: int) -> CapacityError:
+    """The refusal when every one of the playground's places is taken."""
+    return CapacityError(
+        f"The playground is full right now ({_plural(total, 'console')} open).",
+        reason="full", retry_after_s=RETRY_SHARED_S,
     )  # fmt: skip
 
 

@@ -23,10 +23,20 @@ class SandboxError(Exception):
 
 
 class CapacityError(SandboxError):
-    """The playground (or this learner's share of it) is full."""
+    """A new session does not fit now: the playground, or this learner's share of it, is full.
 
-    def __init__(self, message: str, *, reason: str, retry_after_s: int = 30, status_code: int = 503) -> None:
+    `situation` says which place is taken and `advice` (an imperative, without a full stop) what the
+    learner may do meanwhile. `message` adds when to try again, for a reader told once (an HTTP
+    refusal); a console, which tries again by itself and says so, shows the first two instead.
+    """
+
+    def __init__(self, situation: str, *, reason: str, advice: str = "", retry_after_s: int = 30,
+                 status_code: int = 503) -> None:  # fmt: skip
+        when = f"try again in {retry_after_s} s."
+        message = f"{situation} {advice}, then {when}" if advice else f"{situation} T{when[1:]}"
         super().__init__(message, reason=reason, status_code=status_code, retry_after_s=retry_after_s)
+        self.situation = situation
+        self.advice = advice
 
 
 class OutputLimitError(SandboxError):

@@ -79,8 +79,11 @@ async def refuse_full(websocket: WebSocket, mode: str, offered: list[str], exc: 
         await deny(websocket, exc.status_code, exc.message, exc.retry_after_s)
         return
     await websocket.accept(subprotocol=ENVELOPE_SUBPROTOCOL if ENVELOPE_SUBPROTOCOL in offered else None)
+    # `message` as a raw client reads it; `situation` and `advice` without the wait, which the console
+    # says itself since it tries again on its own.
     await websocket.send_json({"type": "full", "retry_after_s": exc.retry_after_s, "message": exc.message,
-                               "reason": exc.reason})  # fmt: skip
+                               "reason": exc.reason, "situation": exc.situation,
+                               "advice": exc.advice})  # fmt: skip
     await websocket.close(CLOSE_TRY_AGAIN_LATER, exc.message[:120])
 
 

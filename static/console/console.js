@@ -253,7 +253,12 @@ class Console {
 
   onFull(frame) {
     const wait = Math.max(1, Number(frame.retry_after_s) || 30);
-    this.setState("full", `${frame.message || "The playground is full."} Trying again in ${wait} s…`);
+    // The situation and the advice, not the message's own "try again in": the console does that itself.
+    const said = frame.situation
+      ? [frame.situation, frame.advice && `${frame.advice}.`].filter(Boolean).join(" ")
+      : frame.message || "The playground is full.";
+    this.setState("full", `${said} Trying again by itself in ${wait} s…`);
+    this.showFacts({ status: "waiting for a place" });
     setTimeout(() => this.connection.open(false), wait * 1000);
   }
 

@@ -417,3 +417,34 @@ def test_try_it_sends_the_handshake_an_example_needs_first(page: Page) -> None:
     example.locator("xpath=following-sibling::button[1]").click()  # again: the handshake is not repeated
     expect(page.locator("[data-tool-feedback]")).not_to_contain_text("Sent first")
     expect(log_entry(page, "sent")).to_have_count(3)  # initialize, notifications/initialized, prompts/list
+
+
+def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
+    page: Page, probe: PageProbe, artifacts: Path
+) -> None:
+    """Four consoles in four tabs are the most one learner may hold. A fifth says which cap is full and
+    what to do, says once that it tries again by itself (the refusal's own "try again in" left out),
+    and gets in on its own once a tab is closed."""
+    tabs = [page, *(page.context.new_page() for _ in range(3))]
+    for tab in tabs:
+        tab.goto("/playground")
+        ready(tab)
+    fifth = page.context.new_page()
+    fifth.on("pageerror", lambda error: probe.errors.append(str(error)))
+    fifth.goto("/playground")
+    state = fifth.locator("[data-console-state]")
+    expect(state).to_have_attribute("data-state", "full")
+    expect(state).to_have_text(
+        "You already have 4 consoles open, the most one person may have. Close one (another tab?). "
+        "Trying again by itself in 10 s…"
+    )
+    expect(fifth.locator('[data-fact="status"]')).to_have_text("waiting for a place")
+    for width, height in ((1366, 900), (390, 844)):
+        fifth.set_viewport_size({"width": width, "height": height})
+        state.scroll_into_view_if_needed()
+        expect(state).to_be_in_viewport()
+        fifth.screenshot(path=artifacts / f"console-full-{width}.png")
+        assert fifth.evaluate("document.documentElement.scrollWidth") <= width  # nothing runs off the side
+    tabs.pop().close()
+    expect(state).to_have_attribute("data-state", "ready", timeout=60_000)  # its own retry, 10 s on
+    expect(fifth.locator('[data-fact="status"]')).to_have_text("ready")

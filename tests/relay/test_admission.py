@@ -144,3 +144,40 @@ def test_a_refusal_for_another_cap_does_not_use_up_the_rate() -> None:
     held.release()
     admission.admit(ada).release()  # the second start of the minute: the refusals counted nothing
     assert refusal(admission, ada).reason == "too_often"
+
+
+def test_every_refusal_says_what_is_taken_apart_from_when_to_try_again() -> None:
+    """A raw client reads `message` once, so it names the wait; a console tries again by itself and
+    says so, so it shows `situation` and `advice`, which must not name a wait of their own."""
+    errors: list[CapacityError] = []
+    owner = Admission(Caps(total=100, per_owner=1, outside_classes=100))
+    owner.admit(visitor(1))
+    errors.append(refusal(owner, visitor(1)))
+    klass = Admission(Caps(total=100, per_owner=4, outside_classes=100))
+    klass.admit(member(1, cap=1))
+    errors.append(refusal(klass, member(2, cap=1)))
+    full = Admission(Caps(total=1, per_owner=4, outside_classes=1))
+    full.admit(member(1))
+    errors.append(refusal(full, member(2)))
+    visitors = Admission(Caps(total=10, per_owner=4, outside_classes=0))
+    errors.append(refusal(visitors, visitor(1)))
+    often = Admission(Caps(total=100, per_owner=4, outside_classes=100, new_per_owner_per_min=1))
+    often.admit(visitor(1)).release()
+    errors.append(refusal(often, visitor(1)))
+    busy = Admission(Caps(total=100, per_owner=4, outside_classes=100))
+    busy.admit_exercise(visitor(1))
+    with pytest.raises(CapacityError) as exercise:
+        busy.admit_exercise(visitor(1))
+    errors.append(exercise.value)
+    assert [e.reason for e in errors] == ["owner_full", "class_full", "full", "visitors_full", "too_often",
+                                          "exercise_busy"]  # fmt: skip
+    for error in errors:
+        assert error.message.startswith(error.situation + " "), error.message
+        assert error.message.endswith(f"ry again in {error.retry_after_s} s."), error.message
+        assert "again" not in error.situation + error.advice, error.situation
+        assert error.situation.endswith(".") and not error.advice.endswith(".")
+    assert errors[0].message == (
+        "You already have 1 console open, the most one person may have. Close one (another tab?), then try "
+        "again in 10 s."
+    )
+    assert errors[2].message == "The playground is full right now (1 console open). Try again in 60 s."

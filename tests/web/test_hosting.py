@@ -169,7 +169,9 @@ async def test_a_full_class_is_refused_kindly(app: AppProcess) -> None:
             console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
                                                    additional_headers={"Cookie": f"{COOKIE}={two.cookies[COOKIE]}"})  # fmt: skip
             full = await console.recv()
-            assert full["type"] == "full" and "Try again in 60 s" in full["message"]
+            assert full["type"] == "full" and "then try again in 60 s." in full["message"]
+            assert full["situation"] == "Your class has 1 console open, the most your instructor allowed."
+            assert full["advice"] == "Close a console you no longer need"  # the console says when itself
             assert full["reason"] == "class_full"
             assert full["retry_after_s"] == 60
             await console.ws.wait_closed()  # the server ends a refused console; its socket goes with it
