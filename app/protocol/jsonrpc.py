@@ -76,16 +76,24 @@ def _finite_float(text: str) -> float:
     return value
 
 
+# Made once: json.dumps and json.loads with options build a new encoder or decoder on every call, and
+# these two run for every message relayed.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def to_line(message: Any) -> str:
     """One compact line; U+2028/U+2029 escaped so no reader can take them for line breaks."""
-    line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    line = _COMPACT.encode(message)
     return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def parse_json(text: str) -> tuple[Any, FrameError | None]:
     """Parse `text` as strict RFC 8259 JSON."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _STRICT.decode(text)
     except json.JSONDecodeError as exc:
         return None, FrameError(
             PARSE_ERROR,

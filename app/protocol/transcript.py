@@ -7,8 +7,10 @@ each other.
 from __future__ import annotations
 
 import bisect
+import json
 import time
 from collections import deque
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -110,7 +112,7 @@ class Transcript:
     size_bytes: int = 0  # the kept entries' lines
     _t0: float = field(default_factory=time.perf_counter, repr=False)
     # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ), oldest first.
-    _open_client: dict[str, Entry] = field(default_factory=dict, repr=False)
+    _open_client: dict[Hashable, Entry] = field(default_factory=dict, repr=False)
     _by_direction: dict[str, list[Entry]] = field(
         default_factory=lambda: {"client": [], "server": [], "relay": []}, repr=False
     )
@@ -247,7 +249,11 @@ def _size(line: str) -> int:
     return len(line) if line.isascii() else len(line.encode("utf-8", errors="replace"))
 
 
-def _id_key(value: Any) -> str:
-    import json
-
+def _id_key(value: Any) -> Hashable:
+    """A key under which a request and the response echoing its id meet: equal only for the same JSON
+    value (1, 1.0, "1" and true are four ids). Strings and integers, the ids MCP allows, are keyed as
+    they are, without serializing each one."""
+    kind = type(value)
+    if kind is str or kind is int:
+        return (kind, value)
     return json.dumps(value)

@@ -48,6 +48,9 @@ POLICY_VIOLATION = 1008
 # A refused frame's id is read only from a frame this small: parsing megabytes per refused frame of a
 # flood would cost more than the answer is worth.
 ID_PEEK_BYTES = 64 * 1024
+# Made once: json.dumps with options builds a new encoder on every call, and a console gets a frame
+# for every message.
+_FRAME_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class Wire:
                     pass  # the peer left; the receive loop will notice
 
     async def send_json(self, value: Any) -> None:
-        await self.send_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        await self.send_text(_FRAME_ENCODER.encode(value))
 
     async def on_ended(self, code: int, reason: str) -> None:
         if self.ended:

@@ -23,6 +23,14 @@ def test_replies_pair_with_requests_by_id_type_and_value() -> None:
     assert t.unanswered() == []
 
 
+def test_a_reply_whose_id_is_another_json_value_answers_nothing() -> None:
+    t = Transcript("demo-orders")
+    t.add_client("a", request(1))
+    for other in (1.0, True, "1", [1], {"id": 1}, None):  # equal in Python, or unhashable: not the id 1
+        assert t.add_server("r", {"jsonrpc": "2.0", "id": other, "result": {}}).answers is None, other
+    assert t.add_server("r", {"jsonrpc": "2.0", "id": 1, "result": {}}).answers == 1
+
+
 def test_the_revision_comes_from_the_initialize_reply_or_discover() -> None:
     t = Transcript("demo-orders")
     t.add_client("i", request(1, "initialize", protocolVersion="1999-01-01"))
