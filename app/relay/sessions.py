@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -118,9 +119,11 @@ class Sessions:
         self.sessions[session.id] = session
         self.metrics.session_start_seconds.observe(time.perf_counter() - began)
         self.metrics.sessions_started.labels(server).inc()
-        log.info(
-            "session %s started: %s", session.id, server, extra={"session": session.id, "server": server}
-        )
+        # Written at the loop's next turn, once the caller has answered the handshake: a log line costs
+        # as much as a tenth of a first reply, and the learner is waiting for that reply, not the line.
+        line = functools.partial(log.info, "session %s started: %s", session.id, server,
+                                 extra={"session": session.id, "server": server})  # fmt: skip
+        asyncio.get_running_loop().call_soon(line)
         return session
 
     def find(self, session_id: str, owner_key: str) -> RelaySession | None:

@@ -7,6 +7,7 @@ handling is off). The outermost middleware stores both in the scope for everythi
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from typing import Any
@@ -24,10 +25,15 @@ class TrustedProxies:
                 self.any = True
             else:
                 self.networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+        # Every request asks at least twice (its address, then whether it came over HTTPS), and parsing
+        # an address costs more than the rest of the answer. Bounded, so a flood of new addresses only
+        # churns it.
+        self._trusts = functools.lru_cache(maxsize=1024)(self._trusts_uncached)
 
     def __contains__(self, address: str) -> bool:
-        if self.any:
-            return True
+        return self.any or self._trusts(address)
+
+    def _trusts_uncached(self, address: str) -> bool:
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:
