@@ -111,7 +111,7 @@ class Transcript:
     dropped: int = 0  # entries let go from the front
     size_bytes: int = 0  # the kept entries' lines
     _t0: float = field(default_factory=time.perf_counter, repr=False)
-    # Open client requests by JSON-RPC id (as JSON text, so 1 and "1" differ), oldest first.
+    # Open client requests by JSON-RPC id (keyed by `_id_key`, so 1 and "1" differ), oldest first.
     _open_client: dict[Hashable, Entry] = field(default_factory=dict, repr=False)
     _by_direction: dict[str, list[Entry]] = field(
         default_factory=lambda: {"client": [], "server": [], "relay": []}, repr=False

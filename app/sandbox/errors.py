@@ -32,8 +32,10 @@ class CapacityError(SandboxError):
 
     def __init__(self, situation: str, *, reason: str, advice: str = "", retry_after_s: int = 30,
                  status_code: int = 503) -> None:  # fmt: skip
-        when = f"try again in {retry_after_s} s."
-        message = f"{situation} {advice}, then {when}" if advice else f"{situation} T{when[1:]}"
+        if advice:
+            message = f"{situation} {advice}, then try again in {retry_after_s} s."
+        else:
+            message = f"{situation} Try again in {retry_after_s} s."
         super().__init__(message, reason=reason, status_code=status_code, retry_after_s=retry_after_s)
         self.situation = situation
         self.advice = advice
