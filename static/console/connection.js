@@ -86,6 +86,13 @@ export class Connection {
     this.timer = setTimeout(() => this.open(this.session !== null), delay);
   }
 
+  /** A new server in `ms` (the playground was full). The one timer of the connection: any open
+   * before then (a restart, a new server) cancels it, so it cannot replace the session that got in. */
+  openLater(ms) {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.open(false), ms);
+  }
+
   retryNow() {
     clearTimeout(this.timer);
     this.open(this.session !== null);

@@ -29,6 +29,7 @@ class Console {
       template: $("select[data-templates]"),
     };
     this.entries = []; // every frame of this page, for the export when the server's copy is gone
+    this.fullText = ""; // what the console said when the playground had no place for it
     this.pairs = new Pairs();
 
     this.announce = (text) => { this.ui.announcer.textContent = text; };
@@ -75,7 +76,10 @@ class Console {
 
   sendText(text, fromCard = false) {
     if (!this.connection.send({ type: "send", text })) {
-      if (this.connection.finished) {
+      if (this.root.dataset.state === "full") {
+        // Waiting for a place: say so again, not "reconnecting", which is not what is happening.
+        this.setState("full", `Nothing was sent. ${this.fullText}`);
+      } else if (this.connection.finished) {
         // Closed for good (the server exited, or the session ended): no reconnect is coming.
         this.setState("exited", "Nothing was sent: this server has stopped. Start a new server, then send again.");
       } else {
@@ -257,9 +261,10 @@ class Console {
     const said = frame.situation
       ? [frame.situation, frame.advice && `${frame.advice}.`].filter(Boolean).join(" ")
       : frame.message || "The playground is full.";
-    this.setState("full", `${said} Trying again by itself in ${wait} s…`);
+    this.fullText = `${said} Trying again by itself in ${wait} s…`;
+    this.setState("full", this.fullText);
     this.showFacts({ status: "waiting for a place" });
-    setTimeout(() => this.connection.open(false), wait * 1000);
+    this.connection.openLater(wait * 1000);
   }
 
   onConnection(kind, detail) {

@@ -424,7 +424,9 @@ def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
 ) -> None:
     """Four consoles in four tabs are the most one learner may hold. A fifth says which cap is full and
     what to do, says once that it tries again by itself (the refusal's own "try again in" left out),
-    and gets in on its own once a tab is closed."""
+    and gets in on its own once a tab is closed. A sixth, refused too, gets in at once when the learner
+    restarts it, and the retry it had planned does not replace that session later."""
+    page.clock.install()  # time flows as usual; fast_forward() fires a planned retry at once
     tabs = [page, *(page.context.new_page() for _ in range(3))]
     for tab in tabs:
         tab.goto("/playground")
@@ -446,5 +448,24 @@ def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
         fifth.screenshot(path=artifacts / f"console-full-{width}.png")
         assert fifth.evaluate("document.documentElement.scrollWidth") <= width  # nothing runs off the side
     tabs.pop().close()
-    expect(state).to_have_attribute("data-state", "ready", timeout=60_000)  # its own retry, 10 s on
+    fifth.clock.fast_forward(11_000)  # its own retry, due 10 s after the refusal
+    ready(fifth)
     expect(fifth.locator('[data-fact="status"]')).to_have_text("ready")
+
+    sixth = page.context.new_page()
+    sixth.on("pageerror", lambda error: probe.errors.append(str(error)))
+    sixth.goto("/playground")
+    sixth_state = sixth.locator("[data-console-state]")
+    expect(sixth_state).to_have_attribute("data-state", "full")
+    sixth.get_by_role("button", name="Send", exact=True).click()  # nowhere to send it yet
+    expect(sixth_state).to_have_attribute("data-state", "full")
+    expect(sixth_state).to_contain_text("Nothing was sent. You already have 4 consoles open")
+    tabs.pop().close()
+    sixth.get_by_role("button", name="Restart the server").click()  # try now, not in 10 s
+    ready(sixth)
+    session = sixth.locator('[data-fact="session"]').inner_text()
+    sixth.clock.fast_forward(11_000)  # when the planned retry would have come
+    sixth.clock.fast_forward(1_000)
+    expect(sixth_state).to_have_attribute("data-state", "ready")
+    expect(sixth.locator('[data-fact="session"]')).to_have_text(session)
+    expect(log_entry(sixth, "note")).to_have_count(1)  # "A new server": the one it was asked for
