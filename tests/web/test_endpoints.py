@@ -117,6 +117,9 @@ def test_the_transports_rules(app: AppProcess) -> None:
                                                                       "Accept": "application/json"}, timeout=30)  # fmt: skip
     assert right_version.json()["id"] == 5
     assert httpx.get(url, headers={"Mcp-Session-Id": session}, timeout=30).status_code == 406
+    for method in ("PUT", "PATCH", "OPTIONS", "HEAD"):  # the transport has three methods, and says so
+        other = httpx.request(method, url, headers=headers, timeout=30)
+        assert other.status_code == 405 and other.headers["allow"] == "POST, GET, DELETE", method
     assert httpx.delete(url, headers={"Mcp-Session-Id": session}, timeout=30).status_code == 204
     assert httpx.post(url, json={**ping, "id": 6}, headers=headers, timeout=30).status_code == 404
 
