@@ -454,10 +454,11 @@ class ForkServer:
 
     def _shut_down(self) -> None:
         """End every instance, remove their cgroups, and exit."""
-        for pid in self.instances | set(self._instance_cgroups):
+        instances = self.instances | set(self._instance_cgroups)
+        for pid in instances:
             self._end_leftovers(pid)
         if self.cgroups is not None:
-            for pid in self.instances | set(self._instance_cgroups):
+            for pid in instances:
                 try:
                     os.waitpid(pid, 0)
                 except ChildProcessError:
