@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from dataclasses import dataclass, field
 
 from app.sandbox.limits import Limits
@@ -27,6 +28,10 @@ CPU_QUOTA_US = 100_000
 CPU_SHARES_V1 = 256
 CPU_WEIGHT_V2 = 25
 PARENT_PREFIX = "playground-"
+# How many times `kill` reads an instance's members and signals the new ones. A process killed while
+# forking leaves no child, so each pass can only find children born before its own signals landed;
+# the pids limit bounds how many those are. Whatever is left is killed again at the removal's retry.
+KILL_PASSES = 16
 
 
 class CgroupsUnavailable(Exception):
@@ -89,6 +94,45 @@ class Cgroups:
             self.remove(name)
             raise
         return fds
+
+    def kill(self, name: str) -> None:
+        """SIGKILL every process in the instance's cgroup, whatever process group or session it moved
+        to: no process of an instance can leave its cgroup. cgroup v2's `cgroup.kill` where the
+        kernel has it (5.14 on); else each member, by a pidfd opened before its membership is read
+        again, so that a pid reused since the first reading is never signalled. A cgroup already
+        removed has nothing to kill."""
+        hierarchy = self.hierarchies[0]  # an instance joins every hierarchy: any one lists them all
+        if self.version == 2:
+            try:
+                _write_at(hierarchy.fd, f"{name}/cgroup.kill", "1")
+                return
+            except FileNotFoundError:  # no such file before 5.14, or no such cgroup: read the members
+                pass
+        signalled: set[int] = set()
+        for _ in range(KILL_PASSES):
+            new = _members(hierarchy.fd, name) - signalled
+            if not new:
+                return
+            handles: dict[int, int] = {}
+            try:
+                for pid in new:
+                    try:
+                        handles[pid] = os.pidfd_open(pid)
+                    except ProcessLookupError:  # gone already
+                        pass
+                still = _members(hierarchy.fd, name)
+                for pid, handle in handles.items():
+                    # A pidfd names one process: listed now, that process is a member (its pid is
+                    # its own while it lives); gone since, the signal reaches no one.
+                    if pid in still:
+                        try:
+                            signal.pidfd_send_signal(handle, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+            finally:
+                for handle in handles.values():
+                    os.close(handle)
+            signalled |= new
 
     def remove(self, name: str) -> bool:
         """Remove the instance's cgroups; False while a process is still leaving one (retry later)."""
@@ -159,6 +203,21 @@ def _write_at(dir_fd: int, path: str, value: str) -> None:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+def _members(dir_fd: int, name: str) -> set[int]:
+    """The pids in the cgroup `name` (as this process's PID namespace numbers them); none once it is gone."""
+    try:
+        fd = os.open(f"{name}/cgroup.procs", os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return set()
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return {int(line) for line in b"".join(chunks).split()}
 
 
 def _open_dir(path: str) -> int:

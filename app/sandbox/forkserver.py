@@ -262,6 +262,8 @@ class ForkServer:
             # Cgroups of instances whose last process was still leaving: try again shortly.
             timeout = CGROUP_RETRY_S if self._leftover_cgroups else None
             if self._leftover_cgroups:
+                for name in list(self._leftover_cgroups):
+                    self._kill_cgroup(name)  # a process that outran the first kill
                 self._remove_cgroups(list(self._leftover_cgroups))
             for key, _ in selector.select(timeout):
                 if isinstance(key.data, int):  # an instance's report: it has set up
@@ -304,8 +306,10 @@ class ForkServer:
         else. It is all still in the server's process group, which the filter lets no process leave
         (setsid and setpgid are not on its list): `_reap` kills that group before it reaps the
         server, while its zombie still holds the pid, so the group's id cannot have been reused.
-        Where the filter is missing too, a process may have left the group: `_end_leftovers` then
-        also kills whatever runs under the instance's uid."""
+        Where the filter is missing too, a process may have left the group, but not the instance's
+        cgroup: `_end_leftovers` also kills every process in that cgroup, and whatever runs under
+        the instance's uid where it has one of its own (rootless mode has not, and a host without
+        cgroups has no cgroup to search)."""
         self.instances.discard(instance)
         self._instance_uids.pop(instance, None)
         name = self._instance_cgroups.pop(instance, None)
@@ -443,9 +447,19 @@ class ForkServer:
     def _end_leftovers(self, instance: int) -> None:
         """Kill whatever the instance's server started (see `_ended`); called before it is reaped."""
         _kill_group(instance)
+        name = self._instance_cgroups.get(instance)
+        if name is not None:
+            self._kill_cgroup(name)
         uid = self._instance_uids.get(instance)
         if uid is not None and self._sweep_uids():
             _kill_uid(uid)
+
+    def _kill_cgroup(self, name: str) -> None:
+        assert self.cgroups is not None
+        try:
+            self.cgroups.kill(name)
+        except OSError as exc:  # never expected (we made it); say so, and keep serving
+            print(f"fork server: cannot end cgroup {name}: {exc}", file=sys.stderr, flush=True)
 
     def _sweep_uids(self) -> bool:
         """Whether to end an instance's uid too: without the PID namespace, where each instance has a

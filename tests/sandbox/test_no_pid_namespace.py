@@ -57,6 +57,35 @@ def leaver(stay: bool) -> str:
     return f"STAY = {stay}\n{LEAVER}"
 
 
+# A fork bomb that left the server's group: the child reports what setsid() answered, then forks
+# without end, and so does every process it makes, each saying so with a byte on a pipe. The server
+# reports the child's pid once 16 have, and exits with the bomb still forking.
+BOMB = textwrap.dedent("""
+    import json, os
+    said, say = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(said)
+        try:
+            os.setsid()
+            answer = "left its group"
+        except OSError as exc:
+            answer = f"refused: errno {exc.errno}"
+        os.write(1, (json.dumps({"setsid": answer}) + "\\n").encode())
+        while True:
+            try:
+                if os.fork() == 0:
+                    os.write(say, b".")
+            except OSError:
+                pass
+    os.close(say)
+    seen = 0
+    while seen < 16:
+        seen += len(os.read(said, 16))
+    os.write(1, (json.dumps({"child": child}) + "\\n").encode())
+""")
+
+
 @contextmanager
 def learner_server(forkserver: RawClient, source: str) -> Iterator[tuple[int, int, str, int]]:
     """Spawn my-server with `source`; yield (server pid, child pid, what setsid answered, our stdin).
@@ -90,6 +119,41 @@ def learner_server(forkserver: RawClient, source: str) -> Iterator[tuple[int, in
             os.close(fd)
 
 
+def in_cgroups_of(forkserver_pid: int) -> list[int]:
+    """Every process in one of that fork server's instance cgroups (playground-<its pid>/...)."""
+    marker, found = f"/playground-{forkserver_pid}/", []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cgroup") as handle:
+                    if marker in handle.read() and not dead(int(entry)):
+                        found.append(int(entry))
+            except OSError:
+                pass  # gone meanwhile
+    return found
+
+
+def kill_in_cgroups_of(forkserver_pid: int) -> bool:
+    """Kill every process in that fork server's instance cgroups; whether none is left after."""
+    for pid in in_cgroups_of(forkserver_pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return not in_cgroups_of(forkserver_pid)
+
+
+@contextmanager
+def ending_what_outlives(forkserver_pid: int) -> Iterator[None]:
+    """Whatever the test finds, no process of an instance's cgroup outlives it."""
+    try:
+        yield
+    finally:
+        assert wait_until(lambda: kill_in_cgroups_of(forkserver_pid), ORPHAN_DEADLINE_S), in_cgroups_of(
+            forkserver_pid
+        )
+
+
 def in_group(pid: int, group: int) -> bool:
     with open(f"/proc/{pid}/stat") as handle:
         return int(handle.read().rpartition(")")[2].split()[2]) == group
@@ -119,6 +183,30 @@ def test_without_the_filter_too_what_left_the_group_ends_by_its_uid() -> None:
             exited = forkserver.recv_op("exited")
             assert exited["pid"] == server, exited
             assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
+
+
+def test_rootless_without_the_filter_too_what_left_the_group_ends_with_its_cgroup() -> None:
+    """Rootless, every instance shares the app's uid, so no sweep of a uid can find a process that
+    left the server's group; the instance's cgroup, which none of its processes can leave, does."""
+    with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"], rootless=True) as forkserver:
+        layers = forkserver.ready["layers"]
+        assert layers["seccomp"].startswith("missing") and layers["cgroups"] == "ok", layers
+        with learner_server(forkserver, leaver(stay=False)) as (server, child, setsid, _stdin):
+            assert setsid == "left its group", setsid
+            exited = forkserver.recv_op("exited")
+            assert exited["pid"] == server, exited
+            assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
+
+
+def test_rootless_without_the_filter_too_a_fork_bomb_that_left_the_group_ends_with_its_cgroup() -> None:
+    with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"], rootless=True) as forkserver:
+        pid = forkserver.ready["pid"]
+        with ending_what_outlives(pid), learner_server(forkserver, BOMB) as (server, _child, setsid, _stdin):
+            assert setsid == "left its group", setsid
+            assert len(in_cgroups_of(pid)) > 16
+            exited = forkserver.recv_op("exited")
+            assert exited["pid"] == server, exited
+            assert wait_until(lambda: not in_cgroups_of(pid), ORPHAN_DEADLINE_S), in_cgroups_of(pid)
 
 
 def test_what_a_server_started_ends_when_the_app_is_killed_outright() -> None:

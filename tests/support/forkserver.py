@@ -51,27 +51,30 @@ class RawClient:
         return message
 
 
-def launcher_for(uids: range) -> Launcher:
-    """The fork server as the app starts it: its probe has uid `uids.start`, its instances the rest."""
+def launcher_for(uids: range, rootless: bool = False) -> Launcher:
+    """The fork server as the app starts it: its probe has uid `uids.start`, its instances the rest
+    (rootless: every instance the app's uid, as for an ordinary user; docs/sandbox.md)."""
     return Launcher(limits=Limits(), sandbox=True, extra_modules=[], uid_probe=uids.start,
-                    uid_range=range(uids.start + 1, uids.stop))  # fmt: skip
+                    uid_range=range(uids.start + 1, uids.stop), rootless=rootless)  # fmt: skip
 
 
 @contextmanager
 def running_forkserver(
-    uids: range, wrapper: list[str] | None = None, own_parent: bool = False
+    uids: range, wrapper: list[str] | None = None, own_parent: bool = False, rootless: bool = False
 ) -> Iterator[RawClient]:
     """A fork server whose probe has uid `uids.start` and whose instances the rest of `uids`, started
     through `wrapper` (a command that execs its arguments) if given, and ended at its socket's end.
     With `own_parent`, its parent is a stand-in for the app (tests.support.forkserver_parent), which
-    is then the client's `proc`: kill it to see what the fork server does when the app dies."""
+    is then the client's `proc`: kill it to see what the fork server does when the app dies. With
+    `rootless`, in rootless mode (not with `own_parent`, whose stand-in starts it as root)."""
+    assert not (own_parent and rootless), "the stand-in parent starts the fork server as root"
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     if own_parent:
         parent = "tests.support.forkserver_parent"
         command = [sys.executable, "-m", parent, str(theirs.fileno()), str(uids.start), str(uids.stop)]
         command += wrapper or []
     else:
-        command = [*(wrapper or []), *launcher_for(uids).command(theirs.fileno())]
+        command = [*(wrapper or []), *launcher_for(uids, rootless).command(theirs.fileno())]
     with tempfile.NamedTemporaryFile(prefix="forkserver-", suffix=".log", delete=False) as log:
         stderr = Path(log.name)
         proc = subprocess.Popen(
