@@ -33,10 +33,15 @@ CAPACITY = 64
 WARM = Settings.model_fields["warm_pool_size"].default
 
 
-def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=CAPACITY,
+def make_pool(uid_base: int) -> InstancePool:
+    """The sandboxed servers a floor forwards to: the app's pool, its defaults, one server."""
+    return InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=CAPACITY,
                         pool_sizes={SERVER: WARM}, uid_base=uid_base, max_line_bytes=4 << 20,
                         max_output_bytes=1 << 30)  # fmt: skip
+
+
+def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
+    pool = make_pool(uid_base)
 
     async def app(scope, receive, send) -> None:  # noqa: ANN001
         if scope["type"] == "lifespan":
@@ -76,11 +81,11 @@ def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
 
 
 @asynccontextmanager
-async def serving(uid_base: int) -> AsyncIterator[str]:
-    """Run the floor in its own process on a free port; yield its WebSocket URL once it answers an
-    initialize, and end the process on the way out."""
+async def serving(uid_base: int, module: str = "bench.floor") -> AsyncIterator[str]:
+    """Run the floor (or `module`, another forwarder run the same way) in its own process on a free
+    port; yield its WebSocket URL once it answers an initialize, and end the process on the way out."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bench.floor", str(port), str(uid_base)],
+    proc = subprocess.Popen([sys.executable, "-m", module, str(port), str(uid_base)],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     url = f"ws://127.0.0.1:{port}/ws/{SERVER}"
     try:

@@ -1,6 +1,8 @@
 """The relay's round trip for tools/call over the WebSocket, and over a Streamable HTTP endpoint,
-next to two baselines interleaved in one run: a direct stdio round trip to an unsandboxed server, and
-the floor (bench/floor.py: the same WebSocket stack and sandboxed server, bytes copied, nothing else)."""
+next to baselines interleaved in one run: a direct stdio round trip to an unsandboxed server; the
+floor (bench/floor.py: the same WebSocket stack and sandboxed server, bytes copied, nothing else);
+and the thin floor (bench/thinfloor.py: the thinnest forwarder in Python to the same sandboxed
+server, no uvicorn, no ASGI), which says how far below the relay any relay in Python could go."""
 
 from __future__ import annotations
 
@@ -23,19 +25,29 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     await client.initialize()
     direct = ColdServer()
     await direct.start()
-    async with bare.serving(app.uid_base + 5000) as floor_url:
+    async with (
+        bare.serving(app.uid_base + 5000) as floor_url,
+        bare.serving(app.uid_base + 6000, module="bench.thinfloor") as thin_url,
+    ):
         floor = await McpClient.connect(floor_url)
         await floor.initialize()
-        figures, table = await _measure(app, samples, client, direct, floor)
+        thin = await McpClient.connect(thin_url)
+        await thin.initialize()
+        figures, table = await _measure(app, samples, client, direct, floor, thin)
         await floor.close()
+        await thin.close()
     return figures, table
 
 
 async def _measure(app: AppProcess, samples: int, client: McpClient, direct: ColdServer,
-                   floor: McpClient) -> tuple[dict, list]:  # fmt: skip
+                   floor: McpClient, thin: McpClient) -> tuple[dict, list]:  # fmt: skip
     http, url, session = await _endpoint_session(app)
-    relay_times, direct_times, http_times, floor_times = [], [], [], []
+    relay_times, direct_times, http_times, floor_times, thin_times = [], [], [], [], []
     for i in range(samples):  # interleaved, so all see the same machine
+        began = time.perf_counter()
+        reply = await thin.call(10 + i, "tools/call", CALL)
+        assert "result" in reply, reply
+        thin_times.append((time.perf_counter() - began) * 1000)
         began = time.perf_counter()
         reply = await client.call(10 + i, "tools/call", CALL)
         assert "result" in reply, reply
@@ -58,11 +70,13 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
     await http.delete(url, headers={"Mcp-Session-Id": session})
     await http.aclose()
     relay_s, direct_s, http_s = summary(relay_times), summary(direct_times), summary(http_times)
-    floor_s = summary(floor_times)
+    floor_s, thin_s = summary(floor_times), summary(thin_times)
     p50_ratio, p99_ratio = relay_s["p50"] / direct_s["p50"], relay_s["p99"] / direct_s["p99"]
     floor_ratio = relay_s["p50"] / floor_s["p50"]
+    thin_ratio = thin_s["p50"] / direct_s["p50"]
     figures = {"relay_ms": relay_s, "direct_ms": direct_s, "http_ms": http_s, "floor_ms": floor_s,
-               "p50_ratio": p50_ratio, "p99_ratio": p99_ratio, "floor_p50_ratio": floor_ratio}  # fmt: skip
+               "thin_floor_ms": thin_s, "p50_ratio": p50_ratio, "p99_ratio": p99_ratio,
+               "floor_p50_ratio": floor_ratio, "thin_floor_direct_p50_ratio": thin_ratio}  # fmt: skip
     table = [
         (
             "tools/call round trip p50, relay/floor",
@@ -75,6 +89,12 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
             f"{relay_s['p50']:.2f} ms ({p50_ratio:.2f}x)",
             f"{direct_s['p50']:.2f} ms direct",
             "<= 1.3x",
+        ),
+        (
+            "  the thinnest Python forwarder/direct",
+            f"{thin_s['p50']:.2f} ms ({thin_ratio:.2f}x)",
+            f"floor {floor_s['p50'] / direct_s['p50']:.2f}x direct (bench/thinfloor.py)",
+            "",
         ),
         (
             "tools/call round trip p99, relay/direct",

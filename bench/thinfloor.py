@@ -1,0 +1,135 @@
+"""The thinnest forwarder we can write in Python: a lower bound for any relay written in Python.
+
+No uvicorn, no ASGI, no `websockets` on the server side: an asyncio protocol on uvloop answers the
+upgrade and frames text by hand (the mask undone by `websockets`' C `apply_mask`), and writes each
+message straight to the pipe of the same sandboxed demo server from the same pool as the floor's
+(bench/floor.py), copying its lines back. It speaks only as much WebSocket as the benchmark's client
+uses (whole masked text frames, a close) and checks nothing: a measuring stick, never to be served.
+
+Run as `python -m bench.thinfloor PORT UID_BASE`; serves any path (subprotocol `mcp`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import signal
+import struct
+import sys
+from typing import cast
+
+import uvloop
+from websockets.speedups import apply_mask
+
+from app.sandbox.instance import Instance
+from app.sandbox.pool import InstancePool
+from bench.floor import SERVER, make_pool
+
+ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455, section 1.3
+TEXT, CLOSE = 0x1, 0x8
+
+
+def frame(opcode: int, payload: bytes) -> bytes:
+    """A whole, unmasked frame (a server's)."""
+    size = len(payload)
+    if size < 126:
+        head = struct.pack("!BB", 0x80 | opcode, size)
+    elif size < 1 << 16:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, size)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+    return head + payload
+
+
+class ThinForwarder(asyncio.Protocol):
+    def __init__(self, pool: InstancePool) -> None:
+        self.pool = pool
+        self.buffer = b""
+        self.upgraded = False
+        self.instance: Instance | None = None
+        self.pumping: asyncio.Task | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's, which does not subclass asyncio's
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if self.instance is not None:
+            self._frames()
+        elif not self.upgraded and b"\r\n\r\n" in self.buffer:
+            self.upgraded = True
+            head, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+            asyncio.ensure_future(self._accept(head))
+
+    async def _accept(self, head: bytes) -> None:
+        key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"sec-websocket-key:"))  # fmt: skip
+        accept = base64.b64encode(hashlib.sha1(key + ACCEPT_GUID).digest())
+        self.instance = await self.pool.acquire(SERVER)
+        self.transport.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
+        self.pumping = asyncio.ensure_future(self._pump(self.instance))
+        self._frames()
+
+    def _frames(self) -> None:
+        assert self.instance is not None
+        buffer = self.buffer
+        while len(buffer) >= 2:
+            first, second = buffer[0], buffer[1]
+            size, at = second & 0x7F, 2
+            if size == 126:
+                size, at = (struct.unpack_from("!H", buffer, 2)[0], 4) if len(buffer) >= 4 else (-1, 0)
+            elif size == 127:
+                size, at = (struct.unpack_from("!Q", buffer, 2)[0], 10) if len(buffer) >= 10 else (-1, 0)
+            if size < 0 or len(buffer) < at + 4 + size:
+                break  # the rest of this frame is still on its way
+            mask, payload = buffer[at : at + 4], buffer[at + 4 : at + 4 + size]
+            buffer = buffer[at + 4 + size :]
+            payload = apply_mask(payload, mask)
+            if first & 0x0F == TEXT:
+                assert self.instance._stdin is not None
+                self.instance._stdin.write(payload + b"\n")
+            elif first & 0x0F == CLOSE:
+                self.transport.write(frame(CLOSE, payload))
+                self.transport.close()
+                break
+        self.buffer = buffer
+
+    async def _pump(self, instance: Instance) -> None:
+        assert instance._stdout is not None
+        try:
+            while True:
+                line = await instance._stdout.readuntil(b"\n")
+                self.transport.write(frame(TEXT, line[:-1]))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.pumping is not None:
+            self.pumping.cancel()
+        if self.instance is not None:
+            asyncio.ensure_future(self.pool.release(self.instance))
+
+
+async def serve(port: int, uid_base: int) -> None:
+    """Serve until SIGTERM, then end the pool's instances (as uvicorn's shutdown does the floor's)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    pool = make_pool(uid_base)
+    await pool.start()
+    server = await loop.create_server(lambda: ThinForwarder(pool), "127.0.0.1", port)
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        await pool.stop()
+
+
+def main() -> None:
+    uvloop.run(serve(int(sys.argv[1]), int(sys.argv[2])))
+
+
+if __name__ == "__main__":
+    main()
