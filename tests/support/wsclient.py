@@ -47,7 +47,7 @@ class McpClient:
     async def recv(self, timeout: float = RECV_TIMEOUT_S) -> dict[str, Any]:
         return json.loads(await asyncio.wait_for(self.ws.recv(), timeout))
 
-    async def call(self, id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def call(self, id_: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         await self.send(
             {
                 "jsonrpc": "2.0",
