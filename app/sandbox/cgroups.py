@@ -106,7 +106,7 @@ class Cgroups:
             try:
                 _write_at(hierarchy.fd, f"{name}/cgroup.kill", "1")
                 return
-            except FileNotFoundError:  # no such file before 5.14, or no such cgroup: read the members
+            except OSError:  # no such file before 5.14 (or no such cgroup): signal the members
                 pass
         signalled: set[int] = set()
         for _ in range(KILL_PASSES):
