@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from app.demos import MY_SERVER
 from tests.support.forkserver import RawClient, dead, pipes, running_forkserver
 from tests.support.procs import wait_until
@@ -29,20 +31,27 @@ WRAPPER = [sys.executable, "-m", "tests.support.no_pid_namespace"]
 ORPHAN_DEADLINE_S = 30.0
 REPORT_TIMEOUT_S = 30.0  # a busy machine starts a learner's server in well under a second
 
-# Forks a child that tries to leave the server's process group, then reports on stdout (the wire):
-# the child's pid and what setsid() answered. The child then sleeps for an hour; the server, once the
-# child has reported (the server's exit ends the child), either exits or waits for its stdin's end.
-LEAVER = textwrap.dedent("""
+# What each attacker's child does first: try to leave the server's process group, and say how that went.
+LEAVE_GROUP = textwrap.dedent("""
     import json, os, sys, time
-    reported, report = os.pipe()
-    child = os.fork()
-    if child == 0:
+
+    def leave_group():
         try:
             os.setsid()
             answer = "left its group"
         except OSError as exc:
             answer = f"refused: errno {exc.errno}"
         os.write(1, (json.dumps({"setsid": answer}) + "\\n").encode())
+""")
+
+# Forks a child that tries to leave the server's process group, then reports on stdout (the wire):
+# the child's pid and what setsid() answered. The child then sleeps for an hour; the server, once the
+# child has reported (the server's exit ends the child), either exits or waits for its stdin's end.
+LEAVER = textwrap.dedent("""
+    reported, report = os.pipe()
+    child = os.fork()
+    if child == 0:
+        leave_group()
         os.write(report, b".")
         time.sleep(3600)
         os._exit(0)
@@ -54,24 +63,18 @@ LEAVER = textwrap.dedent("""
 
 
 def leaver(stay: bool) -> str:
-    return f"STAY = {stay}\n{LEAVER}"
+    return f"STAY = {stay}\n{LEAVE_GROUP}{LEAVER}"
 
 
 # A fork bomb that left the server's group: the child reports what setsid() answered, then forks
 # without end, and so does every process it makes, each saying so with a byte on a pipe. The server
 # reports the child's pid once 16 have, and exits with the bomb still forking.
-BOMB = textwrap.dedent("""
-    import json, os
+BOMB = LEAVE_GROUP + textwrap.dedent("""
     said, say = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(said)
-        try:
-            os.setsid()
-            answer = "left its group"
-        except OSError as exc:
-            answer = f"refused: errno {exc.errno}"
-        os.write(1, (json.dumps({"setsid": answer}) + "\\n").encode())
+        leave_group()
         while True:
             try:
                 if os.fork() == 0:
@@ -173,22 +176,12 @@ def test_what_a_server_started_ends_when_it_exits_by_itself() -> None:
             assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
 
 
-def test_without_the_filter_too_what_left_the_group_ends_by_its_uid() -> None:
-    """With seccomp missing as well, the child may leave the server's process group: the instance's
-    uid, its own, still finds it."""
-    with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"]) as forkserver:
-        assert forkserver.ready["layers"]["seccomp"].startswith("missing"), forkserver.ready
-        with learner_server(forkserver, leaver(stay=False)) as (server, child, setsid, _stdin):
-            assert setsid == "left its group", setsid
-            exited = forkserver.recv_op("exited")
-            assert exited["pid"] == server, exited
-            assert wait_until(lambda: dead(child), ORPHAN_DEADLINE_S), f"{child} outlived its server"
-
-
-def test_rootless_without_the_filter_too_what_left_the_group_ends_with_its_cgroup() -> None:
-    """Rootless, every instance shares the app's uid, so no sweep of a uid can find a process that
-    left the server's group; the instance's cgroup, which none of its processes can leave, does."""
-    with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"], rootless=True) as forkserver:
+@pytest.mark.parametrize("rootless", [False, True], ids=["root", "rootless"])
+def test_without_the_filter_too_what_left_the_group_still_ends(rootless: bool) -> None:
+    """With seccomp missing as well, the child may leave the server's process group. The instance's
+    cgroup, which none of its processes can leave, still holds it, and as root so does the instance's
+    uid, its own; rootless, every instance shares the app's uid and the cgroup alone finds it."""
+    with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"], rootless=rootless) as forkserver:
         layers = forkserver.ready["layers"]
         assert layers["seccomp"].startswith("missing") and layers["cgroups"] == "ok", layers
         with learner_server(forkserver, leaver(stay=False)) as (server, child, setsid, _stdin):
