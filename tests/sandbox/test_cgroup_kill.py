@@ -3,8 +3,8 @@ this machine's cgroup v1 hierarchies, through cgroup v2's `cgroup.kill`, and on 
 
 from __future__ import annotations
 
-import json
 import os
+import select
 import signal
 import time
 from collections.abc import Iterator
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="making cgroups needs 
 
 def spread_in(made: Cgroups, name: str, children: int) -> tuple[int, list[int]]:
     """Fork a process into the cgroup `name` that leaves our session and starts `children` more, each
-    in a session of its own; return its pid and every pid, once all of them run."""
+    in a session of its own; return its pid and every pid, once each has left its session."""
     fds = made.create(name)
     said, say = os.pipe()
     pid = os.fork()
@@ -36,26 +36,35 @@ def spread_in(made: Cgroups, name: str, children: int) -> tuple[int, list[int]]:
             os.close(said)
             cgroups.join(fds)
             os.setsid()
-            pids = [os.getpid()]
+            os.write(say, f"{os.getpid()}\n".encode())
             for _ in range(children):
-                child = os.fork()
-                if child == 0:
+                if os.fork() == 0:
                     os.setsid()
+                    os.write(say, f"{os.getpid()}\n".encode())  # a line is one atomic pipe write
                     time.sleep(3600)  # until killed
                     os._exit(0)
-                pids.append(child)
-            os.write(say, json.dumps(pids).encode())
             time.sleep(3600)
         finally:
             os._exit(0)
     for fd in fds:
         os.close(fd)
     os.close(say)
+    heard = b""
+    deadline = time.monotonic() + DEADLINE_S
     try:
-        pids = json.loads(os.read(said, 65536))  # one write of a few bytes arrives whole
+        while heard.count(b"\n") < children + 1:
+            ready, _, _ = select.select([said], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"only {heard!r} reported"
+            heard += os.read(said, 4096)
+    except BaseException:
+        for each in [pid, *(int(line) for line in heard.split())]:
+            os.kill(each, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        made.remove(name)
+        raise
     finally:
         os.close(said)
-    return pid, pids
+    return pid, [int(line) for line in heard.split()]
 
 
 def all_end(pids: list[int]) -> bool:
