@@ -4,13 +4,14 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 # Debian packages the tests need: Chromium (browser tests), libseccomp (sandbox), PostgreSQL (progress
-# store), nginx (the load balancer's configuration, deploy/nginx), Node and npm (the official TypeScript
-# SDK client, in tests/ts).
-TEST_DEBS := chromium libseccomp2 postgresql nginx
+# store), nginx (the load balancer's configuration, deploy/nginx), gcc (the benchmark's hop in C,
+# bench/cfloor.c), Node and npm (the official TypeScript SDK client, in tests/ts).
+TEST_DEBS := chromium libseccomp2 postgresql nginx gcc
 TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
+BENCH_DEBS := libseccomp2 gcc
 
-.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-node vendor test-js clean
+.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 
 install: $(STAMP)
 
@@ -39,6 +40,9 @@ system-deps-run:
 
 system-deps-test:
 	$(call ensure_debs,$(TEST_DEBS))
+
+system-deps-bench:
+	$(call ensure_debs,$(BENCH_DEBS))
 
 run: install system-deps-run
 	$(PY) -m app
@@ -78,7 +82,7 @@ format: install
 	$(PY) -m ruff check --fix app tests bench
 	$(PY) -m ruff format app tests bench
 
-bench: install system-deps-run
+bench: install system-deps-bench
 	$(PY) -m bench
 
 clean:

@@ -2,7 +2,9 @@
 next to baselines interleaved in one run: a direct stdio round trip to an unsandboxed server; the
 floor (bench/floor.py: the same WebSocket stack and sandboxed server, bytes copied, nothing else);
 and the thin floor (bench/thinfloor.py: the thinnest forwarder in Python to the same sandboxed
-server, no uvicorn, no ASGI), which says how far below the relay any relay in Python could go."""
+server, no uvicorn, no ASGI), which says how far below the relay any relay in Python could go; and
+the hop in C (bench/cfloor.py: the same sandboxed server, the messages copied by a C program), which
+says what the hop itself costs on this host when no Python is on the data path."""
 
 from __future__ import annotations
 
@@ -28,22 +30,29 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     async with (
         bare.serving(app.uid_base + 5000) as floor_url,
         bare.serving(app.uid_base + 6000, module="bench.thinfloor") as thin_url,
+        bare.serving(app.uid_base + 7000, module="bench.cfloor") as c_url,
     ):
         floor = await McpClient.connect(floor_url)
         await floor.initialize()
         thin = await McpClient.connect(thin_url)
         await thin.initialize()
-        figures, table = await _measure(app, samples, client, direct, floor, thin)
-        await floor.close()
-        await thin.close()
+        hop_in_c = await McpClient.connect(c_url)
+        await hop_in_c.initialize()
+        figures, table = await _measure(app, samples, client, direct, floor, thin, hop_in_c)
+        for forwarder in (floor, thin, hop_in_c):
+            await forwarder.close()
     return figures, table
 
 
 async def _measure(app: AppProcess, samples: int, client: McpClient, direct: ColdServer,
-                   floor: McpClient, thin: McpClient) -> tuple[dict, list]:  # fmt: skip
+                   floor: McpClient, thin: McpClient, hop_in_c: McpClient) -> tuple[dict, list]:  # fmt: skip
     http, url, session = await _endpoint_session(app)
-    relay_times, direct_times, http_times, floor_times, thin_times = [], [], [], [], []
+    relay_times, direct_times, http_times, floor_times, thin_times, c_times = [], [], [], [], [], []
     for i in range(samples):  # interleaved, so all see the same machine
+        began = time.perf_counter()
+        reply = await hop_in_c.call(10 + i, "tools/call", CALL)
+        assert "result" in reply, reply
+        c_times.append((time.perf_counter() - began) * 1000)
         began = time.perf_counter()
         reply = await thin.call(10 + i, "tools/call", CALL)
         assert "result" in reply, reply
@@ -70,13 +79,14 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
     await http.delete(url, headers={"Mcp-Session-Id": session})
     await http.aclose()
     relay_s, direct_s, http_s = summary(relay_times), summary(direct_times), summary(http_times)
-    floor_s, thin_s = summary(floor_times), summary(thin_times)
+    floor_s, thin_s, c_s = summary(floor_times), summary(thin_times), summary(c_times)
     p50_ratio, p99_ratio = relay_s["p50"] / direct_s["p50"], relay_s["p99"] / direct_s["p99"]
     floor_ratio = relay_s["p50"] / floor_s["p50"]
-    thin_ratio = thin_s["p50"] / direct_s["p50"]
+    thin_ratio, c_ratio = thin_s["p50"] / direct_s["p50"], c_s["p50"] / direct_s["p50"]
     figures = {"relay_ms": relay_s, "direct_ms": direct_s, "http_ms": http_s, "floor_ms": floor_s,
                "thin_floor_ms": thin_s, "p50_ratio": p50_ratio, "p99_ratio": p99_ratio,
-               "floor_p50_ratio": floor_ratio, "thin_floor_direct_p50_ratio": thin_ratio}  # fmt: skip
+               "floor_p50_ratio": floor_ratio, "thin_floor_direct_p50_ratio": thin_ratio,
+               "hop_in_c_ms": c_s, "hop_in_c_direct_p50_ratio": c_ratio}  # fmt: skip
     table = [
         (
             "tools/call round trip p50, relay/floor",
@@ -94,6 +104,12 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
             "  the thinnest Python forwarder/direct",
             f"{thin_s['p50']:.2f} ms ({thin_ratio:.2f}x)",
             f"floor {floor_s['p50'] / direct_s['p50']:.2f}x direct (bench/thinfloor.py)",
+            "",
+        ),
+        (
+            "  the hop in C, no Python on the data path/direct",
+            f"{c_s['p50']:.2f} ms ({c_ratio:.2f}x)",
+            "bench/cfloor.py",
             "",
         ),
         (
