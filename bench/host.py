@@ -5,17 +5,59 @@ On the Firecracker guests these benchmarks run on, reading pages that are alread
 microseconds each once they have gone unread for some milliseconds (whether the CPU slept or spun
 meanwhile), with no page fault inside the guest: the time is the hypervisor's. Every figure that
 follows an idle moment (a learner arriving, a first reply) pays it for each page its code and data
-touch. Printed first, so that runs from different days can be read against each other."""
+touch. Printed first, so that runs from different days can be read against each other.
+
+The same guests run the kernel's DAMON (`kdamond`) to find memory to give back to the hypervisor.
+It samples physical pages every half second and walks, for each, every mapping of it: a page of the
+fork server's is mapped by every instance, so its cost grows with the sessions (bench/README.md,
+rounds 2 and 10). Whether it runs is printed here, and its CPU during each capacity step there."""
 
 from __future__ import annotations
 
 import mmap
+import os
 import time
+from pathlib import Path
 
 from bench.stats import summary
 
 PAGES = 2000
 PAUSE_S = 0.05  # the startup benchmark's pause between two learners
+DAMON_ADMIN = Path("/sys/kernel/mm/damon/admin/kdamonds")
+
+
+def cpu_ticks(prefix: str) -> int:
+    """Clock ticks of CPU (user and system) used so far by every process whose name starts with
+    `prefix` (`kdamond` for the kernel's DAMON threads)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        name, _, rest = stat.partition(" (")[2].rpartition(") ")
+        if name.startswith(prefix):
+            fields = rest.split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (proc(5): fields 14 and 15)
+    return total
+
+
+def core_share(ticks: int, seconds: float) -> float:
+    """Ticks used over `seconds`, as a share of one core."""
+    return ticks / os.sysconf("SC_CLK_TCK") / seconds if seconds > 0 else 0.0
+
+
+def damon_states(admin: Path = DAMON_ADMIN) -> list[str]:
+    """The state of each DAMON worker the kernel's sysfs interface lists ("on" or "off"); none listed
+    when the kernel has no DAMON or nothing set it up."""
+    try:
+        return [
+            (path / "state").read_text().strip() for path in sorted(admin.iterdir()) if path.name.isdigit()
+        ]
+    except OSError:
+        return []
 
 
 def read_pages(buf: mmap.mmap, pages: int) -> tuple[float, int]:
@@ -52,12 +94,20 @@ def touch_cost(
 def run(quick: bool) -> tuple[dict, list]:
     figures: dict = {**touch_cost(samples=10 if quick else 20), "pages": PAGES, "pause_s": PAUSE_S}
     paused, hot = figures["after_pause_ms"]["p50"], figures["hot_ms"]["p50"]
+    figures["damon"] = damon_states()
+    running = figures["damon"].count("on")
     table = [
         (
             f"host: {PAGES} resident pages read after {PAUSE_S * 1000:.0f} ms idle",
             f"{paused:.2f} ms ({paused / hot:.0f}x)",
             f"{hot:.2f} ms read again at once",
             "",
-        )
+        ),
+        (
+            "host: the kernel's DAMON (kdamond) sampling memory",
+            f"{running} of {len(figures['damon'])} running" if figures["damon"] else "not set up",
+            "its CPU: the capacity steps",
+            "",
+        ),
     ]
     return figures, table

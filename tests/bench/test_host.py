@@ -1,10 +1,15 @@
-"""The host figure reads every page it means to, and reports both readings."""
+"""The host figures: every page read as meant, both readings reported, the CPU of processes found by
+name, and DAMON's state read from its sysfs interface."""
 
 from __future__ import annotations
 
 import mmap
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-from bench.host import read_pages, touch_cost
+from bench.host import core_share, cpu_ticks, damon_states, read_pages, touch_cost
 
 
 def test_every_page_is_read_once() -> None:
@@ -20,3 +25,40 @@ def test_the_figure_has_a_hot_and_a_paused_reading_of_every_sample() -> None:
     figures = touch_cost(pages=16, pause_s=0.001, samples=3)
     assert figures["hot_ms"]["n"] == figures["after_pause_ms"]["n"] == 3
     assert figures["hot_ms"]["p50"] > 0 and figures["after_pause_ms"]["p50"] > 0
+
+
+def test_the_cpu_of_processes_is_counted_by_the_start_of_their_name() -> None:
+    """A child that names itself, spends CPU, and then waits: its ticks count under its name."""
+    name = f"spin{os.getpid()}"[:15]
+    with subprocess.Popen(
+        [sys.executable, "-c", SPINNER, name], stdout=subprocess.PIPE, stdin=subprocess.PIPE
+    ) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline() == b"spent\n"
+            ticks = cpu_ticks(name[:6])
+            assert ticks >= 0.2 * os.sysconf("SC_CLK_TCK")
+            assert cpu_ticks(f"none{os.getpid()}") == 0
+            assert core_share(ticks, 2.0) == ticks / os.sysconf("SC_CLK_TCK") / 2.0
+        finally:
+            child.kill()
+
+
+# Names itself, spends 0.25 s of CPU by its own clock (not the wall's), says so, and waits for stdin.
+SPINNER = """
+import os, sys
+with open("/proc/self/comm", "w") as comm:
+    comm.write(sys.argv[1])
+while os.times().user + os.times().system < 0.25:
+    pass
+print("spent", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_damon_states_are_read_from_its_sysfs_interface(tmp_path: Path) -> None:
+    for index, state in (("0", "on\n"), ("1", "off\n")):
+        (tmp_path / index).mkdir()
+        (tmp_path / index / "state").write_text(state)
+    (tmp_path / "nr_kdamonds").write_text("2\n")
+    assert damon_states(tmp_path) == ["on", "off"]
+    assert damon_states(tmp_path / "missing") == []
