@@ -13,8 +13,6 @@ compiler (`cc`); the binary is built once into build/.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import os
 import shutil
 import signal
@@ -28,8 +26,8 @@ import uvloop
 from app.sandbox.instance import Instance
 from app.sandbox.pool import InstancePool
 from bench.floor import SERVER, make_pool
+from bench.thinfloor import upgrade_reply
 
-ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455, section 1.3
 SOURCE = Path(__file__).with_name("cfloor.c")
 BINARY = Path(__file__).resolve().parent.parent / "build" / "cfloor"
 
@@ -63,13 +61,9 @@ async def handle(conn: socket.socket, pool: InstancePool, binary: Path) -> None:
                 return
             head += chunk
         # The client sends nothing before it sees the 101, so the upgrade is all there is to read.
-        key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"sec-websocket-key:"))  # fmt: skip
-        accept = base64.b64encode(hashlib.sha1(key + ACCEPT_GUID).digest())
+        reply = upgrade_reply(head)
         instance = await pool.acquire(SERVER)
-        await loop.sock_sendall(conn, b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                                b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept
-                                + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
+        await loop.sock_sendall(conn, reply)
         # From here the C program alone reads the server's stdout: stop this loop from reading it.
         stdout_transport = instance._transports[0]
         stdout_transport.pause_reading()

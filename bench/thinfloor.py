@@ -30,6 +30,15 @@ ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455, section 1.3
 TEXT, CLOSE = 0x1, 0x8
 
 
+def upgrade_reply(head: bytes) -> bytes:
+    """The 101 that accepts a client's upgrade request (`head`: its lines, up to the blank one)."""
+    key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+               if line.lower().startswith(b"sec-websocket-key:"))  # fmt: skip
+    accept = base64.b64encode(hashlib.sha1(key + ACCEPT_GUID).digest())
+    return (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
+
+
 def frame(opcode: int, payload: bytes) -> bytes:
     """A whole, unmasked frame (a server's)."""
     size = len(payload)
@@ -63,12 +72,9 @@ class ThinForwarder(asyncio.Protocol):
             asyncio.ensure_future(self._accept(head))
 
     async def _accept(self, head: bytes) -> None:
-        key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"sec-websocket-key:"))  # fmt: skip
-        accept = base64.b64encode(hashlib.sha1(key + ACCEPT_GUID).digest())
+        reply = upgrade_reply(head)
         self.instance = await self.pool.acquire(SERVER)
-        self.transport.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                             b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
+        self.transport.write(reply)
         self.pumping = asyncio.ensure_future(self._pump(self.instance))
         self._frames()
 
