@@ -26,21 +26,31 @@ PAUSE_S = 0.05  # the startup benchmark's pause between two learners
 DAMON_ADMIN = Path("/sys/kernel/mm/damon/admin/kdamonds")
 
 
-def cpu_ticks(prefix: str) -> int:
-    """Clock ticks of CPU (user and system) used so far by every process whose name starts with
-    `prefix` (`kdamond` for the kernel's DAMON threads)."""
-    total = 0
+def pids_named(prefix: str) -> list[int]:
+    """Every process whose name starts with `prefix` (`kdamond` for the kernel's DAMON threads). It
+    reads all of /proc, so it is called before a load starts, not during one."""
+    pids = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+        if entry.name.isdigit():
+            try:
+                name = (entry / "comm").read_text().rstrip("\n")
+            except OSError:
+                continue  # gone meanwhile
+            if name.startswith(prefix):
+                pids.append(int(entry.name))
+    return pids
+
+
+def cpu_ticks(pids: list[int]) -> int:
+    """Clock ticks of CPU (user and system) used so far by these processes, those gone left out."""
+    total = 0
+    for pid in pids:
         try:
-            stat = (entry / "stat").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
-            continue  # gone meanwhile
-        name, _, rest = stat.partition(" (")[2].rpartition(") ")
-        if name.startswith(prefix):
-            fields = rest.split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (proc(5): fields 14 and 15)
+            continue
+        fields = stat.rpartition(") ")[2].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (proc(5): fields 14 and 15)
     return total
 
 

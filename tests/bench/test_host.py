@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.host import core_share, cpu_ticks, damon_states, read_pages, touch_cost
+from bench.host import core_share, cpu_ticks, damon_states, pids_named, read_pages, touch_cost
 
 
 def test_every_page_is_read_once() -> None:
@@ -27,7 +27,7 @@ def test_the_figure_has_a_hot_and_a_paused_reading_of_every_sample() -> None:
     assert figures["hot_ms"]["p50"] > 0 and figures["after_pause_ms"]["p50"] > 0
 
 
-def test_the_cpu_of_processes_is_counted_by_the_start_of_their_name() -> None:
+def test_processes_are_found_by_the_start_of_their_name_and_their_cpu_counted() -> None:
     """A child that names itself, spends CPU, and then waits: its ticks count under its name."""
     name = f"spin{os.getpid()}"[:15]
     with subprocess.Popen(
@@ -35,9 +35,11 @@ def test_the_cpu_of_processes_is_counted_by_the_start_of_their_name() -> None:
     ) as child:
         try:
             assert child.stdout is not None and child.stdout.readline() == b"spent\n"
-            ticks = cpu_ticks(name[:6])
+            assert pids_named(name[:6]) == [child.pid]
+            ticks = cpu_ticks([child.pid])
             assert ticks >= 0.2 * os.sysconf("SC_CLK_TCK")
-            assert cpu_ticks(f"none{os.getpid()}") == 0
+            assert pids_named(f"none{os.getpid()}") == []
+            assert cpu_ticks([child.pid, 2**22 + 1]) == ticks  # a pid that is gone counts nothing
             assert core_share(ticks, 2.0) == ticks / os.sysconf("SC_CLK_TCK") / 2.0
         finally:
             child.kill()
