@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,15 @@ def test_without_a_compiler_the_build_says_what_to_install(
         cfloor.build(tmp_path / "cfloor")
 
 
-def test_a_build_is_reused_until_its_source_changes(tmp_path: Path) -> None:
-    binary = cfloor.build(tmp_path / "cfloor")
+def test_a_build_is_reused_until_its_source_changes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    source = tmp_path / "cfloor.c"
+    source.write_bytes(cfloor.SOURCE.read_bytes())
+    monkeypatch.setattr(cfloor, "SOURCE", source)
+    out = tmp_path / "out"
+    binary = cfloor.build(out / "cfloor")
     built = binary.stat().st_mtime_ns
     assert cfloor.build(binary).stat().st_mtime_ns == built
-    assert list(tmp_path.iterdir()) == [binary]  # no partial file left behind
+    later = binary.stat().st_mtime + 10
+    os.utime(source, (later, later))  # the source edited after the build
+    assert cfloor.build(binary).stat().st_mtime_ns != built
+    assert list(out.iterdir()) == [binary]  # no partial file left behind
