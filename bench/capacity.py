@@ -119,16 +119,18 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             gc.freeze()
             gc.disable()
             window = Window()
-            damon = pids_named("kdamond")  # found before the load: reading all of /proc takes a while
+            kdamonds = pids_named("kdamond")  # found before the load: reading all of /proc takes a while
             tasks = [asyncio.create_task(learner(c, stop, times, errors, window)) for c in clients]
             try:
                 # One interval first: every learner's first call of the step (the new sessions' first
                 # ever, and the pool refilling after them) is left out; the step measures steady use.
                 await asyncio.sleep(INTERVAL_S)
                 window.opened = time.perf_counter()
-                damon_ticks = cpu_ticks(damon)
+                damon_ticks = cpu_ticks(kdamonds)
                 await measure(times, MEASURE_S, 0 if quick else MIN_CALLS, MAX_MEASURE_S)
-                damon_share = core_share(cpu_ticks(damon) - damon_ticks, time.perf_counter() - window.opened)
+                damon_share = core_share(
+                    cpu_ticks(kdamonds) - damon_ticks, time.perf_counter() - window.opened
+                )
                 stop.set()
                 await asyncio.gather(*tasks)
             finally:

@@ -47,39 +47,35 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
 async def _measure(app: AppProcess, samples: int, client: McpClient, direct: ColdServer,
                    floor: McpClient, thin: McpClient, hop_in_c: McpClient) -> tuple[dict, list]:  # fmt: skip
     http, url, session = await _endpoint_session(app)
-    relay_times, direct_times, http_times, floor_times, thin_times, c_times = [], [], [], [], [], []
-    for i in range(samples):  # interleaved, so all see the same machine
-        began = time.perf_counter()
-        reply = await hop_in_c.call(10 + i, "tools/call", CALL)
-        assert "result" in reply, reply
-        c_times.append((time.perf_counter() - began) * 1000)
-        began = time.perf_counter()
-        reply = await thin.call(10 + i, "tools/call", CALL)
-        assert "result" in reply, reply
-        thin_times.append((time.perf_counter() - began) * 1000)
-        began = time.perf_counter()
-        reply = await client.call(10 + i, "tools/call", CALL)
-        assert "result" in reply, reply
-        relay_times.append((time.perf_counter() - began) * 1000)
-        began = time.perf_counter()
-        reply = await floor.call(10 + i, "tools/call", CALL)
-        assert "result" in reply, reply
-        floor_times.append((time.perf_counter() - began) * 1000)
-        began = time.perf_counter()
-        reply = await direct.request({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": CALL})
-        assert "result" in reply, reply
-        direct_times.append((time.perf_counter() - began) * 1000)
-        began = time.perf_counter()
-        answer = await http.post(url, json={"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": CALL},
+
+    async def over_http(id_: int) -> dict:
+        answer = await http.post(url, json={"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": CALL},
                                  headers={"Mcp-Session-Id": session})  # fmt: skip
-        assert "result" in answer.json(), answer.text
-        http_times.append((time.perf_counter() - began) * 1000)
+        return answer.json()
+
+    paths = {
+        "hop_in_c": lambda id_: hop_in_c.call(id_, "tools/call", CALL),
+        "thin": lambda id_: thin.call(id_, "tools/call", CALL),
+        "relay": lambda id_: client.call(id_, "tools/call", CALL),
+        "floor": lambda id_: floor.call(id_, "tools/call", CALL),
+        "direct": lambda id_: direct.request(
+            {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": CALL}
+        ),
+        "http": over_http,
+    }
+    times: dict[str, list[float]] = {name: [] for name in paths}
+    for i in range(samples):  # interleaved, so all see the same machine
+        for name, call in paths.items():
+            began = time.perf_counter()
+            reply = await call(10 + i)
+            assert "result" in reply, (name, reply)
+            times[name].append((time.perf_counter() - began) * 1000)
     await client.close()
     await direct.stop()
     await http.delete(url, headers={"Mcp-Session-Id": session})
     await http.aclose()
-    relay_s, direct_s, http_s = summary(relay_times), summary(direct_times), summary(http_times)
-    floor_s, thin_s, c_s = summary(floor_times), summary(thin_times), summary(c_times)
+    relay_s, direct_s, http_s = summary(times["relay"]), summary(times["direct"]), summary(times["http"])
+    floor_s, thin_s, c_s = summary(times["floor"]), summary(times["thin"]), summary(times["hop_in_c"])
     p50_ratio, p99_ratio = relay_s["p50"] / direct_s["p50"], relay_s["p99"] / direct_s["p99"]
     floor_ratio = relay_s["p50"] / floor_s["p50"]
     thin_ratio, c_ratio = thin_s["p50"] / direct_s["p50"], c_s["p50"] / direct_s["p50"]
