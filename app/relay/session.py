@@ -29,6 +29,9 @@ class Listener(Protocol):
     # Each line the server writes, as it arrives and before anything else is done with it; then the
     # same line as a transcript entry. A wire that forwards lines unchanged does it in the first.
     async def on_server_line(self, line: str) -> None: ...
+    # The same first look, sooner: in the pipe's callback as the line arrives, when nothing before it
+    # is unread. True once the line is on its way; then `on_server_line` is not called for it.
+    def server_line_now(self, line: str) -> bool: ...
     async def on_server_entry(self, entry: Entry) -> None: ...
     async def on_stderr(self, text: str, at_ms: float) -> None: ...
     async def on_state(self) -> None: ...
@@ -100,6 +103,7 @@ class RelaySession:
         self.status, self.exit_status, self.reason = "ready", None, None
         self.answered = False
         self.touch()
+        process.take_lines(self._line_now)
         self._pumps = [
             asyncio.create_task(self._pump_stdout(process), name=f"stdout-{self.id}"),
             asyncio.create_task(self._pump_stderr(process), name=f"stderr-{self.id}"),
@@ -114,6 +118,8 @@ class RelaySession:
     def take_process(self) -> ServerProcess | None:
         """Stop relaying and hand the process back to whoever releases it (Sessions)."""
         process, self.process = self.process, None
+        if process is not None:
+            process.take_lines(None)
         me = asyncio.current_task()
         for task in [*self._pumps, self._serving_watch]:
             if task is not None and task is not me:
@@ -123,17 +129,33 @@ class RelaySession:
 
     async def send(self, frame: Frame) -> Entry:
         """Record a validated client message and write its line to the server's stdin."""
-        if self.process is None or self.status != "ready":
+        process = self.process
+        if process is None or self.status != "ready":
             raise SandboxError("The server is not running.", reason="not_running", status_code=409)
         entry = self.transcript.add_client(frame.line, frame.message)  # before the write: replies pair up
         self.touch()
-        await self.process.write_line(frame.line)
+        await process.write_line(frame.line)
+        self._sent(process)
+        return entry
+
+    def send_now(self, frame: Frame) -> bool:
+        """`send` without waiting, when the server is running and its stdin has nothing queued: True
+        once recorded and written; False (nothing done) when the caller must take `send`."""
+        process = self.process
+        if process is None or self.status != "ready":
+            return False
+        if not process.write_line_now(frame.line):
+            return False
+        # Recorded after the write, but before the loop can read the reply: it still pairs up.
+        self.transcript.add_client(frame.line, frame.message)
+        self.touch()
+        self._sent(process)
+        return True
+
+    def _sent(self, process: ServerProcess) -> None:
         self.metrics.client_messages.inc()
         if self.watch_serving and not self.answered and self._serving_watch is None:
-            self._serving_watch = asyncio.create_task(
-                self._watch_serving(self.process), name=f"serving-{self.id}"
-            )
-        return entry
+            self._serving_watch = asyncio.create_task(self._watch_serving(process), name=f"serving-{self.id}")
 
     async def _watch_serving(self, process: ServerProcess) -> None:
         """Tell the listener when a learner's server, sent a message, has not answered within the time."""
@@ -147,13 +169,17 @@ class RelaySession:
             if self.listener is not None:
                 await self.listener.on_state()
 
+    def _line_now(self, line: str) -> bool:
+        listener = self.listener
+        return listener is not None and listener.server_line_now(line)
+
     async def _pump_stdout(self, process: ServerProcess) -> None:
         ended: tuple[int, str] | None = None
         try:
             while (line := await process.read_line()) is not None:
                 self.touch()
                 self.answered = True
-                if self.listener is not None:
+                if self.listener is not None and not process.last_line_taken:
                     await self.listener.on_server_line(line)
                 message, error = parse_json(line)
                 entry = self.transcript.add_server(line, None if error else message)

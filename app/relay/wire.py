@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,6 +74,22 @@ class Checks(Protocol):
         ...
 
 
+class DirectSocket(Protocol):
+    """The WebSocket connection itself (app/web/wsprotocol.py), for a pure MCP channel's usual
+    messages: each client text handed over in the socket's own callback, each server line written at
+    once, with no task to wake and no ASGI layers in between (bench/README.md, round 11)."""
+
+    def take_texts(self, taker: Callable[[str], bool] | None) -> None:
+        """From now on, offer each whole text message to `taker` first; what it declines (False) is
+        queued for `receive()` as before. None stops it."""
+        ...
+
+    def send_text_now(self, text: str) -> bool:
+        """Write one text message now; False (nothing written) when the connection cannot take it at
+        once: closing, closed, or its send buffer full."""
+        ...
+
+
 class RateLimiter:
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit = limit
@@ -81,13 +98,22 @@ class RateLimiter:
 
     def check(self) -> float | None:
         """None when one more may pass now (and it is counted), else the seconds until one may."""
+        wait = self.wait()
+        if wait is None:
+            self.count()
+        return wait
+
+    def wait(self) -> float | None:
+        """None when one more may pass now (not counted), else the seconds until one may."""
         now = time.monotonic()
         while self._times and now - self._times[0] > self.window_s:
             self._times.popleft()
         if len(self._times) >= self.limit:
             return self.window_s - (now - self._times[0])
-        self._times.append(now)
         return None
+
+    def count(self) -> None:
+        self._times.append(time.monotonic())
 
 
 class Wire:
@@ -107,6 +133,7 @@ class Wire:
         self.ended = False
         self.abusive = False  # closed for flooding: the route ends the session at once
         self.peer_close_code: int | None = None  # how the client closed, when it did
+        self.busy = False  # `run` holds a frame: a later one must not overtake it
 
     async def send_text(self, text: str) -> None:
         async with self._send_lock:
@@ -140,16 +167,23 @@ class Wire:
             if event["type"] == "websocket.disconnect":
                 self.peer_close_code = event.get("code")
                 return
-            text = event.get("text")
-            wait = self.limiter.check()
-            if wait is not None:
-                await self._rate_limited(text, wait)
-                continue
-            if text is None:  # a binary frame
-                data = event.get("bytes") or b""
-                await self.refuse(binary_frame_error(), f"(a binary frame of {len(data)} bytes)")
-                continue
-            await self.on_text(text)
+            self.busy = True
+            try:
+                await self._on_event(event)
+            finally:
+                self.busy = False
+
+    async def _on_event(self, event: Mapping[str, Any]) -> None:
+        text = event.get("text")
+        wait = self.limiter.check()
+        if wait is not None:
+            await self._rate_limited(text, wait)
+            return
+        if text is None:  # a binary frame
+            data = event.get("bytes") or b""
+            await self.refuse(binary_frame_error(), f"(a binary frame of {len(data)} bytes)")
+            return
+        await self.on_text(text)
 
     async def _rate_limited(self, text: str | None, wait: float) -> None:
         if self.refused.check() is not None:
@@ -172,6 +206,9 @@ class Wire:
 
     def admit(self, text: str) -> Frame | FrameError:
         return parse_client_text(text, self.limits.max_message_bytes)
+
+    def server_line_now(self, line: str) -> bool:
+        return False  # each mode sends what it sends once the line is an entry, or in on_server_line
 
     def id_of(self, text: str) -> Any:
         """The request id inside a frame, for an error reply to a frame we did not forward."""
@@ -199,6 +236,35 @@ def _close_reason(reason: str) -> str:
 
 
 class McpWire(Wire):
+    def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
+                 direct: DirectSocket | None = None) -> None:  # fmt: skip
+        super().__init__(websocket, session, sessions, limits)
+        self.direct = direct
+        if direct is not None:
+            direct.take_texts(self.text_now)
+
+    def text_now(self, text: str) -> bool:
+        """A client's text message, in the socket's callback: forwarded here when it is valid, within
+        the rate, nothing is ahead of it and the server's stdin has room. False passes it to `run`, which
+        answers everything else (a refusal, a full pipe, a stopped server) as it always has."""
+        if self.ended or self.busy or self.limiter.wait() is not None:
+            return False
+        result = self.admit(text)
+        if isinstance(result, FrameError) or not self.session.send_now(result):
+            return False
+        self.limiter.count()
+        return True
+
+    def server_line_now(self, line: str) -> bool:
+        # Written at once unless a send is under way (its frame goes first) or the socket is busy.
+        if self.direct is None or self.ended or self._send_lock.locked():
+            return False
+        return self.direct.send_text_now(line)
+
+    async def finish(self) -> None:
+        if self.direct is not None:
+            self.direct.take_texts(None)
+
     async def on_text(self, text: str) -> None:
         result = self.admit(text)
         if isinstance(result, FrameError):
@@ -213,7 +279,8 @@ class McpWire(Wire):
         await self.send_json(error.reply())
 
     async def on_server_line(self, line: str) -> None:
-        # Forwarded as it came, before it is parsed and recorded: the client waits for nothing else.
+        # A line `server_line_now` could not write: forwarded as it came, before it is parsed and
+        # recorded, since the client waits for nothing else.
         await self.send_text(line)
 
     async def on_server_entry(self, entry: Entry) -> None:

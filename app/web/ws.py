@@ -17,6 +17,7 @@ from app.sandbox.errors import CapacityError, SandboxError
 from app.web.errors import error_body
 from app.web.guard import same_origin
 from app.web.state import AppState
+from app.web.wsprotocol import DIRECT
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -126,7 +127,7 @@ async def relay(websocket: WebSocket) -> None:
     limits = WireLimits.from_settings(state.settings)
     wire: McpWire | EnvelopeWire
     if mode == MCP_SUBPROTOCOL:
-        wire = McpWire(websocket, session, sessions, limits)
+        wire = McpWire(websocket, session, sessions, limits, direct=websocket.scope["extensions"].get(DIRECT))
     else:
         checks = step_checks(state, params.get("step"), owner.learner)
         wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks)

@@ -4,10 +4,17 @@ per-connection chatter left unmade."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn._types import ASGISendEvent
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidState
+from websockets.http11 import Request
+
+# The scope extension under which a connection offers itself to the relay (app/relay/wire.py's
+# DirectSocket).
+DIRECT = "playground.direct"
 
 # uvicorn's line for an accepted WebSocket, and the websockets library's (which uvicorn hands its
 # logger) for one opened and one closed. The relay logs each session it starts and ends, with its id.
@@ -53,6 +60,46 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         super().__init__(*args, **kwargs)
         self.logger = _QUIET  # type: ignore[assignment]
         self.conn.logger = _QUIET
+        self.text_sink: Callable[[str], bool] | None = None
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)  # only an upgrade gets one
+        if scope is not None:
+            scope["extensions"][DIRECT] = self
+
+    # --- the relay's direct way (DirectSocket) -----------------------------------------------------
+
+    def take_texts(self, sink: Callable[[str], bool] | None) -> None:
+        self.text_sink = sink
+
+    def send_receive_event_to_app(self) -> None:
+        # A whole text message with nothing queued before it goes to the sink first; anything else,
+        # or what the sink declines, goes to the app's queue as uvicorn does it.
+        sink = self.text_sink
+        if (sink is not None and self.curr_msg_data_type == "text" and len(self.frames) == 1
+                and not self.close_sent and self.queue.empty()):  # fmt: skip
+            try:
+                text = self.frames[0].decode()
+            except UnicodeDecodeError:
+                pass  # uvicorn's own path closes with 1007
+            else:
+                if sink(text):
+                    self.frames = []
+                    return
+        super().send_receive_event_to_app()
+
+    def send_text_now(self, text: str) -> bool:
+        if (not self.handshake_complete or self.close_sent or self.disconnected
+                or self.initial_response is not None or not self.writable.is_set()
+                or self.transport.is_closing()):  # fmt: skip
+            return False
+        try:
+            self.conn.send_text(text.encode())
+        except InvalidState:
+            return False
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        return True
 
     async def send(self, message: ASGISendEvent) -> None:
         await super().send(message)

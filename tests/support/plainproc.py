@@ -26,6 +26,7 @@ class PlainProcess:
         self.exited = asyncio.Event()
         self._status: ExitStatus | None = None
         self._waiter = asyncio.create_task(self._wait())
+        self.last_line_taken = False  # it offers no line to a taker
 
     async def _wait(self) -> None:
         code = await self.proc.wait()
@@ -44,6 +45,18 @@ class PlainProcess:
             await stdin.drain()
         except (ConnectionError, BrokenPipeError) as exc:
             raise SandboxError("The server has stopped.", reason="exited", status_code=410) from exc
+
+    def write_line_now(self, line: str) -> bool:
+        stdin = self.proc.stdin
+        if stdin is None or stdin.is_closing() or self._status is not None:
+            return False
+        if stdin.transport.get_write_buffer_size():
+            return False
+        stdin.write(line.encode() + b"\n")
+        return True
+
+    def take_lines(self, taker: object) -> None:
+        pass  # every line goes through read_line
 
     async def read_line(self) -> str | None:
         assert self.proc.stdout is not None
