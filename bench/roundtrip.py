@@ -4,16 +4,22 @@ floor (bench/floor.py: the same WebSocket stack and sandboxed server, bytes copi
 and the thin floor (bench/thinfloor.py: the thinnest forwarder in Python to the same sandboxed
 server, no uvicorn, no ASGI), which says how far below the relay any relay in Python could go; and
 the hop in C (bench/cfloor.py: the same sandboxed server, the messages copied by a C program), which
-says what the hop itself costs on this host when no Python is on the data path."""
+says what the hop itself costs on this host when no Python is on the data path.
+
+Every WebSocket path is measured with the lean client (bench/leanclient.py), which is built as the
+direct baseline's pipe client is and differs from it in framing alone; the relay is also measured with
+the `websockets` client the tests use, as a figure beside the targets."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import httpx
 
 from bench import floor as bare
 from bench.cold import ColdServer
+from bench.leanclient import LeanClient
 from bench.stats import summary
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient
@@ -23,8 +29,11 @@ CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     samples = 200 if quick else 600
-    client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
+    relay_url = app.ws_base + "/ws/demo-orders"
+    client = await LeanClient.connect(relay_url)
     await client.initialize()
+    library = await McpClient.connect(relay_url)
+    await library.initialize()
     direct = ColdServer()
     await direct.start()
     async with (
@@ -32,20 +41,17 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         bare.serving(app.uid_base + 6000, module="bench.thinfloor") as thin_url,
         bare.serving(app.uid_base + 7000, module="bench.cfloor") as c_url,
     ):
-        floor = await McpClient.connect(floor_url)
-        await floor.initialize()
-        thin = await McpClient.connect(thin_url)
-        await thin.initialize()
-        hop_in_c = await McpClient.connect(c_url)
-        await hop_in_c.initialize()
-        figures, table = await _measure(app, samples, client, direct, floor, thin, hop_in_c)
-        for forwarder in (floor, thin, hop_in_c):
+        forwarders = [await LeanClient.connect(url) for url in (floor_url, thin_url, c_url)]
+        for forwarder in forwarders:
+            await forwarder.initialize()
+        figures, table = await _measure(app, samples, client, library, direct, *forwarders)
+        for forwarder in forwarders:
             await forwarder.close()
     return figures, table
 
 
-async def _measure(app: AppProcess, samples: int, client: McpClient, direct: ColdServer,
-                   floor: McpClient, thin: McpClient, hop_in_c: McpClient) -> tuple[dict, list]:  # fmt: skip
+async def _measure(app: AppProcess, samples: int, client: LeanClient, library: McpClient, direct: ColdServer,
+                   floor: LeanClient, thin: LeanClient, hop_in_c: LeanClient) -> tuple[dict, list]:  # fmt: skip
     http, url, session = await _endpoint_session(app)
 
     async def over_http(id_: int) -> dict:
@@ -58,31 +64,41 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
         "thin": lambda id_: thin.call(id_, "tools/call", CALL),
         "relay": lambda id_: client.call(id_, "tools/call", CALL),
         "floor": lambda id_: floor.call(id_, "tools/call", CALL),
+        "library": lambda id_: library.call(id_, "tools/call", CALL),
         "direct": lambda id_: direct.request(
             {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": CALL}
         ),
         "http": over_http,
     }
     times: dict[str, list[float]] = {name: [] for name in paths}
-    for i in range(samples):  # interleaved, so all see the same machine
-        for name, call in paths.items():
+    order, shuffler = list(paths), random.Random(19)
+    for i in range(samples):
+        # Interleaved, so that all see the same machine, and in a new order each time, since the path
+        # before a call moves its time: in a fixed order the hop in C read 1.17-1.28x direct, shuffled
+        # 1.03-1.07x (bench/README.md, round 12).
+        shuffler.shuffle(order)
+        for name in order:
+            call = paths[name]
             began = time.perf_counter()
             reply = await call(10 + i)
             assert "result" in reply, (name, reply)
             times[name].append((time.perf_counter() - began) * 1000)
     await client.close()
+    await library.close()
     await direct.stop()
     await http.delete(url, headers={"Mcp-Session-Id": session})
     await http.aclose()
     relay_s, direct_s, http_s = summary(times["relay"]), summary(times["direct"]), summary(times["http"])
     floor_s, thin_s, c_s = summary(times["floor"]), summary(times["thin"]), summary(times["hop_in_c"])
+    library_s = summary(times["library"])
     p50_ratio, p99_ratio = relay_s["p50"] / direct_s["p50"], relay_s["p99"] / direct_s["p99"]
     floor_ratio = relay_s["p50"] / floor_s["p50"]
     thin_ratio, c_ratio = thin_s["p50"] / direct_s["p50"], c_s["p50"] / direct_s["p50"]
     figures = {"relay_ms": relay_s, "direct_ms": direct_s, "http_ms": http_s, "floor_ms": floor_s,
                "thin_floor_ms": thin_s, "p50_ratio": p50_ratio, "p99_ratio": p99_ratio,
                "floor_p50_ratio": floor_ratio, "thin_floor_direct_p50_ratio": thin_ratio,
-               "hop_in_c_ms": c_s, "hop_in_c_direct_p50_ratio": c_ratio}  # fmt: skip
+               "hop_in_c_ms": c_s, "hop_in_c_direct_p50_ratio": c_ratio, "relay_websockets_client_ms": library_s,
+               "relay_websockets_client_direct_p50_ratio": library_s["p50"] / direct_s["p50"]}  # fmt: skip
     table = [
         (
             "tools/call round trip p50, relay/floor",
@@ -106,6 +122,12 @@ async def _measure(app: AppProcess, samples: int, client: McpClient, direct: Col
             "  the hop in C, no Python on the data path/direct",
             f"{c_s['p50']:.2f} ms ({c_ratio:.2f}x)",
             "bench/cfloor.py",
+            "",
+        ),
+        (
+            "  the relay/direct with the `websockets` client",
+            f"{library_s['p50']:.2f} ms ({library_s['p50'] / direct_s['p50']:.2f}x)",
+            "the tests' client; the rows above use bench/leanclient.py",
             "",
         ),
         (

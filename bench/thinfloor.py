@@ -12,8 +12,6 @@ Run as `python -m bench.thinfloor PORT UID_BASE`; serves any path (subprotocol `
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import signal
 import struct
 import sys
@@ -25,30 +23,15 @@ from websockets.speedups import apply_mask
 from app.sandbox.instance import Instance
 from app.sandbox.pool import InstancePool
 from bench.floor import SERVER, make_pool
-
-ACCEPT_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455, section 1.3
-TEXT, CLOSE = 0x1, 0x8
+from bench.wsframe import CLOSE, TEXT, accept_for, frame
 
 
 def upgrade_reply(head: bytes) -> bytes:
     """The 101 that accepts a client's upgrade request (`head`: its lines, up to the blank one)."""
     key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
                if line.lower().startswith(b"sec-websocket-key:"))  # fmt: skip
-    accept = base64.b64encode(hashlib.sha1(key + ACCEPT_GUID).digest())
     return (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
-
-
-def frame(opcode: int, payload: bytes) -> bytes:
-    """A whole, unmasked frame (a server's)."""
-    size = len(payload)
-    if size < 126:
-        head = struct.pack("!BB", 0x80 | opcode, size)
-    elif size < 1 << 16:
-        head = struct.pack("!BBH", 0x80 | opcode, 126, size)
-    else:
-        head = struct.pack("!BBQ", 0x80 | opcode, 127, size)
-    return head + payload
+            b"Sec-WebSocket-Accept: " + accept_for(key) + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
 
 
 class ThinForwarder(asyncio.Protocol):

@@ -8,7 +8,7 @@ from websockets.streams import StreamReader
 
 from bench import floor as bare
 from bench.roundtrip import CALL
-from bench.thinfloor import CLOSE, TEXT, frame
+from bench.wsframe import CLOSE, TEXT, frame
 from tests.support.wsclient import McpClient
 
 UID_BASE = 3_470_000
