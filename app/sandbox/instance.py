@@ -93,8 +93,9 @@ class Instance:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
         loop = asyncio.get_running_loop()
-        # One message per line and no line cap in the SDK: our own cap, plus room for the newline.
-        stdout = self._stdout = asyncio.StreamReader(limit=self.max_line_bytes + 1)
+        # One message per line and no line cap in the SDK: our own. asyncio measures a line against the
+        # limit without its separator, as `_within_limits` does, so the cap is the limit itself.
+        stdout = self._stdout = asyncio.StreamReader(limit=self.max_line_bytes)
         transport, _ = await loop.connect_read_pipe(
             lambda: _StdoutProtocol(stdout, self._offer), os.fdopen(out_r, "rb", 0)
         )

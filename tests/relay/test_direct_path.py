@@ -19,6 +19,7 @@ import httpx
 import pytest
 import websockets
 
+from app.protocol.jsonrpc import to_line
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import RECV_TIMEOUT_S, McpClient
@@ -238,6 +239,32 @@ async def test_a_line_over_the_limit_is_never_forwarded(tight: AppProcess) -> No
     assert [frame["error"]["code"] for frame in got if "method" not in frame] == [-32002] * len(got)
     assert code == 1011
     assert "longer than" in reason
+
+
+async def test_a_line_of_exactly_the_limit_passes_and_one_more_byte_ends_it(tight: AppProcess) -> None:
+    # The limit is the line's bytes without its newline, judged alike by both ways (the direct one in
+    # the pipe's callback, the queued one in `read_line`).
+    save(tight, "exact", ECHO)
+    client = await connect(tight, "exact")
+
+    def padded(id_: int, size: int) -> dict[str, Any]:
+        message = request(id_, pad="")
+        message["params"]["pad"] = "p" * (size - len(to_line(message).encode()))
+        assert len(to_line(message).encode()) == size
+        return message
+
+    try:
+        await client.send(padded(1, TIGHT_LINE))
+        assert (await client.recv())["id"] == 1
+        await client.send(padded(2, TIGHT_LINE + 1))
+        got, (code, reason) = await until_closed(client)
+    finally:
+        await client.close()
+    # No echo of the long line; only the relay's own answers to the requests left open (the echo of
+    # request 1 was a request of the server's, so request 1 never got its answer).
+    assert sorted((frame["id"], frame["error"]["code"]) for frame in got) == [(1, -32002), (2, -32002)]
+    assert code == 1011
+    assert f"longer than {TIGHT_LINE} bytes" in reason
 
 
 async def test_output_past_the_cap_is_never_forwarded(tight: AppProcess) -> None:
