@@ -4,7 +4,7 @@ The direct round trip (bench/cold.py) writes a line to a pipe on asyncio's strea
 a line back under `wait_for`. This client does the same on a TCP stream, with only what RFC 6455 asks
 of a client in between: the upgrade, a frame header, each frame masked with a fresh random key, a
 pong for each ping. So the two clients differ in framing alone, and what the `websockets` library
-spends on each message (0.06-0.09 ms of a round trip on these hosts, bench/README.md round 12) is no
+spends on each message (0.03-0.08 ms of a round trip in round 12's runs, bench/README.md) is no
 longer charged to the forwarder being measured. The tests' client (`tests/support/wsclient.py`, on
 `websockets`) stays a figure of its own in `roundtrip.py`.
 
