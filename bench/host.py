@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import platform
 import time
 from pathlib import Path
 
@@ -24,6 +25,23 @@ from bench.stats import summary
 PAGES = 2000
 PAUSE_S = 0.05  # the startup benchmark's pause between two learners
 DAMON_ADMIN = Path("/sys/kernel/mm/damon/admin/kdamonds")
+
+
+def machine(cpuinfo: Path = Path("/proc/cpuinfo"), meminfo: Path = Path("/proc/meminfo")) -> dict:
+    """What the figures came from: the CPU's model as the guest sees it, how many, the memory, the
+    kernel and the Python, so that a table can name its machine."""
+    model = "unknown CPU"
+    for line in cpuinfo.read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() in ("model name", "Model") and value.strip():  # "Model" on some ARM kernels
+            model = value.strip()
+            break
+    memory_kib = 0
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            memory_kib = int(line.split()[1])
+    return {"cpu": model, "cpus": os.cpu_count(), "memory_gib": round(memory_kib / 2**20, 1),
+            "kernel": platform.release(), "python": platform.python_version()}  # fmt: skip
 
 
 def pids_named(prefix: str) -> list[int]:
@@ -106,7 +124,14 @@ def run(quick: bool) -> tuple[dict, list]:
     paused, hot = figures["after_pause_ms"]["p50"], figures["hot_ms"]["p50"]
     figures["damon"] = damon_states()
     running = figures["damon"].count("on")
+    box = figures["machine"] = machine()
     table = [
+        (
+            "host: the machine",
+            f"{box['cpu']}, {box['cpus']} CPUs, {box['memory_gib']} GiB",
+            f"Linux {box['kernel']}, Python {box['python']}",
+            "",
+        ),
         (
             f"host: {PAGES} resident pages read after {PAUSE_S * 1000:.0f} ms idle",
             f"{paused:.2f} ms ({paused / hot:.0f}x)",

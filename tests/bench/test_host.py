@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.host import core_share, cpu_ticks, damon_states, pids_named, read_pages, touch_cost
+from bench.host import core_share, cpu_ticks, damon_states, machine, pids_named, read_pages, touch_cost
 
 
 def test_every_page_is_read_once() -> None:
@@ -64,3 +64,30 @@ def test_damon_states_are_read_from_its_sysfs_interface(tmp_path: Path) -> None:
     (tmp_path / "nr_kdamonds").write_text("2\n")
     assert damon_states(tmp_path) == ["on", "off"]
     assert damon_states(tmp_path / "missing") == []
+
+
+def test_the_machine_is_named_from_proc(tmp_path: Path) -> None:
+    cpuinfo, meminfo = tmp_path / "cpuinfo", tmp_path / "meminfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B14\n\nprocessor\t: 1\n"
+    )
+    meminfo.write_text("MemTotal:       24624504 kB\nMemFree:        21000000 kB\n")
+    box = machine(cpuinfo, meminfo)
+    assert box["cpu"] == "AMD EPYC 9B14"
+    assert box["memory_gib"] == 23.5
+    assert box["cpus"] == os.cpu_count()
+    assert box["kernel"] and box["python"].count(".") == 2
+
+
+def test_a_machine_whose_cpuinfo_names_no_model_is_still_named(tmp_path: Path) -> None:
+    cpuinfo, meminfo = tmp_path / "cpuinfo", tmp_path / "meminfo"
+    cpuinfo.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n")
+    meminfo.write_text("MemTotal:       2048 kB\n")
+    box = machine(cpuinfo, meminfo)
+    assert box["cpu"] == "unknown CPU"
+    assert box["memory_gib"] == 0.0
+
+
+def test_this_machine_is_named() -> None:
+    box = machine()
+    assert box["cpu"] and box["cpus"] >= 1 and box["memory_gib"] > 0
