@@ -149,10 +149,21 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         for i in range(0, len(clients), 100):
             await asyncio.gather(*(c.close() for c in clients[i : i + 100]), return_exceptions=True)
     figures = {"max_sessions_p99_under_100ms": best, "steps": steps}
+    return figures, [table_row(steps)]
+
+
+def table_row(steps: list[dict]) -> tuple[str, str, str, str]:
+    """The capacity row: the last step that held, with its p99, and the step that did not, with its
+    own, so that the margin on each side shows; kdamond's share at the last step measured."""
+    held = [step for step in steps if step["ok"]]
+    measured = f"{held[-1]['sessions']} (p99 {held[-1]['p99_ms']:.1f} ms)" if held else "0"
+    if steps and not steps[-1]["ok"]:
+        failed = steps[-1]
+        why = f"{failed['errors']} errors" if failed["errors"] else f"p99 {failed['p99_ms']:.1f} ms"
+        measured += f"; {failed['sessions']}: {why}"
     last = steps[-1] if steps else None
     host = f"kdamond {last['kdamond_core_share']:.0%} of a core at {last['sessions']}" if last else "-"
-    table = [("capacity: sessions with p99 <= 100 ms (1 call / 3 s each)", f"{best}", host, ">= 2000")]
-    return figures, table
+    return ("capacity: sessions with p99 <= 100 ms (1 call / 3 s each)", measured, host, ">= 2000")
 
 
 def run_on_uvloop(app: AppProcess, quick: bool) -> tuple[dict, list]:

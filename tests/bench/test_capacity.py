@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bench.capacity import measure, next_due
+from bench.capacity import measure, next_due, table_row
 
 
 def test_the_next_call_is_one_interval_after_the_last_one_was_due_not_after_its_reply() -> None:
@@ -54,3 +54,28 @@ def test_a_step_with_too_few_calls_still_ends_at_its_bound() -> None:
     began = time.monotonic()
     asyncio.run(measure([], at_least_s=0.01, min_calls=1000, at_most_s=0.3))
     assert 0.3 <= time.monotonic() - began < 30
+
+
+def step(sessions: int, p99_ms: float, ok: bool, errors: int = 0) -> dict:
+    return {"sessions": sessions, "p50_ms": 1.5, "p99_ms": p99_ms, "calls": 2000, "errors": errors, "ok": ok,
+            "kdamond_core_share": 0.36}  # fmt: skip
+
+
+def test_the_row_shows_the_margin_on_both_sides_of_the_last_step_that_held() -> None:
+    row = table_row([step(1000, 12.1, True), step(1250, 47.8, True), step(1500, 116.6, False)])
+    assert row[1] == "1250 (p99 47.8 ms); 1500: p99 116.6 ms"
+    assert row[2] == "kdamond 36% of a core at 1500"
+
+
+def test_a_step_that_failed_on_errors_says_so_rather_than_its_p99() -> None:
+    row = table_row([step(100, 2.6, True), step(250, 3.1, False, errors=4)])
+    assert row[1] == "100 (p99 2.6 ms); 250: 4 errors"
+
+
+def test_every_step_held() -> None:
+    assert table_row([step(1750, 86.4, True), step(2000, 99.6, True)])[1] == "2000 (p99 99.6 ms)"
+
+
+def test_nothing_held() -> None:
+    assert table_row([step(100, 240.0, False)])[1] == "0; 100: p99 240.0 ms"
+    assert table_row([])[1:3] == ("0", "-")
