@@ -3,27 +3,25 @@
 Each session sends one tools/call every 3 s (a learner reading, then trying something). The load
 steps up until the p99 goes over the bound, memory runs short, or the time budget is spent.
 
-The load generator shares the machine with what it measures, so it is kept lean: it runs on uvloop
-(`run_on_uvloop`, as the web process does), its collector is kept out of the measured windows, and
-its clients send no WebSocket pings, as a browser sends none (the server's ping every 20 s stays).
+The load generator shares the machine with what it measures, so it is kept lean: its learners are
+callbacks on one connection each, with no task per call (bench/learners.py); it runs on uvloop
+(`run_on_uvloop`, as the web process does); its collector is kept out of the measured windows; and
+its learners send no WebSocket pings, as a browser sends none (they answer the server's).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import math
-import random
 import resource
 import time
-from dataclasses import dataclass
 
 import uvloop
 
 from bench.host import core_share, cpu_ticks, pids_named
+from bench.learners import Learner, Step
 from bench.stats import summary
 from tests.support.appserver import AppProcess
-from tests.support.wsclient import McpClient
 
 TARGET_P99_MS = 100.0
 INTERVAL_S = 3.0
@@ -38,44 +36,6 @@ BUDGET_S = 600.0
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
 
 
-@dataclass
-class Window:
-    """When the measured window opened (perf_counter seconds); not yet until the warm-up interval ends."""
-
-    opened: float = float("inf")
-
-
-async def learner(client: McpClient, stop: asyncio.Event, times: list[float], errors: list[str],
-                  window: Window) -> None:  # fmt: skip
-    """One call every INTERVAL_S until `stop`; the times of the calls that began in the `window`.
-
-    Each learner keeps its own phase: its calls are due at a random offset plus whole intervals, not
-    an interval after its last reply. Waiting an interval after each reply would let one slow moment
-    line learners up: every call it delayed would come back at once, three seconds later, and again,
-    a herd of hundreds of servers woken together that no class of learners acting on their own
-    makes (seen at 1500 sessions: bursts of 100-200 runnable processes every 3 s, p50 150 ms). A
-    call that overruns its slot moves the next one to the following slot of the same phase."""
-    loop = asyncio.get_running_loop()
-    due = loop.time() + random.uniform(0, INTERVAL_S)  # learners do not act in step
-    n = 100
-    while not stop.is_set():
-        await asyncio.sleep(max(due - loop.time(), 0))  # a plain sleep: wait_for would cost a task per call
-        if stop.is_set():
-            return
-        began = time.perf_counter()
-        try:
-            reply = await client.call(n, "tools/call", CALL)
-            if "result" not in reply:
-                errors.append(str(reply)[:200])
-        except Exception as exc:  # a dropped session counts against the step
-            errors.append(repr(exc))
-            return
-        if began >= window.opened:
-            times.append((time.perf_counter() - began) * 1000)
-        n += 1
-        due = next_due(due, loop.time(), INTERVAL_S)
-
-
 async def measure(times: list[float], at_least_s: float, min_calls: int, at_most_s: float) -> None:
     """Wait `at_least_s`, then until `times` holds `min_calls` or `at_most_s` have passed."""
     began = time.monotonic()
@@ -84,17 +44,10 @@ async def measure(times: list[float], at_least_s: float, min_calls: int, at_most
         await asyncio.sleep(min(0.5, max(at_most_s - (time.monotonic() - began), 0)))
 
 
-def next_due(due: float, now: float, interval: float) -> float:
-    """The first slot after `now` on the grid of `due` plus whole `interval`s: a learner's phase stays."""
-    if due + interval > now:
-        return due + interval
-    return due + (math.floor((now - due) / interval) + 1) * interval
-
-
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
-    clients: list[McpClient] = []
+    learners: list[Learner] = []
     steps = []
     best = 0
     began = time.monotonic()
@@ -102,40 +55,33 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         for target in QUICK_STEPS if quick else STEPS:
             if time.monotonic() - began > BUDGET_S:
                 break
-            while len(clients) < target:
-                batch = min(25, target - len(clients))
-                url = app.ws_base + "/ws/demo-orders"
-                new = await asyncio.gather(
-                    *(McpClient.connect(url, ping_interval=None) for _ in range(batch))
-                )
-                await asyncio.gather(*(c.initialize() for c in new))
-                clients.extend(new)
-            stop = asyncio.Event()
-            times: list[float] = []
-            errors: list[str] = []
+            url = app.ws_base + "/ws/demo-orders"
+            while len(learners) < target:
+                batch = min(25, target - len(learners))
+                learners.extend(await asyncio.gather(*(Learner.open(url) for _ in range(batch))))
             # The load generator's own collector would stall every call in flight (a full collection
             # over 2000 clients took 80-150 ms here): its objects are set aside while it measures.
             gc.collect()
             gc.freeze()
             gc.disable()
-            window = Window()
             kdamonds = pids_named("kdamond")  # found before the load: reading all of /proc takes a while
-            tasks = [asyncio.create_task(learner(c, stop, times, errors, window)) for c in clients]
+            step = Step(CALL, INTERVAL_S)
+            step.start(learners)
             try:
                 # One interval first: every learner's first call of the step (the new sessions' first
                 # ever, and the pool refilling after them) is left out; the step measures steady use.
                 await asyncio.sleep(INTERVAL_S)
-                window.opened = time.perf_counter()
+                step.open_window()
                 damon_ticks = cpu_ticks(kdamonds)
-                await measure(times, MEASURE_S, 0 if quick else MIN_CALLS, MAX_MEASURE_S)
+                await measure(step.times_ms, MEASURE_S, 0 if quick else MIN_CALLS, MAX_MEASURE_S)
                 damon_share = core_share(
-                    cpu_ticks(kdamonds) - damon_ticks, time.perf_counter() - window.opened
+                    cpu_ticks(kdamonds) - damon_ticks, time.perf_counter() - step.window_opened
                 )
-                stop.set()
-                await asyncio.gather(*tasks)
+                await step.stop()
             finally:
                 gc.enable()
                 gc.unfreeze()
+            times, errors = step.times_ms, step.errors
             stats = summary(times) if times else {"p50": float("nan"), "p99": float("inf"), "n": 0}
             ok = stats["p99"] <= TARGET_P99_MS and not errors
             steps.append({"sessions": target, "p50_ms": stats["p50"], "p99_ms": stats["p99"], "calls": stats["n"],
@@ -146,8 +92,10 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
                 break
             best = target
     finally:
-        for i in range(0, len(clients), 100):
-            await asyncio.gather(*(c.close() for c in clients[i : i + 100]), return_exceptions=True)
+        for i in range(0, len(learners), 100):
+            await asyncio.gather(
+                *(learner.close() for learner in learners[i : i + 100]), return_exceptions=True
+            )
     figures = {"max_sessions_p99_under_100ms": best, "steps": steps}
     return figures, [table_row(steps)]
 

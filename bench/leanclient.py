@@ -22,13 +22,19 @@ import struct
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench.wsframe import CLOSE, CONTINUATION, PING, PONG, TEXT, accept_for, frame
+from bench.wsframe import (
+    CLOSE,
+    CONTINUATION,
+    PING,
+    PONG,
+    TEXT,
+    HandshakeRefused,
+    frame,
+    upgrade_refusal,
+    upgrade_request,
+)
 
 TIMEOUT_S = 60.0  # as the direct baseline's read
-
-
-class HandshakeRefused(Exception):
-    """The server answered the upgrade with something other than 101 and the `mcp` subprotocol."""
 
 
 class LeanClient:
@@ -41,27 +47,15 @@ class LeanClient:
         host, port = parts.hostname or "127.0.0.1", parts.port or 80
         reader, writer = await asyncio.open_connection(host, port)
         key = base64.b64encode(os.urandom(16))  # section 4.1
-        writer.write(
-            f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key.decode()}\r\nSec-WebSocket-Version: 13\r\n"
-            "Sec-WebSocket-Protocol: mcp\r\n\r\n".encode()
-        )
+        writer.write(upgrade_request(host, port, parts.path, key))
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT_S)
         except asyncio.IncompleteReadError as closed:
             writer.close()
             raise HandshakeRefused(f"{url}: closed during the upgrade: {closed.partial[:200]!r}") from None
-        status, *lines = head.decode("latin-1").split("\r\n")
-        headers = {
-            name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines)
-        }
-        if (
-            status.split(" ")[1:2] != ["101"]
-            or headers.get("sec-websocket-accept") != accept_for(key).decode()
-            or headers.get("sec-websocket-protocol") != "mcp"
-        ):
+        if why := upgrade_refusal(head[:-4], key):
             writer.close()
-            raise HandshakeRefused(f"{url}: {status!r}, headers {headers}")
+            raise HandshakeRefused(f"{url}: {why}")
         return cls(reader, writer)
 
     def _send(self, opcode: int, payload: bytes) -> None:

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import struct
 import sys
 from typing import cast
 
 import uvloop
-from websockets.speedups import apply_mask
 
 from app.sandbox.instance import Instance
 from app.sandbox.pool import InstancePool
 from bench.floor import SERVER, make_pool
-from bench.wsframe import CLOSE, TEXT, accept_for, frame
+from bench.wsframe import CLOSE, TEXT, accept_for, frame, parse
 
 
 def upgrade_reply(head: bytes) -> bytes:
@@ -63,19 +61,9 @@ class ThinForwarder(asyncio.Protocol):
 
     def _frames(self) -> None:
         assert self.instance is not None
-        buffer = self.buffer
-        while len(buffer) >= 2:
-            first, second = buffer[0], buffer[1]
-            size, at = second & 0x7F, 2
-            if size == 126:
-                size, at = (struct.unpack_from("!H", buffer, 2)[0], 4) if len(buffer) >= 4 else (-1, 0)
-            elif size == 127:
-                size, at = (struct.unpack_from("!Q", buffer, 2)[0], 10) if len(buffer) >= 10 else (-1, 0)
-            if size < 0 or len(buffer) < at + 4 + size:
-                break  # the rest of this frame is still on its way
-            mask, payload = buffer[at : at + 4], buffer[at + 4 : at + 4 + size]
-            buffer = buffer[at + 4 + size :]
-            payload = apply_mask(payload, mask)
+        buffer, at = self.buffer, 0
+        while parsed := parse(buffer, at):
+            first, _, payload, at = parsed
             if first & 0x0F == TEXT:
                 assert self.instance._stdin is not None
                 self.instance._stdin.write(payload + b"\n")
@@ -83,7 +71,7 @@ class ThinForwarder(asyncio.Protocol):
                 self.transport.write(frame(CLOSE, payload))
                 self.transport.close()
                 break
-        self.buffer = buffer
+        self.buffer = buffer[at:]
 
     async def _pump(self, instance: Instance) -> None:
         assert instance._stdout is not None

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from bench.capacity import measure, next_due, table_row
+from bench.capacity import measure, table_row
+from bench.learners import next_due
 
 
 def test_the_next_call_is_one_interval_after_the_last_one_was_due_not_after_its_reply() -> None:

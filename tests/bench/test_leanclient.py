@@ -5,28 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from http import HTTPStatus
 
 import pytest
-from websockets.asyncio.server import ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
+from websockets.asyncio.server import ServerConnection
 
-from bench.leanclient import HandshakeRefused, LeanClient
+from bench.leanclient import LeanClient
 from bench.roundtrip import CALL
-
-Handler = Callable[[ServerConnection], Awaitable[None]]
-
-
-@asynccontextmanager
-async def server(handler: Handler, **options) -> AsyncIterator[str]:  # noqa: ANN003
-    """A real `websockets` server on a free loopback port, offering the `mcp` subprotocol."""
-    options.setdefault("subprotocols", ["mcp"])
-    async with serve(handler, "127.0.0.1", 0, max_size=None, **options) as running:
-        port = next(iter(running.sockets)).getsockname()[1]
-        yield f"ws://127.0.0.1:{port}/ws/demo-orders"
+from tests.support.wsserver import server
 
 
 async def echo(ws: ServerConnection) -> None:
@@ -93,21 +78,6 @@ async def test_closing_sends_a_normal_close_and_waits_for_the_servers() -> None:
             while not codes:
                 await asyncio.sleep(0.01)
     assert codes == [1000]
-
-
-async def test_a_refused_upgrade_is_a_clear_error() -> None:
-    def refuse(ws: ServerConnection, request: Request) -> Response:
-        return Response(HTTPStatus.TOO_MANY_REQUESTS, "Too Many Requests", Headers(), b"full\n")
-
-    async with server(echo, process_request=refuse) as url:
-        with pytest.raises(HandshakeRefused, match="429"):
-            await LeanClient.connect(url)
-
-
-async def test_an_upgrade_without_the_mcp_subprotocol_is_refused() -> None:
-    async with server(echo, subprotocols=["other"], select_subprotocol=lambda ws, offered: None) as url:
-        with pytest.raises(HandshakeRefused, match="101"):
-            await LeanClient.connect(url)
 
 
 async def test_a_tools_call_through_the_real_relay(live_app) -> None:  # noqa: ANN001
