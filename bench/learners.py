@@ -84,7 +84,7 @@ class Step:
             await asyncio.wait_for(asyncio.shield(self._ended), timeout_s)
         except TimeoutError:
             for learner in list(self.learners):
-                learner.fail(f"no reply in {timeout_s:.0f} s")
+                learner.fail(f"no reply in {timeout_s:g} s")
 
     def left(self, learner: Learner) -> None:
         self.learners.discard(learner)
@@ -149,7 +149,7 @@ class Learner(asyncio.Protocol):
             if self.awaited in done:
                 return self.awaited.result()
             raise ConnectionError(
-                self.closed.result() if self.closed in done else f"no reply in {TIMEOUT_S:.0f} s"
+                self.closed.result() if self.closed in done else f"no reply in {TIMEOUT_S:g} s"
             )
         finally:
             self.awaited = None
@@ -171,6 +171,9 @@ class Learner(asyncio.Protocol):
 
     def join(self, step: Step) -> None:
         self.step = step
+        if self.closed.done():  # the session ended between steps: an error of this one, at once
+            self.fail(self.closed.result())
+            return
         self.due = self.loop.time() + random.uniform(0, step.interval_s)  # learners do not act in step
         self.timer = self.loop.call_at(self.due, self._call)
 
