@@ -108,7 +108,8 @@ class Learner(asyncio.Protocol):
         self.parts: list[bytes] = []
         self.upgraded: asyncio.Future[None] = loop.create_future()
         self.closed: asyncio.Future[str] = loop.create_future()  # why: the server's close, or the loss
-        self.awaited: asyncio.Future[dict] | None = None  # a reply the set-up waits for
+        self.awaited: asyncio.Future[dict] | None = None  # a reply the set-up waits for, and its id
+        self.awaited_id: int | str | None = None
         self.step: Step | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.id = 100
@@ -141,7 +142,7 @@ class Learner(asyncio.Protocol):
 
     async def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send a request and wait for its reply (the set-up's; a step's calls are callbacks)."""
-        self.awaited = self.loop.create_future()
+        self.awaited, self.awaited_id = self.loop.create_future(), message["id"]
         self.send(message)
         try:
             done, _ = await asyncio.wait([self.awaited, self.closed], timeout=TIMEOUT_S,
@@ -269,7 +270,7 @@ class Learner(asyncio.Protocol):
             self.transport.write(frame(CLOSE, code.to_bytes(2, "big"), mask=os.urandom(4)))
 
     def _message(self, message: dict[str, Any]) -> None:
-        if self.awaited is not None and not self.awaited.done():
+        if self.awaited is not None and message.get("id") == self.awaited_id and not self.awaited.done():
             self.awaited.set_result(message)
         elif self.in_flight and message.get("id") == self.id:
             self._reply(message)

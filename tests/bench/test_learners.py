@@ -231,6 +231,18 @@ async def test_closing_sends_a_normal_close_and_waits_for_the_servers() -> None:
     assert codes == [1000]
 
 
+async def test_a_notification_before_the_initialize_reply_is_not_taken_for_it() -> None:
+    async def handler(ws: ServerConnection) -> None:
+        request = json.loads(await ws.recv())
+        await ws.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}))
+        await ws.send(reply_to(request, result={"protocolVersion": "2025-06-18"}))
+        await ws.wait_closed()
+
+    async with server(handler) as url:
+        learner = await Learner.open(url)
+        await learner.close()
+
+
 async def test_a_refused_initialize_is_a_clear_error() -> None:
     async def handler(ws: ServerConnection) -> None:
         request = json.loads(await ws.recv())
