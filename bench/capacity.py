@@ -50,12 +50,12 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     learners: list[Learner] = []
     steps = []
     best = 0
+    url = app.ws_base + "/ws/demo-orders"
     began = time.monotonic()
     try:
         for target in QUICK_STEPS if quick else STEPS:
             if time.monotonic() - began > BUDGET_S:
                 break
-            url = app.ws_base + "/ws/demo-orders"
             while len(learners) < target:
                 batch = min(25, target - len(learners))
                 learners.extend(await asyncio.gather(*(Learner.open(url) for _ in range(batch))))

@@ -21,6 +21,7 @@ import time
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+from app.protocol import messages
 from bench.wsframe import (
     CLOSE,
     CONTINUATION,
@@ -34,6 +35,7 @@ from bench.wsframe import (
     upgrade_request,
 )
 
+CLIENT_INFO = {"name": "bench", "version": "1"}
 TIMEOUT_S = 60.0  # a reply later than this is an error, not a slow call: it bounds a broken server
 
 
@@ -129,12 +131,10 @@ class Learner(asyncio.Protocol):
         learner = cast(Learner, learner)
         try:
             await asyncio.wait_for(asyncio.shield(learner.upgraded), TIMEOUT_S)
-            reply = await learner.ask({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                       "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                  "clientInfo": {"name": "bench", "version": "1"}}})  # fmt: skip
+            reply = await learner.ask(messages.initialize(1, "2025-06-18", client_info=CLIENT_INFO))
             if "result" not in reply:
                 raise ConnectionError(f"initialize refused: {str(reply)[:200]}")
-            learner.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            learner.send(messages.initialized())
         except BaseException:
             learner.transport.close()
             raise
@@ -187,7 +187,7 @@ class Learner(asyncio.Protocol):
         self.id += 1
         self.in_flight = True
         self.began = time.perf_counter()
-        self.send({"jsonrpc": "2.0", "id": self.id, "method": "tools/call", "params": step.call})
+        self.send(messages.request(self.id, "tools/call", step.call))
 
     def _reply(self, reply: dict[str, Any]) -> None:
         step = self.step
