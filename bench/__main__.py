@@ -71,7 +71,8 @@ def main() -> int:
                 results[name] = figures
                 rows.extend(table)
             if not args.skip_capacity:
-                print("running capacity (stepping up sessions; learners as callbacks on uvloop, no client pings) ...",
+                print("running capacity (stepping up sessions, then the floor at the last step; learners as callbacks "
+                      "on uvloop, no client pings) ...",
                       flush=True)  # fmt: skip
                 figures, table = capacity.run_on_uvloop(app, quick=args.quick)
                 results["capacity"] = figures

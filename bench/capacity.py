@@ -7,6 +7,12 @@ The load generator shares the machine with what it measures, so it is kept lean:
 callbacks on one connection each, with no task per call (bench/learners.py); it runs on uvloop
 (`run_on_uvloop`, as the web process does); its collector is kept out of the measured windows; and
 its learners send no WebSocket pings, as a browser sends none (they answer the server's).
+
+The bound is absolute, and the machine's speed and its own background work (the kernel's DAMON,
+bench/README.md) move it from run to run. So after the step-up, the floor (bench/floor.py: the same
+stack and sandboxed servers with nothing of ours) carries the load of the relay's last step, and the
+row shows it beside the relay's: a floor over the bound there says the machine, not the relay, is
+what stopped the step-up that day.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import time
 
 import uvloop
 
+from bench import floor as bare
 from bench.host import core_share, cpu_ticks, pids_named
 from bench.learners import Learner, Step
 from bench.stats import summary
@@ -33,6 +40,10 @@ MEASURE_S = 12.0
 MIN_CALLS = 2000
 MAX_MEASURE_S = 60.0
 BUDGET_S = 600.0
+# The floor's servers take uids this far above the app's, clear of the app's and the other floors'.
+FLOOR_UID_OFFSET = 10_000
+# Room in the floor's pool beyond the learners: a session's server is replaced as it ends.
+FLOOR_SPARE = 50
 CALL = {"name": "get_order_status", "arguments": {"order_id": "481516"}}
 
 
@@ -42,6 +53,52 @@ async def measure(times: list[float], at_least_s: float, min_calls: int, at_most
     await asyncio.sleep(at_least_s)
     while len(times) < min_calls and time.monotonic() - began < at_most_s:
         await asyncio.sleep(min(0.5, max(at_most_s - (time.monotonic() - began), 0)))
+
+
+async def open_learners(url: str, learners: list[Learner], target: int) -> None:
+    """Open learners on `url` until `learners` holds `target`, 25 at a time, as a class arrives."""
+    while len(learners) < target:
+        batch = min(25, target - len(learners))
+        learners.extend(await asyncio.gather(*(Learner.open(url) for _ in range(batch))))
+
+
+async def close_learners(learners: list[Learner]) -> None:
+    for i in range(0, len(learners), 100):
+        await asyncio.gather(*(learner.close() for learner in learners[i : i + 100]), return_exceptions=True)
+
+
+async def measure_step(learners: list[Learner], quick: bool) -> dict:
+    """One step: every learner calls once an interval; its p50, p99, errors and kdamond's share."""
+    # The load generator's own collector would stall every call in flight (a full collection
+    # over 2000 clients took 80-150 ms here): its objects are set aside while it measures.
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    kdamonds = pids_named("kdamond")  # found before the load: reading all of /proc takes a while
+    step = Step(CALL, INTERVAL_S)
+    step.start(learners)
+    try:
+        # One interval first: every learner's first call of the step (the new sessions' first
+        # ever, and the pool refilling after them) is left out; the step measures steady use.
+        await asyncio.sleep(INTERVAL_S)
+        step.open_window()
+        damon_ticks = cpu_ticks(kdamonds)
+        await measure(step.times_ms, MEASURE_S, 0 if quick else MIN_CALLS, MAX_MEASURE_S)
+        damon_share = core_share(cpu_ticks(kdamonds) - damon_ticks, time.perf_counter() - step.window_opened)
+        await step.stop()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+    times, errors = step.times_ms, step.errors
+    stats = summary(times) if times else {"p50": float("nan"), "p99": float("inf"), "n": 0}
+    ok = stats["p99"] <= TARGET_P99_MS and not errors
+    return {"sessions": len(learners), "p50_ms": stats["p50"], "p99_ms": stats["p99"], "calls": stats["n"],
+            "errors": len(errors), "ok": ok, "kdamond_core_share": damon_share}  # fmt: skip
+
+
+def describe(step: dict, who: str = "") -> str:
+    return (f"  {who}{step['sessions']} sessions: p50 {step['p50_ms']:.1f} ms, p99 {step['p99_ms']:.1f} ms, "
+            f"{step['errors']} errors, kdamond {step['kdamond_core_share']:.0%} of a core")  # fmt: skip
 
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
@@ -56,62 +113,54 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         for target in QUICK_STEPS if quick else STEPS:
             if time.monotonic() - began > BUDGET_S:
                 break
-            while len(learners) < target:
-                batch = min(25, target - len(learners))
-                learners.extend(await asyncio.gather(*(Learner.open(url) for _ in range(batch))))
-            # The load generator's own collector would stall every call in flight (a full collection
-            # over 2000 clients took 80-150 ms here): its objects are set aside while it measures.
-            gc.collect()
-            gc.freeze()
-            gc.disable()
-            kdamonds = pids_named("kdamond")  # found before the load: reading all of /proc takes a while
-            step = Step(CALL, INTERVAL_S)
-            step.start(learners)
-            try:
-                # One interval first: every learner's first call of the step (the new sessions' first
-                # ever, and the pool refilling after them) is left out; the step measures steady use.
-                await asyncio.sleep(INTERVAL_S)
-                step.open_window()
-                damon_ticks = cpu_ticks(kdamonds)
-                await measure(step.times_ms, MEASURE_S, 0 if quick else MIN_CALLS, MAX_MEASURE_S)
-                damon_share = core_share(
-                    cpu_ticks(kdamonds) - damon_ticks, time.perf_counter() - step.window_opened
-                )
-                await step.stop()
-            finally:
-                gc.enable()
-                gc.unfreeze()
-            times, errors = step.times_ms, step.errors
-            stats = summary(times) if times else {"p50": float("nan"), "p99": float("inf"), "n": 0}
-            ok = stats["p99"] <= TARGET_P99_MS and not errors
-            steps.append({"sessions": target, "p50_ms": stats["p50"], "p99_ms": stats["p99"], "calls": stats["n"],
-                          "errors": len(errors), "ok": ok, "kdamond_core_share": damon_share})  # fmt: skip
-            print(f"  {target} sessions: p50 {stats['p50']:.1f} ms, p99 {stats['p99']:.1f} ms, "
-                  f"{len(errors)} errors, kdamond {damon_share:.0%} of a core", flush=True)  # fmt: skip
-            if not ok:
+            await open_learners(url, learners, target)
+            steps.append(await measure_step(learners, quick))
+            print(describe(steps[-1]), flush=True)
+            if not steps[-1]["ok"]:
                 break
             best = target
     finally:
-        for i in range(0, len(learners), 100):
-            await asyncio.gather(
-                *(learner.close() for learner in learners[i : i + 100]), return_exceptions=True
-            )
-    figures = {"max_sessions_p99_under_100ms": best, "steps": steps}
-    return figures, [table_row(steps)]
+        await close_learners(learners)
+    floor = await floor_step(app.uid_base + FLOOR_UID_OFFSET, steps[-1]["sessions"], quick) if steps else None
+    figures = {"max_sessions_p99_under_100ms": best, "steps": steps, "floor": floor}
+    return figures, [table_row(steps, floor)]
 
 
-def table_row(steps: list[dict]) -> tuple[str, str, str, str]:
+async def floor_step(uid_base: int, sessions: int, quick: bool) -> dict:
+    """The floor (bench/floor.py: the same stack and sandboxed servers, nothing of ours) under the
+    load of the relay's last step, right after it: whether the machine held that step without us."""
+    learners: list[Learner] = []
+    async with bare.serving(uid_base, capacity=sessions + FLOOR_SPARE) as url:
+        try:
+            await open_learners(url, learners, sessions)
+            step = await measure_step(learners, quick)
+        finally:
+            await close_learners(learners)
+    print(describe(step, "the floor, "), flush=True)
+    return step
+
+
+def table_row(steps: list[dict], floor: dict | None = None) -> tuple[str, str, str, str]:
     """The capacity row: the last step that held, with its p99, and the step that did not, with its
-    own, so that the margin on each side shows; kdamond's share at the last step measured."""
+    own, so that the margin on each side shows; beside it, the floor at the last step measured, and
+    kdamond's share at that step for each."""
     held = [step for step in steps if step["ok"]]
     measured = f"{held[-1]['sessions']} (p99 {held[-1]['p99_ms']:.1f} ms)" if held else "0"
     if steps and not steps[-1]["ok"]:
-        failed = steps[-1]
-        why = f"{failed['errors']} errors" if failed["errors"] else f"p99 {failed['p99_ms']:.1f} ms"
-        measured += f"; {failed['sessions']}: {why}"
+        measured += f"; {steps[-1]['sessions']}: {outcome(steps[-1])}"
     last = steps[-1] if steps else None
-    host = f"kdamond {last['kdamond_core_share']:.0%} of a core at {last['sessions']}" if last else "-"
-    return ("capacity: sessions with p99 <= 100 ms (1 call / 3 s each)", measured, host, ">= 2000")
+    if last is None:
+        baseline = "-"
+    elif floor is None:
+        baseline = f"kdamond {last['kdamond_core_share']:.0%} of a core at {last['sessions']}"
+    else:
+        baseline = (f"floor at {floor['sessions']}: {outcome(floor)}; kdamond {last['kdamond_core_share']:.0%} "
+                    f"of a core ({floor['kdamond_core_share']:.0%} floor)")  # fmt: skip
+    return ("capacity: sessions with p99 <= 100 ms (1 call / 3 s each)", measured, baseline, ">= 2000")
+
+
+def outcome(step: dict) -> str:
+    return f"{step['errors']} errors" if step["errors"] else f"p99 {step['p99_ms']:.1f} ms"
 
 
 def run_on_uvloop(app: AppProcess, quick: bool) -> tuple[dict, list]:

@@ -6,7 +6,7 @@ that copies messages both ways in one poll() loop, and waits for it to end. Ever
 round trip crosses only C and the kernel, so this says what relay/direct a hop outside Python would
 reach on this host. A measuring stick, never to be served.
 
-Run as `python -m bench.cfloor PORT UID_BASE`; serves any path (subprotocol `mcp`). Needs a C
+Run as `python -m bench.cfloor PORT UID_BASE CAPACITY`; serves any path (subprotocol `mcp`). Needs a C
 compiler (`cc`); the binary is built once into build/.
 """
 
@@ -18,14 +18,13 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import uvloop
 
 from app.sandbox.instance import Instance
 from app.sandbox.pool import InstancePool
-from bench.floor import SERVER, make_pool
+from bench.floor import SERVER, command_line, make_pool
 from bench.thinfloor import upgrade_reply
 
 SOURCE = Path(__file__).with_name("cfloor.c")
@@ -82,13 +81,13 @@ async def handle(conn: socket.socket, pool: InstancePool, binary: Path) -> None:
             await pool.release(instance)
 
 
-async def serve(port: int, uid_base: int) -> None:
+async def serve(port: int, uid_base: int, capacity: int) -> None:
     """Serve until SIGTERM, then end the pool's instances."""
     binary = build()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    pool = make_pool(uid_base)
+    pool = make_pool(uid_base, capacity)
     await pool.start()
     listener = socket.create_server(("127.0.0.1", port))
     listener.setblocking(False)
@@ -115,7 +114,7 @@ async def serve(port: int, uid_base: int) -> None:
 
 
 def main() -> None:
-    uvloop.run(serve(int(sys.argv[1]), int(sys.argv[2])))
+    uvloop.run(serve(*command_line()))
 
 
 if __name__ == "__main__":

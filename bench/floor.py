@@ -4,7 +4,7 @@ uvicorn's WebSocket (the same implementation and options as the app) to the pipe
 sandboxed demo server from the same fork server, copying text both ways: no validation, no
 transcript, no findings, no checks, no admission. Whatever the relay costs above this is ours.
 
-Run as `python -m bench.floor PORT UID_BASE`; serves `/ws/demo-orders` (subprotocol `mcp`).
+Run as `python -m bench.floor PORT UID_BASE CAPACITY`; serves `/ws/demo-orders` (subprotocol `mcp`).
 """
 
 from __future__ import annotations
@@ -33,15 +33,21 @@ CAPACITY = 64
 WARM = Settings.model_fields["warm_pool_size"].default
 
 
-def make_pool(uid_base: int) -> InstancePool:
+def command_line() -> tuple[int, int, int]:
+    """A floor's arguments, as `serving` passes them: its port, its first uid, its capacity."""
+    port, uid_base, capacity = sys.argv[1:4]
+    return int(port), int(uid_base), int(capacity)
+
+
+def make_pool(uid_base: int, capacity: int = CAPACITY) -> InstancePool:
     """The sandboxed servers a floor forwards to: the app's pool, its defaults, one server."""
-    return InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=CAPACITY,
+    return InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=capacity,
                         pool_sizes={SERVER: WARM}, uid_base=uid_base, max_line_bytes=4 << 20,
                         max_output_bytes=1 << 30)  # fmt: skip
 
 
-def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
-    pool = make_pool(uid_base)
+def make_app(uid_base: int, capacity: int = CAPACITY):  # noqa: ANN201 - a bare ASGI callable
+    pool = make_pool(uid_base, capacity)
 
     async def app(scope, receive, send) -> None:  # noqa: ANN001
         if scope["type"] == "lifespan":
@@ -81,11 +87,12 @@ def make_app(uid_base: int):  # noqa: ANN201 - a bare ASGI callable
 
 
 @asynccontextmanager
-async def serving(uid_base: int, module: str = "bench.floor") -> AsyncIterator[str]:
+async def serving(uid_base: int, module: str = "bench.floor", capacity: int = CAPACITY) -> AsyncIterator[str]:
     """Run the floor (or `module`, another forwarder run the same way) in its own process on a free
-    port; yield its WebSocket URL once it answers an initialize, and end the process on the way out."""
+    port, handing out at most `capacity` servers at once from uids above `uid_base`; yield its
+    WebSocket URL once it answers an initialize, and end the process on the way out."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", module, str(port), str(uid_base)],
+    proc = subprocess.Popen([sys.executable, "-m", module, str(port), str(uid_base), str(capacity)],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     url = f"ws://127.0.0.1:{port}/ws/{SERVER}"
     try:
@@ -107,9 +114,9 @@ async def serving(uid_base: int, module: str = "bench.floor") -> AsyncIterator[s
 
 
 def main() -> None:
-    port, uid_base = int(sys.argv[1]), int(sys.argv[2])
+    port, uid_base, capacity = command_line()
     # The app's own WebSocket protocol class (app/__main__.py), so the floor's stack stays the app's.
-    uvicorn.run(make_app(uid_base), host="127.0.0.1", port=port, ws=WebSocketProtocol,
+    uvicorn.run(make_app(uid_base, capacity), host="127.0.0.1", port=port, ws=WebSocketProtocol,
                 ws_per_message_deflate=False, log_level="warning", lifespan="on")  # fmt: skip
 
 

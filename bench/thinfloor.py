@@ -6,21 +6,20 @@ message straight to the pipe of the same sandboxed demo server from the same poo
 (bench/floor.py), copying its lines back. It speaks only as much WebSocket as the benchmark's client
 uses (whole masked text frames, a close) and checks nothing: a measuring stick, never to be served.
 
-Run as `python -m bench.thinfloor PORT UID_BASE`; serves any path (subprotocol `mcp`).
+Run as `python -m bench.thinfloor PORT UID_BASE CAPACITY`; serves any path (subprotocol `mcp`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from typing import cast
 
 import uvloop
 
 from app.sandbox.instance import Instance
 from app.sandbox.pool import InstancePool
-from bench.floor import SERVER, make_pool
+from bench.floor import SERVER, command_line, make_pool
 from bench.wsframe import CLOSE, TEXT, accept_for, frame, parse
 
 
@@ -89,12 +88,12 @@ class ThinForwarder(asyncio.Protocol):
             asyncio.ensure_future(self.pool.release(self.instance))
 
 
-async def serve(port: int, uid_base: int) -> None:
+async def serve(port: int, uid_base: int, capacity: int) -> None:
     """Serve until SIGTERM, then end the pool's instances (as uvicorn's shutdown does the floor's)."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    pool = make_pool(uid_base)
+    pool = make_pool(uid_base, capacity)
     await pool.start()
     server = await loop.create_server(lambda: ThinForwarder(pool), "127.0.0.1", port)
     try:
@@ -105,7 +104,7 @@ async def serve(port: int, uid_base: int) -> None:
 
 
 def main() -> None:
-    uvloop.run(serve(int(sys.argv[1]), int(sys.argv[2])))
+    uvloop.run(serve(*command_line()))
 
 
 if __name__ == "__main__":

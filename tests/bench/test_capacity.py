@@ -1,5 +1,6 @@
 """The capacity benchmark's learners keep their own phase, so a slow moment cannot line them up,
-and a step measures enough calls for its p99 to mean the same at every step."""
+a step measures enough calls for its p99 to mean the same at every step, and the floor carries the
+relay's last step on as many servers as it needs."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ import time
 
 import pytest
 
+from app.sandbox.pool import UID_SLACK
+from bench import capacity
+from bench import floor as bare
 from bench.capacity import measure, table_row
-from bench.learners import next_due
+from bench.learners import Learner, next_due
+from bench.wsframe import HandshakeRefused
+
+UID_BASE = 3_490_000
 
 
 def test_the_next_call_is_one_interval_after_the_last_one_was_due_not_after_its_reply() -> None:
@@ -57,9 +64,9 @@ def test_a_step_with_too_few_calls_still_ends_at_its_bound() -> None:
     assert 0.3 <= time.monotonic() - began < 30
 
 
-def step(sessions: int, p99_ms: float, ok: bool, errors: int = 0) -> dict:
+def step(sessions: int, p99_ms: float, ok: bool, errors: int = 0, kdamond: float = 0.36) -> dict:
     return {"sessions": sessions, "p50_ms": 1.5, "p99_ms": p99_ms, "calls": 2000, "errors": errors, "ok": ok,
-            "kdamond_core_share": 0.36}  # fmt: skip
+            "kdamond_core_share": kdamond}  # fmt: skip
 
 
 def test_the_row_shows_the_margin_on_both_sides_of_the_last_step_that_held() -> None:
@@ -80,3 +87,40 @@ def test_every_step_held() -> None:
 def test_nothing_held() -> None:
     assert table_row([step(100, 240.0, False)])[1] == "0; 100: p99 240.0 ms"
     assert table_row([])[1:3] == ("0", "-")
+
+
+def test_the_row_puts_the_floor_at_the_last_step_beside_the_relay() -> None:
+    steps = [step(1250, 23.2, True), step(1500, 254.7, False, kdamond=0.37)]
+    row = table_row(steps, floor=step(1500, 188.0, False, kdamond=0.38))
+    assert row[1] == "1250 (p99 23.2 ms); 1500: p99 254.7 ms"
+    assert row[2] == "floor at 1500: p99 188.0 ms; kdamond 37% of a core (38% floor)"
+    held = table_row([step(2000, 61.0, True)], floor=step(2000, 40.5, True, errors=0, kdamond=0.3))
+    assert held[2] == "floor at 2000: p99 40.5 ms; kdamond 36% of a core (30% floor)"
+    assert table_row(steps, floor=step(1500, 0, False, errors=3))[2].startswith("floor at 1500: 3 errors;")
+
+
+async def test_the_floor_carries_a_step_through_its_own_sandboxed_servers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A short step: calls every 0.5 s, a 1.5 s window; the real floor, servers and sandbox.
+    monkeypatch.setattr(capacity, "INTERVAL_S", 0.5)
+    monkeypatch.setattr(capacity, "MEASURE_S", 1.5)
+    result = await capacity.floor_step(UID_BASE, 4, quick=True)
+    assert result["sessions"] == 4 and result["errors"] == 0, result
+    assert result["calls"] >= 8 and result["ok"], result  # 4 learners, about 3 calls each in the window
+    assert 0 <= result["kdamond_core_share"] < 2
+
+
+async def test_a_floor_hands_out_as_many_servers_as_it_is_given_room_for() -> None:
+    """The floor's pool is sized by its `capacity` (for the capacity benchmark, the relay's last step):
+    with room for one session, its uids (the session's, the warm servers', the slack) run out."""
+    room = 1 + bare.WARM + UID_SLACK
+    learners: list[Learner] = []
+    async with bare.serving(UID_BASE + 1000, capacity=1) as url:
+        try:
+            with pytest.raises((HandshakeRefused, ConnectionError)):
+                for _ in range(room + 1):
+                    learners.append(await Learner.open(url))
+            assert len(learners) <= room
+        finally:
+            await capacity.close_learners(learners)
