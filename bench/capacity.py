@@ -113,7 +113,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     steps = []
     best = 0
     url = app.ws_base + "/ws/demo-orders"
-    idle = len(app_servers(app))  # the warm pools, before any learner comes
+    idle = len(servers(app.uid_base))  # the warm pools, before any learner comes
     began = time.monotonic()
     try:
         for target in QUICK_STEPS if quick else STEPS:
@@ -130,14 +130,15 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     floor = None
     if steps:
         # The relay's servers end first: thousands exiting at once would load the floor's step.
-        await wait_until_async(lambda: len(app_servers(app)) <= idle + SERVERS_LEFT, SERVERS_END_S, 0.5)
+        await wait_until_async(lambda: len(servers(app.uid_base)) <= idle + SERVERS_LEFT, SERVERS_END_S, 0.5)
         floor = await floor_step(app.uid_base + FLOOR_UID_OFFSET, steps[-1]["sessions"], quick)
     figures = {"max_sessions_p99_under_100ms": best, "steps": steps, "floor": floor}
     return figures, [table_row(steps, floor)]
 
 
-def app_servers(app: AppProcess) -> list:
-    return processes_in_uid_range(app.uid_base, app.uid_base + FLOOR_UID_OFFSET)
+def servers(uid_base: int) -> list:
+    """The sandboxed processes of the app, or of the floor, whose uids start at `uid_base`."""
+    return processes_in_uid_range(uid_base, uid_base + FLOOR_UID_OFFSET)
 
 
 async def floor_step(uid_base: int, sessions: int, quick: bool) -> dict:
@@ -157,6 +158,11 @@ async def floor_step(uid_base: int, sessions: int, quick: bool) -> dict:
             step = await measure_step(learners, quick)
         finally:
             await close_learners(learners)
+            # Its servers end on their own as their sessions do; stopping the floor under them
+            # would only race them (and fill the output with signals for servers already gone).
+            await wait_until_async(
+                lambda: len(servers(uid_base)) <= bare.WARM + SERVERS_LEFT, SERVERS_END_S, 0.5
+            )
     print(describe(step, "the floor, "), flush=True)
     return step
 
