@@ -89,8 +89,9 @@ def make_app(uid_base: int, capacity: int = CAPACITY):  # noqa: ANN201 - a bare 
 @asynccontextmanager
 async def serving(uid_base: int, module: str = "bench.floor", capacity: int = CAPACITY) -> AsyncIterator[str]:
     """Run the floor (or `module`, another forwarder run the same way) in its own process on a free
-    port, handing out at most `capacity` servers at once from uids above `uid_base`; yield its
-    WebSocket URL once it answers an initialize, and end the process on the way out."""
+    port, its pool sized for `capacity` sessions at once (as the app's is for its cap) on uids from
+    `uid_base`; yield its WebSocket URL once it answers an initialize, and end the process on the way
+    out."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", module, str(port), str(uid_base), str(capacity)],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
