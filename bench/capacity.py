@@ -130,7 +130,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     floor = None
     if steps:
         # The relay's servers end first: thousands exiting at once would load the floor's step.
-        await wait_until_async(lambda: len(servers(app.uid_base)) <= idle + SERVERS_LEFT, SERVERS_END_S, 0.5)
+        await servers_ended(app.uid_base, idle)
         floor = await floor_step(app.uid_base + FLOOR_UID_OFFSET, steps[-1]["sessions"], quick)
     figures = {"max_sessions_p99_under_100ms": best, "steps": steps, "floor": floor}
     return figures, [table_row(steps, floor)]
@@ -139,6 +139,15 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
 def servers(uid_base: int) -> list:
     """The sandboxed processes of the app, or of the floor, whose uids start at `uid_base`."""
     return processes_in_uid_range(uid_base, uid_base + FLOOR_UID_OFFSET)
+
+
+async def servers_ended(uid_base: int, warm: int) -> bool:
+    """Wait until the servers on uids from `uid_base` are down to their `warm` pool (and a few on
+    their way out); say so if they are not by the deadline, since the next step is then loaded."""
+    if await wait_until_async(lambda: len(servers(uid_base)) <= warm + SERVERS_LEFT, SERVERS_END_S, 0.5):
+        return True
+    print(f"  {len(servers(uid_base))} servers still running after {SERVERS_END_S:g} s; going on", flush=True)
+    return False
 
 
 async def floor_step(uid_base: int, sessions: int, quick: bool) -> dict:
@@ -160,9 +169,7 @@ async def floor_step(uid_base: int, sessions: int, quick: bool) -> dict:
             await close_learners(learners)
             # Its servers end on their own as their sessions do; stopping the floor under them
             # would only race them (and fill the output with signals for servers already gone).
-            await wait_until_async(
-                lambda: len(servers(uid_base)) <= bare.WARM + SERVERS_LEFT, SERVERS_END_S, 0.5
-            )
+            await servers_ended(uid_base, bare.WARM)
     print(describe(step, "the floor, "), flush=True)
     return step
 

@@ -124,3 +124,16 @@ async def test_a_floor_hands_out_as_many_servers_as_it_is_given_room_for() -> No
             assert len(learners) <= room
         finally:
             await capacity.close_learners(learners)
+
+
+async def test_servers_that_do_not_end_by_the_deadline_are_said_and_the_benchmark_goes_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running = [object()] * (4 + capacity.SERVERS_LEFT + 3)
+    monkeypatch.setattr(capacity, "servers", lambda uid_base: running)
+    monkeypatch.setattr(capacity, "SERVERS_END_S", 0.2)
+    assert await capacity.servers_ended(UID_BASE, warm=4) is False
+    assert f"{len(running)} servers still running after 0.2 s; going on" in capsys.readouterr().out
+    del running[4 + capacity.SERVERS_LEFT :]  # down to the warm pool and a few on their way out
+    assert await capacity.servers_ended(UID_BASE, warm=4) is True
+    assert capsys.readouterr().out == ""
