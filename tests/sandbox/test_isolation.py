@@ -12,6 +12,7 @@ import socket
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support.appserver import AppProcess
@@ -46,18 +47,28 @@ async def test_every_instance_is_confined_as_the_host_sees_it(
     probe_app: AppProcess, probe: McpClient
 ) -> None:
     me = json.loads(await probe.tool(2, "whoami"))
-    # The probe's take started a refill, which is in the uid range from its setuid until its filter
-    # loads: look at a moment when every process has finished starting. One that never does is still
-    # in the last look, and fails below. (That none is handed out before its filter loads is
-    # test_forkserver_requests.py's test_an_instance_is_confined_before_it_is_reported_spawned.)
+    # The probe's take started a refill, and on a busy machine the other servers' warm pools may still
+    # be filling: a process is in the uid range from its setuid until its filter loads. Look at a
+    # moment when the pools are full and every process in the range has finished starting: then the
+    # range holds exactly the probe's server and the warm instances /healthz counts. One that never
+    # finishes starting, or one that is neither, keeps that moment from coming, and fails below.
+    # (That none is handed out before its filter loads is test_forkserver_requests.py's
+    # test_an_instance_is_confined_before_it_is_reported_spawned.)
     processes: list = []
+    warm: dict[str, int] = {}
 
-    def started() -> bool:
+    def settled() -> bool:
+        warm.update(httpx.get(probe_app.base + "/healthz", timeout=30).json()["warm_pool"])
         processes[:] = processes_in_uid_range(*uid_range(probe_app))
-        return all(proc.status.get("Seccomp") == "2" for proc in processes)
+        return (
+            warm.get("test-probe") == 1
+            and len(processes) == 1 + sum(warm.values())
+            and all(proc.status.get("Seccomp") == "2" for proc in processes)
+        )
 
-    await wait_until_async(started)
-    assert len(processes) >= 2  # the probe's server, plus the warm pools
+    await wait_until_async(settled, timeout=60.0, interval=0.05)
+    assert warm.get("test-probe") == 1, warm  # the probe's pool refilled after its take
+    assert len(processes) == 1 + sum(warm.values()), (warm, processes)  # the probe's server, the pools
     own_net, own_mnt = os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/mnt")
     for proc in processes:
         assert all(uid != 0 for uid in proc.uids), proc.status["Uid"]
