@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return check_lessons(settings)
     from app.main import create_app
-    from app.web.wsprotocol import WebSocketProtocol
+    from app.web.wsprotocol import HttpProtocol, WebSocketProtocol
 
     app = create_app(settings)
     # Once the fork server is up, the web process stops being root (app/privileges.py).
@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MCP Playground on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, ws_max_size=settings.max_frame_bytes,
+        http=HttpProtocol,  # uvicorn's httptools protocol, leaving no cycle behind an upgrade
         ws=WebSocketProtocol,  # websockets' sans-I/O: measured a little quicker per message here
         ws_per_message_deflate=False,  # small JSON messages; a zlib context per connection costs memory
         ws_ping_interval=20, ws_ping_timeout=20, log_level="info", timeout_graceful_shutdown=5,

@@ -22,7 +22,7 @@ import uvicorn
 from app.config import Settings
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
-from app.web.wsprotocol import WebSocketProtocol
+from app.web.wsprotocol import HttpProtocol, WebSocketProtocol
 from tests.support.appserver import ROOT, free_port
 from tests.support.wsclient import McpClient
 
@@ -116,8 +116,8 @@ async def serving(uid_base: int, module: str = "bench.floor", capacity: int = CA
 
 def main() -> None:
     port, uid_base, capacity = command_line()
-    # The app's own WebSocket protocol class (app/__main__.py), so the floor's stack stays the app's.
-    uvicorn.run(make_app(uid_base, capacity), host="127.0.0.1", port=port, ws=WebSocketProtocol,
+    # The app's own protocol classes (app/__main__.py), so the floor's stack stays the app's.
+    uvicorn.run(make_app(uid_base, capacity), host="127.0.0.1", port=port, http=HttpProtocol, ws=WebSocketProtocol,
                 ws_per_message_deflate=False, log_level="warning", lifespan="on")  # fmt: skip
 
 
