@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,23 @@ START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
 
 
+# Every port free_port has handed out in this run. A port is bound only later, by the process it is
+# for (a replica, nginx, PostgreSQL), and until then the kernel may offer it again: a run once gave
+# nginx a replica's port, and nginx's tests then talked to the replica straight.
+_HANDED_OUT: set[int] = set()
+_HANDING_OUT = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port nothing listens on now and that this run has not handed out before."""
+    with _HANDING_OUT:
+        while True:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
 
 
 def learner_id_of(cookie: str) -> str:
