@@ -19,11 +19,13 @@ import signal
 import ssl
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -118,10 +120,13 @@ class Nginx:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode()}{self.main_errors()}")
             try:
-                httpx.get(self.base + "/healthz", timeout=2, verify=False)
-                return self
+                # Only nginx's answer counts (it adds the request id): one from whatever else holds the
+                # port means nginx is about to exit for it, which the poll above then reports.
+                if "x-request-id" in httpx.get(self.base + "/healthz", timeout=2, verify=False).headers:
+                    return self
             except httpx.TransportError:
-                time.sleep(0.05)  # polling with a deadline
+                pass
+            time.sleep(0.05)  # polling with a deadline
         raise RuntimeError("nginx did not answer: " + self.main_errors())
 
     def main_errors(self) -> str:
@@ -203,6 +208,34 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, postgres_server) -> Iterat
             nginx.stop()
             for app in apps:
                 app.stop()
+
+
+def test_nginx_is_not_taken_as_started_when_something_else_answers_on_its_port() -> None:
+    # What a port handed out twice looked like: a replica held nginx's port, answered its first
+    # look, and every test went to that replica straight while nginx exited for the port.
+    class Answer(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    nginx = Nginx([free_port()])
+    squatter = ThreadingHTTPServer(("127.0.0.1", nginx.port), Answer)
+    serving = threading.Thread(target=squatter.serve_forever)
+    serving.start()
+    try:
+        assert httpx.get(nginx.base + "/healthz", timeout=10).status_code == 200  # something answers there
+        with pytest.raises(RuntimeError, match="nginx exited.*[Aa]ddress already in use"):
+            nginx.start()
+    finally:
+        nginx.stop()
+        squatter.shutdown()
+        serving.join()
+        squatter.server_close()
 
 
 def test_a_class_of_30_is_spread_over_both_replicas_and_each_learner_stays_on_one(cluster: Cluster) -> None:
