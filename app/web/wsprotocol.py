@@ -74,8 +74,8 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         super().connection_lost(exc)
         # The scope's offer refers back to this protocol: left in place, every connection would end
         # as a reference cycle (the protocol, its transport, request, queue: about 90 objects) that
-        # only the collector frees. A client reconnecting in a loop then made the collector stop
-        # every session for 20-45 ms twice a second (bench/README.md, round 15).
+        # only the collector frees. A client reconnecting in a loop then made it stop every session
+        # for 15-55 ms every 0.4-1 s (bench/README.md, round 15).
         scope = getattr(self, "scope", None)
         if scope is not None:
             scope["extensions"].pop(DIRECT, None)
@@ -124,9 +124,9 @@ class HttpProtocol(HttpToolsProtocol):
 
     Its parser holds the protocol's bound callbacks, and the protocol holds its parser. uvicorn breaks
     that cycle in `connection_lost`, which a protocol that has handed its connection to a WebSocket
-    never gets: every WebSocket left one behind (about 30 objects) for the collector. 600 upgrades a
-    second, from one client reconnecting in a loop, made a young collection every second that
-    stopped every session for 20-50 ms (bench/README.md, round 15)."""
+    never gets: every WebSocket left one behind (about 30 objects) for the collector. Hundreds of
+    upgrades a second, from one client reconnecting in a loop, made a young collection every 0.4-1 s
+    that stopped every session for 15-55 ms (bench/README.md, round 15)."""
 
     def handle_websocket_upgrade(self) -> None:
         super().handle_websocket_upgrade()

@@ -1,7 +1,7 @@
 """app/web/wsprotocol.py's protocol classes, under a real uvicorn on uvloop, from a client that connects
 and goes in a loop: every connection it ends must be freed by reference counting alone. What only the
 collector can free piles up, and each young collection then stops every session at once (a client
-reconnecting 600 times a second made one every second, of 20-50 ms: bench/README.md, round 15)."""
+reconnecting in a loop made one every 0.4-1 s, of 15-55 ms: bench/README.md, round 15)."""
 
 from __future__ import annotations
 
