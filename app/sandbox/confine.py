@@ -48,7 +48,24 @@ def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
     """
     k.unshare(k.CLONE_NEWNS)
     k.mount(None, "/", None, k.MS_REC | k.MS_PRIVATE)
+    # The mount point is made on the host's /tmp (or $TMPDIR): ours to remove whatever happens.
     root = tempfile.mkdtemp(prefix="playground-root-")
+    try:
+        _assemble_root(root, paths, scratch)
+        os.makedirs(root + "/.old", mode=0o700)
+        k.pivot_root(root, root + "/.old")
+    except BaseException:
+        _abandon_root(root)
+        raise
+    os.chdir("/")
+    os.rmdir("/.old" + root)  # nothing is mounted on it now: the root moved away
+    k.umount("/.old", k.MNT_DETACH)
+    os.rmdir("/.old")
+    k.mount(None, "/", None, k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+
+
+def _assemble_root(root: str, paths: Iterable[str], scratch: str) -> None:
+    """Mount a small tmpfs on `root` and show in it, read-only, `paths` and the allowed devices."""
     k.mount("tmpfs", root, "tmpfs", k.MS_NOSUID | k.MS_NODEV, "size=64k,mode=0755")
     binds = _outermost(os.path.realpath(p) for p in paths if os.path.exists(p))
     for path in binds:
@@ -72,12 +89,18 @@ def build_read_only_root(paths: Iterable[str], scratch: str) -> None:
         open(target, "w").close()
         k.mount(f"/dev/{dev}", target, None, k.MS_BIND)
     os.makedirs(root + scratch, mode=0o755, exist_ok=True)
-    os.makedirs(root + "/.old", mode=0o700)
-    k.pivot_root(root, root + "/.old")
-    os.chdir("/")
-    k.umount("/.old", k.MNT_DETACH)
-    os.rmdir("/.old")
-    k.mount(None, "/", None, k.MS_REMOUNT | k.MS_RDONLY | k.MS_NOSUID | k.MS_NODEV)
+
+
+def _abandon_root(root: str) -> None:
+    """A root that could not be finished: unmount what was mounted on it and remove its mount point."""
+    try:
+        k.umount(root, k.MNT_DETACH)
+    except OSError:
+        pass  # nothing was mounted yet
+    try:
+        os.rmdir(root)
+    except OSError:
+        pass  # still busy: the host keeps an empty directory, nothing more
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:

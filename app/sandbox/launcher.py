@@ -31,7 +31,7 @@ OPTIONAL_LAYERS = frozenset({"cgroups"})
 DEFAULT_UID_SPAN = 1024
 
 # What a server's environment holds: nothing of the app's own environment (secrets, tokens).
-ENV_ALLOW = ("LANG", "LC_ALL", "TZ")
+ENV_ALLOW = ("LANG", "LC_ALL", "TZ", "TMPDIR")  # TMPDIR: where the fork server makes its mount point
 
 
 def child_environment(project_root: str) -> dict[str, str]:
