@@ -64,15 +64,17 @@ def test_a_step_with_too_few_calls_still_ends_at_its_bound() -> None:
     assert 0.3 <= time.monotonic() - began < 30
 
 
-def step(sessions: int, p99_ms: float, ok: bool, errors: int = 0, kdamond: float = 0.36) -> dict:
+def step(
+    sessions: int, p99_ms: float, ok: bool, errors: int = 0, kdamond: float = 0.36, pid1: float = 0.2
+) -> dict:
     return {"sessions": sessions, "p50_ms": 1.5, "p99_ms": p99_ms, "calls": 2000, "errors": errors, "ok": ok,
-            "kdamond_core_share": kdamond}  # fmt: skip
+            "kdamond_core_share": kdamond, "pid1_core_share": pid1}  # fmt: skip
 
 
 def test_the_row_shows_the_margin_on_both_sides_of_the_last_step_that_held() -> None:
     row = table_row([step(1000, 12.1, True), step(1250, 47.8, True), step(1500, 116.6, False)])
     assert row[1] == "1250 (p99 47.8 ms); 1500: p99 116.6 ms"
-    assert row[2] == "kdamond 36% of a core at 1500"
+    assert row[2] == "at 1500, kdamond 36%, PID 1 20% of a core"
 
 
 def test_a_step_that_failed_on_errors_says_so_rather_than_its_p99() -> None:
@@ -90,12 +92,12 @@ def test_nothing_held() -> None:
 
 
 def test_the_row_puts_the_floor_at_the_last_step_beside_the_relay() -> None:
-    steps = [step(1250, 23.2, True), step(1500, 254.7, False, kdamond=0.37)]
-    row = table_row(steps, floor=step(1500, 188.0, False, kdamond=0.38))
+    steps = [step(1250, 23.2, True), step(1500, 254.7, False, kdamond=0.37, pid1=0.15)]
+    row = table_row(steps, floor=step(1500, 188.0, False, kdamond=0.38, pid1=0.16))
     assert row[1] == "1250 (p99 23.2 ms); 1500: p99 254.7 ms"
-    assert row[2] == "floor at 1500: p99 188.0 ms; kdamond 37% of a core (38% floor)"
-    held = table_row([step(2000, 61.0, True)], floor=step(2000, 40.5, True, errors=0, kdamond=0.3))
-    assert held[2] == "floor at 2000: p99 40.5 ms; kdamond 36% of a core (30% floor)"
+    assert row[2] == "floor at 1500: p99 188.0 ms; kdamond 37% (38% floor), PID 1 15% (16% floor) of a core"
+    held = table_row([step(2000, 61.0, True)], floor=step(2000, 40.5, True, errors=0, kdamond=0.3, pid1=0.34))
+    assert held[2] == "floor at 2000: p99 40.5 ms; kdamond 36% (30% floor), PID 1 20% (34% floor) of a core"
     assert table_row(steps, floor=step(1500, 0, False, errors=3))[2].startswith("floor at 1500: 3 errors;")
 
 
@@ -108,7 +110,7 @@ async def test_the_floor_carries_a_step_through_its_own_sandboxed_servers(
     result = await capacity.floor_step(UID_BASE, 4, quick=True)
     assert result["sessions"] == 4 and result["errors"] == 0, result
     assert result["calls"] >= 8 and result["ok"], result  # 4 learners, about 3 calls each in the window
-    assert 0 <= result["kdamond_core_share"] < 2
+    assert 0 <= result["kdamond_core_share"] < 2 and 0 <= result["pid1_core_share"] < 2
 
 
 async def test_a_floor_hands_out_as_many_servers_as_it_is_given_room_for() -> None:

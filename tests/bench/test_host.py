@@ -9,7 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.host import core_share, cpu_ticks, damon_states, machine, pids_named, read_pages, touch_cost
+from bench.host import (
+    core_share,
+    cpu_ticks,
+    damon_states,
+    machine,
+    pids_named,
+    process_name,
+    read_pages,
+    touch_cost,
+)
 
 
 def test_every_page_is_read_once() -> None:
@@ -41,6 +50,8 @@ def test_processes_are_found_by_the_start_of_their_name_and_their_cpu_counted() 
             assert pids_named(f"none{os.getpid()}") == []
             assert cpu_ticks([child.pid, 2**22 + 1]) == ticks  # a pid that is gone counts nothing
             assert core_share(ticks, 2.0) == ticks / os.sysconf("SC_CLK_TCK") / 2.0
+            assert process_name(child.pid) == name
+            assert process_name(2**22 + 1) == "unknown"  # gone, or never was
         finally:
             child.kill()
 
