@@ -9,10 +9,10 @@ callbacks on one connection each, with no task per call (bench/learners.py); it 
 its learners send no WebSocket pings, as a browser sends none (they answer the server's).
 
 The bound is absolute, and the machine's speed and its own background work (the kernel's DAMON, and
-on these guests the agent at PID 1; bench/README.md) move it from run to run. So after the step-up, the floor (bench/floor.py: the same
-stack and sandboxed servers with nothing of ours) carries the load of the relay's last step, and the
-row shows it beside the relay's: a floor over the bound there says the machine, not the relay, is
-what stopped the step-up that day.
+on these guests the agent at PID 1; bench/README.md) move it from run to run. So after the step-up,
+the floor (bench/floor.py: the same stack and sandboxed servers with nothing of ours) carries the
+load of the relay's last step, and the row shows it beside the relay's: a floor over the bound there
+says the machine, not the relay, is what stopped the step-up that day.
 """
 
 from __future__ import annotations
