@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
+from app.protocol.jsonrpc import parse_json, to_line
+
 Direction = Literal["client", "server", "relay"]
 # Enough for any lesson many times over; bounds a console left running for hours.
 MAX_ENTRIES = 5000
@@ -25,39 +27,60 @@ MAX_BYTES = 2 * 1024 * 1024
 MAX_OPEN_REQUESTS = 1000
 
 
-@dataclass
-class Entry:
-    """One line on the wire. `message` is the parsed JSON (None when the line was not JSON)."""
+# Parsed messages a transcript keeps, by the size of their lines: the newest entries' (what the live
+# relay and the checks read), never one bigger than this alone. A parsed message takes up to 25 times
+# its line's memory (a line of 1 MiB of `{},{},...` holds 24 MiB as objects), so keeping every one
+# would let a session's transcript hold far more than `max_bytes`; older entries parse again on read.
+PARSED_KEEP_BYTES = 32 * 1024
 
-    seq: int
-    # "client": sent to the server; "server": written by the server; "relay": a bad client frame the
-    # relay answered itself (`line` is what the client sent, `message` the relay's error reply).
-    direction: Direction
-    at_ms: float  # since the transcript began
-    line: str
-    message: Any
-    answers: int | None = None  # for a server response: the seq of the client request it answers
-    rtt_ms: float | None = None
+_DROPPED: Any = object()  # an entry's parsed message, let go: `message` parses its line again
+
+
+class Entry:
+    """One line on the wire, with what the relay read from it: its kind, its method, and (for the
+    newest entries) the parsed JSON itself; `message` is None when the line was not JSON."""
+
+    __slots__ = ("seq", "direction", "at_ms", "line", "answers", "rtt_ms", "method", "kind", "_source",
+                 "_message")  # fmt: skip
+
+    def __init__(self, seq: int, direction: Direction, at_ms: float, line: str, message: Any,
+                 source: str | None = None) -> None:  # fmt: skip
+        self.seq = seq
+        # "client": sent to the server; "server": written by the server; "relay": a bad client frame
+        # the relay answered itself (`line` is what the client sent, `message` the relay's error reply,
+        # kept as JSON text in `source`).
+        self.direction = direction
+        self.at_ms = at_ms  # since the transcript began
+        self.line = line
+        self.answers: int | None = None  # for a server response: the seq of the client request it answers
+        self.rtt_ms: float | None = None
+        method = message.get("method") if isinstance(message, dict) else None
+        self.method: str | None = method if isinstance(method, str) else None
+        self.kind = _kind(message)
+        self._source = source
+        self._message = message
 
     @property
-    def method(self) -> str | None:
-        return self.message.get("method") if isinstance(self.message, dict) else None
+    def message(self) -> Any:
+        if self._message is not _DROPPED:
+            return self._message
+        return parse_json(self._source if self._source is not None else self.line)[0]
+
+    def forget_message(self) -> None:
+        """Let go of the parsed message; `message` parses the line again when read."""
+        self._message = _DROPPED
 
     @property
     def is_request(self) -> bool:
-        return isinstance(self.message, dict) and "method" in self.message and "id" in self.message
+        return self.kind == "request"
 
     @property
     def is_notification(self) -> bool:
-        return isinstance(self.message, dict) and "method" in self.message and "id" not in self.message
+        return self.kind == "notification"
 
     @property
     def is_response(self) -> bool:
-        return (
-            isinstance(self.message, dict)
-            and "method" not in self.message
-            and ("result" in self.message or "error" in self.message)
-        )
+        return self.kind == "response"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +92,21 @@ class Entry:
             "answers": self.answers,
             "rtt_ms": None if self.rtt_ms is None else round(self.rtt_ms, 3),
         }
+
+    def __repr__(self) -> str:
+        return (
+            f"Entry(seq={self.seq}, direction={self.direction!r}, kind={self.kind!r}, method={self.method!r})"
+        )
+
+
+def _kind(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return None
+    if "method" in message:
+        return "request" if "id" in message else "notification"
+    if "result" in message or "error" in message:
+        return "response"
+    return None
 
 
 @dataclass(frozen=True)
@@ -120,6 +158,9 @@ class Transcript:
     # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
     exchanges: deque[HttpExchange] = field(default_factory=lambda: deque(maxlen=MAX_EXCHANGES))
     exchanges_seen: int = 0
+    # The newest entries still holding their parsed message, oldest first, and their lines' size.
+    _parsed: deque[Entry] = field(default_factory=deque, repr=False)
+    _parsed_bytes: int = 0
 
     def add_exchange(self, method: str, status: int, request_headers: dict[str, str],
                      response_headers: dict[str, str], carried: dict[str, Any] | None = None) -> HttpExchange:  # fmt: skip
@@ -142,11 +183,25 @@ class Transcript:
     def _append(self, entry: Entry) -> None:
         self.entries.append(entry)
         self._by_direction[entry.direction].append(entry)
-        self.size_bytes += _size(entry.line)
+        size = _size(entry.line)
+        self.size_bytes += size
+        self._keep_parsed(entry, size)
         if len(self.entries) > self.max_entries:
             self._drop(max(self.max_entries // 10, 1))
         while self.size_bytes > self.max_bytes and len(self.entries) > 1:
             self._drop(max(len(self.entries) // 10, 1))
+
+    def _keep_parsed(self, entry: Entry, size: int) -> None:
+        """Keep `entry`'s parsed message among the newest ones, within PARSED_KEEP_BYTES."""
+        if size > PARSED_KEEP_BYTES:
+            entry.forget_message()
+            return
+        self._parsed.append(entry)
+        self._parsed_bytes += size
+        while self._parsed_bytes > PARSED_KEEP_BYTES:
+            oldest = self._parsed.popleft()
+            oldest.forget_message()
+            self._parsed_bytes -= _size(oldest.line)
 
     def _drop(self, count: int) -> None:
         """Let go of the `count` oldest entries, and of everything that indexes them."""
@@ -161,6 +216,8 @@ class Transcript:
         for entry in gone:
             self.size_bytes -= _size(entry.line)
             self._responses.pop(entry.seq, None)
+        while self._parsed and self._parsed[0].seq <= last:  # nothing kept for entries let go
+            self._parsed_bytes -= _size(self._parsed.popleft().line)
 
     def entry(self, seq: int) -> Entry | None:
         """The entry numbered `seq`, unless it was let go."""
@@ -180,7 +237,7 @@ class Transcript:
     def add_relay_error(self, text: str, reply: dict[str, Any]) -> Entry:
         """A frame the relay refused: it never reached the server; `reply` is what the client got."""
         seq, at_ms = self._next()
-        entry = Entry(seq, "relay", at_ms, text, reply)
+        entry = Entry(seq, "relay", at_ms, text, reply, source=to_line(reply))
         self._append(entry)
         return entry
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
-from app.protocol.transcript import Transcript
+from app.protocol.jsonrpc import Frame, parse_client_text, to_line
+from app.protocol.transcript import PARSED_KEEP_BYTES, Transcript
 
 
 def request(id_: object, method: str = "ping", **params: object) -> dict:
@@ -97,3 +99,50 @@ def test_an_export_comes_in_pages() -> None:
     assert [e["seq"] for e in first["entries"]] == list(range(1, 11)) and first["next_after"] == 10
     last = t.to_json(20, 10)
     assert [e["seq"] for e in last["entries"]] == list(range(21, 26)) and last["next_after"] is None
+
+
+def test_only_the_newest_entries_keep_their_parsed_message_and_older_ones_read_the_same() -> None:
+    t = Transcript("demo-orders")
+    sent = []
+    for n in range(200):  # about 1 KiB each: far more than PARSED_KEEP_BYTES together
+        message = request(n, "tools/call", name="get_order_status", arguments={"pad": "p" * 1000})
+        sent.append((t.add_client(to_line(message), message), message))
+    newest, its_message = sent[-1]
+    assert newest.message is its_message  # what the live relay reads right after: not parsed again
+    oldest, first_message = sent[0]
+    assert oldest.message == first_message and oldest.message is not first_message  # parsed again
+    assert (oldest.kind, oldest.method, oldest.is_request) == ("request", "tools/call", True)
+    kept = sum(len(entry.line) for entry, message in sent if entry.message is message)
+    assert 0 < kept <= PARSED_KEEP_BYTES
+
+
+def test_a_relay_error_reads_its_reply_back_once_let_go() -> None:
+    t = Transcript("demo-orders")
+    reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error", "data": {}}}
+    refused = t.add_relay_error("{not json", reply)
+    for n in range(100):
+        message = request(n, pad="p" * 1000)
+        t.add_client(to_line(message), message)
+    assert refused.line == "{not json" and refused.message == reply and refused.message is not reply
+
+
+def test_a_transcript_of_tiny_objects_holds_about_its_byte_cap_not_25_times_it() -> None:
+    # From a client's side: valid messages whose params are 256 KiB of `{},{},...`, parsed as the
+    # relay parses a frame. Every parsed copy kept would be about 6 MiB; only the lines may stay.
+    cap = 2 * 1024 * 1024
+    text = '{"jsonrpc":"2.0","method":"notifications/x","params":{"a":[' + ",".join(["{}"] * 87_000) + "]}}"
+    t = Transcript("demo-orders", max_bytes=cap)
+    tracemalloc.start()
+    try:
+        for _ in range(12):
+            frame = parse_client_text(text, 1 << 20)
+            assert isinstance(frame, Frame)
+            t.add_client(frame.line, frame.message)
+            del frame
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert t.dropped > 0 and t.size_bytes <= cap
+    assert held < 2.5 * cap, f"{held / 2**20:.1f} MiB held for {t.size_bytes / 2**20:.1f} MiB of lines"
+    assert len(t.entries[0].message["params"]["a"]) == 87_000  # still there, parsed when read
+    assert all(entry.seq > t.dropped for entry in t._parsed)  # nothing kept for entries let go
