@@ -27,11 +27,17 @@ MAX_BYTES = 2 * 1024 * 1024
 MAX_OPEN_REQUESTS = 1000
 
 
-# Parsed messages a transcript keeps, by the size of their lines: the newest entries' (what the live
-# relay and the checks read), never one bigger than this alone. A parsed message takes up to 25 times
+# Parsed messages a transcript keeps: the newest entries' (what the live relay and the checks read),
+# while their estimated size (`parsed_cost`) stays within this. A parsed message takes up to 25 times
 # its line's memory (a line of 1 MiB of `{},{},...` holds 24 MiB as objects), so keeping every one
 # would let a session's transcript hold far more than `max_bytes`; older entries parse again on read.
-PARSED_KEEP_BYTES = 32 * 1024
+# A tools/call and its answer count about 2.9 KB: a learner's session of 350 calls stays parsed.
+PARSED_KEEP_BYTES = 1024 * 1024
+# What each container and each element of parsed JSON is counted at, besides its text: an empty dict
+# is 64 bytes, a dict's entry with a key of its own about 150. Measured against tracemalloc, the
+# estimate came to 0.99-15 times the real size for lists of dicts, numbers and strings, big dicts
+# and MCP messages.
+PARSED_ITEM_BYTES = 128
 
 _DROPPED: Any = object()  # an entry's parsed message, let go: `message` parses its line again
 
@@ -158,8 +164,8 @@ class Transcript:
     # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
     exchanges: deque[HttpExchange] = field(default_factory=lambda: deque(maxlen=MAX_EXCHANGES))
     exchanges_seen: int = 0
-    # The newest entries still holding their parsed message, oldest first, and their lines' size.
-    _parsed: deque[Entry] = field(default_factory=deque, repr=False)
+    # The newest entries still holding their parsed message, oldest first, each with its `parsed_cost`.
+    _parsed: deque[tuple[Entry, int]] = field(default_factory=deque, repr=False)
     _parsed_bytes: int = 0
 
     def add_exchange(self, method: str, status: int, request_headers: dict[str, str],
@@ -183,25 +189,25 @@ class Transcript:
     def _append(self, entry: Entry) -> None:
         self.entries.append(entry)
         self._by_direction[entry.direction].append(entry)
-        size = _size(entry.line)
-        self.size_bytes += size
-        self._keep_parsed(entry, size)
+        self.size_bytes += _size(entry.line)
+        self._keep_parsed(entry)
         if len(self.entries) > self.max_entries:
             self._drop(max(self.max_entries // 10, 1))
         while self.size_bytes > self.max_bytes and len(self.entries) > 1:
             self._drop(max(len(self.entries) // 10, 1))
 
-    def _keep_parsed(self, entry: Entry, size: int) -> None:
+    def _keep_parsed(self, entry: Entry) -> None:
         """Keep `entry`'s parsed message among the newest ones, within PARSED_KEEP_BYTES."""
-        if size > PARSED_KEEP_BYTES:
+        cost = parsed_cost(entry)
+        if cost > PARSED_KEEP_BYTES:
             entry.forget_message()
             return
-        self._parsed.append(entry)
-        self._parsed_bytes += size
+        self._parsed.append((entry, cost))
+        self._parsed_bytes += cost
         while self._parsed_bytes > PARSED_KEEP_BYTES:
-            oldest = self._parsed.popleft()
+            oldest, its_cost = self._parsed.popleft()
             oldest.forget_message()
-            self._parsed_bytes -= _size(oldest.line)
+            self._parsed_bytes -= its_cost
 
     def _drop(self, count: int) -> None:
         """Let go of the `count` oldest entries, and of everything that indexes them."""
@@ -216,8 +222,8 @@ class Transcript:
         for entry in gone:
             self.size_bytes -= _size(entry.line)
             self._responses.pop(entry.seq, None)
-        while self._parsed and self._parsed[0].seq <= last:  # nothing kept for entries let go
-            self._parsed_bytes -= _size(self._parsed.popleft().line)
+        while self._parsed and self._parsed[0][0].seq <= last:  # nothing kept for entries let go
+            self._parsed_bytes -= self._parsed.popleft()[1]
 
     def entry(self, seq: int) -> Entry | None:
         """The entry numbered `seq`, unless it was let go."""
@@ -300,6 +306,14 @@ class Transcript:
             "entries": [e.to_json() for e in entries],
             "next_after": entries[-1].seq if more else None,
         }
+
+
+def parsed_cost(entry: Entry) -> int:
+    """An upper estimate of the memory `entry`'s parsed message takes: its text, and for each
+    container and each element beyond the first a Python object or a pointer."""
+    text = entry._source if entry._source is not None else entry.line
+    items = text.count("{") + text.count("[") + text.count(",")
+    return len(text) + PARSED_ITEM_BYTES * items
 
 
 def _size(line: str) -> int:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import tracemalloc
 
-from app.protocol.jsonrpc import Frame, parse_client_text, to_line
-from app.protocol.transcript import PARSED_KEEP_BYTES, Transcript
+import pytest
+
+from app.protocol.jsonrpc import Frame, parse_client_text, parse_json, to_line
+from app.protocol.transcript import PARSED_KEEP_BYTES, Entry, Transcript, parsed_cost
 
 
 def request(id_: object, method: str = "ping", **params: object) -> dict:
@@ -102,26 +104,27 @@ def test_an_export_comes_in_pages() -> None:
 
 
 def test_only_the_newest_entries_keep_their_parsed_message_and_older_ones_read_the_same() -> None:
-    t = Transcript("demo-orders")
+    t = Transcript("demo-orders", max_bytes=16 << 20)
     sent = []
-    for n in range(200):  # about 1 KiB each: far more than PARSED_KEEP_BYTES together
-        message = request(n, "tools/call", name="get_order_status", arguments={"pad": "p" * 1000})
+    for n in range(1000):  # about 2 KiB each: far more than PARSED_KEEP_BYTES together
+        message = request(n, "tools/call", name="get_order_status", arguments={"pad": "p" * 2000})
         sent.append((t.add_client(to_line(message), message), message))
     newest, its_message = sent[-1]
     assert newest.message is its_message  # what the live relay reads right after: not parsed again
     oldest, first_message = sent[0]
     assert oldest.message == first_message and oldest.message is not first_message  # parsed again
     assert (oldest.kind, oldest.method, oldest.is_request) == ("request", "tools/call", True)
-    kept = sum(len(entry.line) for entry, message in sent if entry.message is message)
-    assert 0 < kept <= PARSED_KEEP_BYTES
+    kept = [entry for entry, message in sent if entry.message is message]
+    assert kept == [entry for entry, _ in sent[-len(kept) :]]  # the newest, and only they
+    assert 0 < sum(parsed_cost(entry) for entry in kept) <= PARSED_KEEP_BYTES
 
 
 def test_a_relay_error_reads_its_reply_back_once_let_go() -> None:
-    t = Transcript("demo-orders")
+    t = Transcript("demo-orders", max_bytes=16 << 20)
     reply = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error", "data": {}}}
     refused = t.add_relay_error("{not json", reply)
-    for n in range(100):
-        message = request(n, pad="p" * 1000)
+    for n in range(1000):
+        message = request(n, pad="p" * 2000)
         t.add_client(to_line(message), message)
     assert refused.line == "{not json" and refused.message == reply and refused.message is not reply
 
@@ -145,4 +148,25 @@ def test_a_transcript_of_tiny_objects_holds_about_its_byte_cap_not_25_times_it()
     assert t.dropped > 0 and t.size_bytes <= cap
     assert held < 2.5 * cap, f"{held / 2**20:.1f} MiB held for {t.size_bytes / 2**20:.1f} MiB of lines"
     assert len(t.entries[0].message["params"]["a"]) == 87_000  # still there, parsed when read
-    assert all(entry.seq > t.dropped for entry in t._parsed)  # nothing kept for entries let go
+    assert all(entry.seq > t.dropped for entry, _ in t._parsed)  # nothing kept for entries let go
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + ",".join(f'{{"k{i}":{i}}}' for i in range(20_000)) + "]",  # dicts with keys of their own
+        "{" + ",".join(f'"key{i}":"v"' for i in range(20_000)) + "}",  # one big dict
+        "[" + ",".join(["{}"] * 20_000) + "]",
+        to_line(request(7, "tools/call", name="get_order_status", arguments={"order_id": "481516"})),
+    ],
+    ids=["dicts", "a big dict", "empty dicts", "tools/call"],
+)
+def test_the_parsed_cost_is_not_below_what_the_parsed_message_takes(text: str) -> None:
+    tracemalloc.start()
+    try:
+        value, error = parse_json(text)
+        taken, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert error is None
+    assert parsed_cost(Entry(1, "server", 0.0, text, value)) >= 0.95 * taken
