@@ -151,6 +151,9 @@ def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
                         "messages to stdout, one per line; logs belong on stderr.", "stdio transport")]  # fmt: skip
     out: list[Finding] = []
     if "method" in message:
+        if not isinstance(message["method"], str):  # a list or an object: no name to look up
+            return [finding("error", "This message's \"method\" is not a string, so it is neither a request "
+                            "nor a notification: a client can only ignore it.", "JSON-RPC 2.0")]  # fmt: skip
         if "id" in message:
             hint = SERVER_REQUEST_HINTS.get(
                 message["method"], "The server sends you a request: answer it by id."

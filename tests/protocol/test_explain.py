@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from app.protocol import messages
 from app.protocol.explain import client_findings, server_findings
 from app.protocol.transcript import Transcript
@@ -66,6 +68,17 @@ def test_a_server_line_that_is_not_json_and_a_stray_response() -> None:
     assert server_findings(garbled, t)[0]["level"] == "error"
     stray = t.add_server("s", {"jsonrpc": "2.0", "id": "nobody", "result": {}})
     assert "matches no request" in server_findings(stray, t)[0]["text"]
+
+
+def test_a_server_message_whose_method_is_not_a_string_is_an_error_not_a_crash() -> None:
+    t = negotiated("2025-11-25")
+    for method in (["tools", "call"], {"name": "x"}, 5, None):
+        for message in (
+            {"jsonrpc": "2.0", "id": "s1", "method": method},
+            {"jsonrpc": "2.0", "method": method},
+        ):
+            found = server_findings(t.add_server(json.dumps(message), message), t)
+            assert [f["level"] for f in found] == ["error"] and "is not a string" in found[0]["text"], message
 
 
 def test_a_request_refused_for_want_of_a_handshake_says_so() -> None:

@@ -216,3 +216,38 @@ async def test_many_hostile_files_at_once_leave_the_playground_responsive(app: A
         assert await _orders_answers_quickly(app) < 10
     finally:
         await asyncio.gather(*hogs, return_exceptions=True)
+
+
+# Answers every request, but first writes a "request" whose method is a list: no name to look up.
+ODD_METHOD = textwrap.dedent("""
+    import json, sys
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" in message:
+            odd = {"jsonrpc": "2.0", "id": "odd-" + str(message["id"]), "method": ["not", "a", "string"]}
+            sys.stdout.write(json.dumps(odd) + "\\n")
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}) + "\\n")
+            sys.stdout.flush()
+""")
+
+
+async def test_a_message_whose_method_is_not_a_string_is_explained_and_the_session_goes_on(
+    app: AppProcess,
+) -> None:
+    save(app, "odd-method", ODD_METHOD)
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers=cookie(app, "odd-method"))  # fmt: skip
+    try:
+        assert (await client.recv_type("state"))["status"] == "ready"
+        for request_id in (1, 2):  # the second shows the session still reads its server
+            await client.send({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
+            odd = await client.recv_type("received", timeout=60)
+            assert odd["message"]["method"] == ["not", "a", "string"]
+            assert [f["level"] for f in odd["findings"]] == ["error"] and "not a string" in odd["findings"][
+                0
+            ]["text"]
+            answer = await client.recv_type("received", timeout=60)
+            assert answer["message"] == {"jsonrpc": "2.0", "id": request_id, "result": {}}
+    finally:
+        await client.close()
