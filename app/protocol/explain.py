@@ -98,8 +98,8 @@ def client_findings(message: dict[str, Any], transcript: Transcript) -> list[Fin
                                "not before.", "lifecycle"))  # fmt: skip
         return out
     if method == "initialize":
-        requested = (message.get("params") or {}).get("protocolVersion")
-        if requested in NEVER_RELEASED:
+        requested = _object(message.get("params")).get("protocolVersion")
+        if isinstance(requested, str) and requested in NEVER_RELEASED:
             out.append(finding("warning", NEVER_RELEASED[requested], "versioning"))
         elif isinstance(requested, str) and requested not in KNOWN_PROTOCOL_VERSIONS:
             out.append(finding("info", f"{requested} is not a revision this server knows: expect a counter-offer "

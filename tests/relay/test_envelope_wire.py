@@ -241,3 +241,23 @@ async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: AppPr
         cookies={"playground_learner": app.learner_cookie("a")},
     )
     assert gone.status_code == 404
+
+
+async def test_odd_values_where_the_explanations_look_things_up_are_explained_not_fatal(
+    app: AppProcess,
+) -> None:
+    # Each passes the relay's JSON-RPC checks and reaches the server; explaining it must not end the
+    # connection (a list or an object cannot be looked up in a table of known values).
+    client = await connect(app)
+    try:
+        await client.recv_type("state")
+        for request_id, version in enumerate((["2025-11-25"], {"v": 1}), start=1):
+            params = {"protocolVersion": version}
+            await client.send({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params})
+            sent = await client.recv_type("sent")
+            assert sent["message"]["params"] == params and isinstance(sent["findings"], list)
+            assert (await client.recv_type("received"))["message"]["id"] == request_id
+        await client.send(init_request(id_=9))
+        assert (await client.recv_type("received"))["message"]["result"]["protocolVersion"] == "2025-06-18"
+    finally:
+        await client.close()
