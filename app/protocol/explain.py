@@ -152,8 +152,9 @@ def server_findings(entry: Entry, transcript: Transcript) -> list[Finding]:
     out: list[Finding] = []
     if "method" in message:
         if not isinstance(message["method"], str):  # a list or an object: no name to look up
-            return [finding("error", "This message's \"method\" is not a string, so it is neither a request "
-                            "nor a notification: a client can only ignore it.", "JSON-RPC 2.0")]  # fmt: skip
+            return [finding("error", "This message's \"method\" is not a string, so it is not a valid request "
+                            "or notification (an invalid request is answered with -32600 Invalid Request).",
+                            "JSON-RPC 2.0")]  # fmt: skip
         if "id" in message:
             hint = SERVER_REQUEST_HINTS.get(
                 message["method"], "The server sends you a request: answer it by id."
