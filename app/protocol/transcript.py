@@ -63,14 +63,14 @@ class Entry:
         method = message.get("method") if isinstance(message, dict) else None
         self.method: str | None = method if isinstance(method, str) else None
         self.kind = _kind(message)
-        self._source = source
+        self._source = line if source is None else source  # the JSON text `message` is parsed from
         self._message = message
 
     @property
     def message(self) -> Any:
         if self._message is not _DROPPED:
             return self._message
-        return parse_json(self._source if self._source is not None else self.line)[0]
+        return parse_json(self._source)[0]
 
     def forget_message(self) -> None:
         """Let go of the parsed message; `message` parses the line again when read."""
@@ -311,7 +311,7 @@ class Transcript:
 def parsed_cost(entry: Entry) -> int:
     """An upper estimate of the memory `entry`'s parsed message takes: its text, and for each
     container and each element beyond the first a Python object or a pointer."""
-    text = entry._source if entry._source is not None else entry.line
+    text = entry._source
     items = text.count("{") + text.count("[") + text.count(",")
     return len(text) + PARSED_ITEM_BYTES * items
 
