@@ -177,6 +177,16 @@ class Settings(BaseSettings):
         256 * 1024 * 1024,
         description="Most bytes a demo server may write in one session, all lines together.",
     )
+    server_read_bytes_per_s: int = Field(
+        4 * 1024 * 1024,
+        gt=0,
+        description=(
+            "How fast the relay reads one session's server output, on average past a first second's "
+            "worth: bytes a second, each JSON value counted as 128 bytes more (reading one takes about "
+            "as long). A server that writes faster waits; no session can take the web process's time "
+            "from the others."
+        ),
+    )
     extra_demo_modules: list[str] = Field(
         default_factory=list,
         description=(
@@ -187,6 +197,15 @@ class Settings(BaseSettings):
 
     # The relay.
     max_message_bytes: int = Field(1024 * 1024, description="Largest client message the relay forwards.")
+    max_message_values: int = Field(
+        10_000,
+        gt=0,
+        description=(
+            "Most JSON values (objects, arrays and the items in them) one message may hold, either way: "
+            "a client's message with more is refused, a server line with more ends its session. "
+            "Reading each one costs time, a 1 MiB line of them 100 ms."
+        ),
+    )
     max_frame_bytes: int = Field(
         4 * 1024 * 1024,
         description="Hard WebSocket frame cap: a bigger frame closes the connection with 1009.",

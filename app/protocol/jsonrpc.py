@@ -115,6 +115,40 @@ def parse_json(text: str) -> tuple[Any, FrameError | None]:
     return value, None
 
 
+# The default of `json_items`' limit on one message (the setting `max_message_values`): far beyond any
+# lesson's message, and what a frame of it costs to parse, check and record stays a few milliseconds.
+MAX_ITEMS = 10_000
+# A request id is read from a refused frame only when this cheap: a flood of refusals must not parse.
+PEEK_ITEMS = 1000
+
+
+def crude_items(text: str) -> int:
+    """The braces, brackets and commas in `text`, strings and all: never fewer than `json_items`."""
+    return text.count("{") + text.count("[") + text.count(",")
+
+
+def json_items(text: str, limit: int) -> int:
+    """How many objects, arrays and elements after the first of each the JSON `text` holds: its braces,
+    brackets and commas outside strings, which valid JSON has no more of than values. What parsing
+    costs grows with it (a 1 MiB line of `[],[],...` takes 100 ms to parse, a 1 MiB string 2 ms).
+
+    Counted without parsing, and exactly only where it matters: the count over all the text is
+    returned when it is within `limit`; over it, strings are set aside first. Any number returned
+    over `limit` means the text holds more than `limit` values (or is not valid JSON)."""
+    crude = crude_items(text)
+    if crude <= limit:
+        return crude
+    # An escaped backslash, then an escaped quote, taken out left to right as a reader takes them:
+    # the quotes left are those that open and close strings.
+    plain = text.replace("\\\\", "").replace('\\"', "") if "\\" in text else text
+    quotes = plain.count('"')
+    # Each string is a key or a value: at most 2 * items + 1 of them in valid JSON. More quotes than
+    # that answer the question without splitting the text into that many pieces.
+    if quotes > 4 * limit + 2:
+        return (quotes + 1) // 4  # items >= (strings - 1) / 2, rounded up
+    return crude_items("".join(plain.split('"')[0::2]))
+
+
 def _valid_id(value: Any) -> bool:
     # JSON-RPC allows string, number or null; MCP forbids null, and a float id is asking for trouble.
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -189,7 +223,7 @@ def check_message(message: Any) -> FrameError | None:
     return None
 
 
-def parse_client_text(text: str, max_bytes: int) -> Frame | FrameError:
+def parse_client_text(text: str, max_bytes: int, max_items: int = MAX_ITEMS) -> Frame | FrameError:
     """Everything the relay does with one client frame before it may reach the server."""
     size = len(text.encode("utf-8", errors="surrogatepass"))
     if size > max_bytes:
@@ -198,6 +232,8 @@ def parse_client_text(text: str, max_bytes: int) -> Frame | FrameError:
             f"message is {size} bytes, over the {max_bytes}-byte limit",
             f"This message is {size} bytes; the playground forwards at most {max_bytes}. Nothing was sent.",
         )
+    if json_items(text, max_items) > max_items:  # before parsing: that is what it would cost
+        return too_many_items_error(max_items)
     if not text.strip():
         return FrameError(
             PARSE_ERROR, "empty message", "The message is empty. Type a JSON-RPC message first."
@@ -221,6 +257,15 @@ def parse_client_text(text: str, max_bytes: int) -> Frame | FrameError:
     return Frame(message, line)
 
 
+def too_many_items_error(max_items: int) -> FrameError:
+    return FrameError(
+        INVALID_REQUEST,
+        f"message holds more than {max_items} JSON values",
+        f"This message holds more than {max_items} JSON values (objects, arrays and the items in them); "
+        f"the playground forwards at most {max_items}, since each one takes time to read. Nothing was sent.",
+    )
+
+
 def binary_frame_error() -> FrameError:
     return FrameError(
         INVALID_REQUEST,
@@ -241,7 +286,7 @@ def rate_limit_error(limit: int, window_s: float, retry_after_s: float, request_
 
 def readable_id(text: str, max_bytes: int) -> Any:
     """The id of a message we will not forward, when it can be read cheaply and is a valid id; else None."""
-    if len(text) > max_bytes:
+    if len(text) > max_bytes or crude_items(text) > PEEK_ITEMS:
         return None
     try:
         message = json.loads(text)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
-from app.protocol.jsonrpc import parse_json, to_line
+from app.protocol.jsonrpc import crude_items, parse_json, to_line
 
 Direction = Literal["client", "server", "relay"]
 # Enough for any lesson many times over; bounds a console left running for hours.
@@ -312,8 +312,7 @@ def parsed_cost(entry: Entry) -> int:
     """An upper estimate of the memory `entry`'s parsed message takes: its text, and for each
     container and each element beyond the first a Python object or a pointer."""
     text = entry._source
-    items = text.count("{") + text.count("[") + text.count(",")
-    return len(text) + PARSED_ITEM_BYTES * items
+    return len(text) + PARSED_ITEM_BYTES * crude_items(text)
 
 
 def _size(line: str) -> int:

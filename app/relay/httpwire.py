@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.protocol.jsonrpc import Frame, FrameError, parse_client_text, rate_limit_error, readable_id
+from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id
 from app.protocol.transcript import Entry
 from app.relay.session import RelaySession
 from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
@@ -63,12 +63,12 @@ class HttpListener:
             return rate_limit_error(
                 self.limiter.limit, self.limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES)
             )
-        return parse_client_text(text, self.limits.max_message_bytes)
+        return self.limits.admit(text)
 
     @staticmethod
     def parse_first(text: str, limits: WireLimits) -> Frame | FrameError:
         """The first message of a would-be session, read by the same rules before there is one."""
-        return parse_client_text(text, limits.max_message_bytes)
+        return limits.admit(text)
 
     async def request(self, frame: Frame, sse: bool) -> Waiter:
         """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""

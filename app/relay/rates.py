@@ -4,12 +4,16 @@ a sliding window. Used for new identities per address (app/web/learner.py) and n
 
 Keys that have gone quiet are forgotten once many are remembered, so a visitor with many addresses
 cannot make the table grow without bound.
+
+And how fast one session's work may go on (`Pace`): a server's output is read no faster than the web
+process may spend on one session.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 
 # Keys remembered before the quiet ones are forgotten.
 KEYS_KEPT = 10_000
@@ -43,3 +47,22 @@ class KeyedRate:
     def _forget_quiet(self, now: float) -> None:
         for key in [k for k, t in self._times.items() if not t or now - t[-1] > self.window_s]:
             del self._times[key]
+
+
+class Pace:
+    """Work paced to `rate` units a second on average, after a first `burst` of them: a token bucket
+    that may go into debt by one piece of work, so that a piece bigger than the burst still goes."""
+
+    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._clock = clock
+        self._tokens = burst
+        self._at = clock()
+
+    def charge(self, units: float) -> float:
+        """Count `units` of work done now; the seconds to wait before doing more (0.0: none)."""
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate) - units
+        self._at = now
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.rate

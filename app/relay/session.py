@@ -12,12 +12,14 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from app.metrics import Metrics
-from app.protocol.jsonrpc import Frame, FrameError, parse_json
-from app.protocol.transcript import Entry, Transcript
+from app.protocol.jsonrpc import MAX_ITEMS, Frame, FrameError, json_items, parse_json
+from app.protocol.transcript import PARSED_ITEM_BYTES, Entry, Transcript
 from app.relay.admission import Owner, Slot
+from app.relay.rates import Pace
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus
 from app.sandbox.process import ServerProcess
@@ -50,6 +52,35 @@ NOT_SERVING = (
     "running but has not started serving. Does server.py end with `mcp.run()`, and does nothing before "
     "it wait forever?"
 )
+# How fast one session's server output is read by default, in bytes a second with each JSON value
+# counted as `PARSED_ITEM_BYTES` more (the setting `server_read_bytes_per_s`). Reading, checking,
+# recording and relaying that takes the web process about 1-4 ms a second; a demo server's answers
+# come to kilobytes a second.
+READ_BYTES_PER_S = 4 * 1024 * 1024
+TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the session was ended."
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server's output may cost the web process: a line's JSON values (the same limit a
+    client's message has), and how fast its lines are read, counted as `line_cost` says. A server that
+    writes faster waits on its full pipe, and every other session goes on meanwhile."""
+
+    max_items: int = MAX_ITEMS
+    read_bytes_per_s: int = READ_BYTES_PER_S
+
+    def pace(self) -> Pace:
+        return Pace(self.read_bytes_per_s, burst=self.read_bytes_per_s)  # up to a second's worth at once
+
+
+DEFAULT_LIMITS = ServerLimits()
+
+
+def line_cost(line: str, items: int) -> int:
+    """What reading a line costs, in bytes of a plain string (a value takes as long as 128 of them)."""
+    return len(line) + PARSED_ITEM_BYTES * items
+
+
 # Called by the stdout pump when the process has exited: (session, process, why we ended it or None).
 ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"], Awaitable[None]]
 
@@ -57,7 +88,7 @@ ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"]
 class RelaySession:
     def __init__(self, server: str, owner: Owner, slot: Slot, metrics: Metrics, *,
                  new_transcript: Callable[[], Transcript], on_exit: ExitHandler,
-                 watch_serving: bool = False) -> None:  # fmt: skip
+                 watch_serving: bool = False, limits: ServerLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
         self.id = secrets.token_urlsafe(12)
         self.server = server
         self.owner = owner
@@ -78,6 +109,8 @@ class RelaySession:
         self.watch_serving = watch_serving  # a learner's own server: say so if it never serves
         self.answered = False  # the current process has written at least one stdout line
         self._serving_watch: asyncio.Task | None = None
+        self.limits = limits
+        self._pace = limits.pace()  # the session's, across restarts
 
     @property
     def learner(self) -> str | None:
@@ -181,11 +214,18 @@ class RelaySession:
                 self.answered = True
                 if self.listener is not None and not process.last_line_taken:
                     await self.listener.on_server_line(line)
+                items = json_items(line, self.limits.max_items)
+                if items > self.limits.max_items:  # not parsed: that is what it would cost
+                    ended = (1011, TOO_MANY_ITEMS.format(limit=self.limits.max_items))
+                    process.kill()
+                    break
                 message, error = parse_json(line)
                 entry = self.transcript.add_server(line, None if error else message)
                 self.metrics.server_messages.inc()
                 if self.listener is not None:
                     await self.listener.on_server_entry(entry)
+                if wait := self._pace.charge(line_cost(line, items)):
+                    await asyncio.sleep(wait)  # the server's pipe fills meanwhile, and it waits
         except OutputLimitError as exc:
             ended = (1011, exc.message)
             process.kill()

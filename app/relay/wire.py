@@ -24,6 +24,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from app.protocol import explain
 from app.protocol.jsonrpc import (
+    MAX_ITEMS,
     RATE_LIMITED,
     Frame,
     FrameError,
@@ -59,11 +60,17 @@ class WireLimits:
     max_message_bytes: int
     messages_per_window: int  # any frame, in RATE_WINDOW_S
     restarts_per_window: int = 5  # restart frames, in RESTART_WINDOW_S (on top of the above)
+    max_message_items: int = MAX_ITEMS  # see json_items
 
     @classmethod
     def from_settings(cls, settings: Any) -> WireLimits:  # app.config.Settings, kept import-free
         """The same limits for every front door: a console's WebSocket and an endpoint's HTTP."""
-        return cls(settings.max_message_bytes, settings.max_messages_per_10s, settings.max_restarts_per_min)
+        return cls(settings.max_message_bytes, settings.max_messages_per_10s, settings.max_restarts_per_min,
+                   settings.max_message_values)  # fmt: skip
+
+    def admit(self, text: str) -> Frame | FrameError:
+        """A client's text, read by every rule a message must pass before it may reach a server."""
+        return parse_client_text(text, self.max_message_bytes, self.max_message_items)
 
 
 class Checks(Protocol):
@@ -205,7 +212,7 @@ class Wire:
         await self.on_bad_frame(error, seq)
 
     def admit(self, text: str) -> Frame | FrameError:
-        return parse_client_text(text, self.limits.max_message_bytes)
+        return self.limits.admit(text)
 
     def server_line_now(self, line: str) -> bool:
         return False  # each mode sends what it sends once the line is an entry, or in on_server_line

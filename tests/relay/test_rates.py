@@ -1,11 +1,11 @@
-"""app/relay/rates.py: a sliding window per key, that forgets keys gone quiet."""
+"""app/relay/rates.py: a sliding window per key, that forgets keys gone quiet; and a pace for work."""
 
 from __future__ import annotations
 
 import pytest
 
 from app.relay import rates
-from app.relay.rates import KeyedRate
+from app.relay.rates import KeyedRate, Pace
 
 
 class Clock:
@@ -45,3 +45,23 @@ def test_quiet_keys_are_forgotten_once_many_are_kept(clock: Clock) -> None:
     clock.now += 31  # a, b and c are quiet now; d is not
     assert rate.wait("e") is None
     assert len(rate) == 2 and rate.wait("d") is not None
+
+
+def test_a_pace_lets_a_burst_through_then_the_rate() -> None:
+    clock = Clock()
+    pace = Pace(rate=100, burst=300, clock=clock)
+    assert [pace.charge(100) for _ in range(3)] == [0.0, 0.0, 0.0]  # the burst
+    assert pace.charge(50) == pytest.approx(0.5)  # 50 units in debt: half a second at 100 a second
+    clock.now += 0.5
+    assert pace.charge(100) == pytest.approx(1.0)
+    clock.now += 10  # a long quiet spell refills no more than the burst
+    assert [pace.charge(150) for _ in range(2)] == [0.0, 0.0]
+    assert pace.charge(1) > 0
+
+
+def test_a_piece_bigger_than_the_burst_still_goes_and_pays_after() -> None:
+    clock = Clock()
+    pace = Pace(rate=100, burst=50, clock=clock)
+    assert pace.charge(250) == pytest.approx(2.0)
+    clock.now += 2.0
+    assert pace.charge(0) == 0.0

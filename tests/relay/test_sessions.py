@@ -10,8 +10,10 @@ import time
 
 import pytest
 
+from app.demos import MY_SERVER
 from app.protocol.jsonrpc import parse_client_text
 from app.relay.admission import Admission, Caps, Owner
+from app.relay.session import DEFAULT_LIMITS, ServerLimits, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from tests.support.plainproc import PlainSource
@@ -63,9 +65,15 @@ class Recorder:
 
 
 def make(source: PlainSource, *, total: int = 10, per_owner: int = 4, grace_s: float = 30.0,
-         idle_timeout_s: float = 600.0, max_session_s: float = 3600.0) -> Sessions:  # fmt: skip
+         idle_timeout_s: float = 600.0, max_session_s: float = 3600.0, own_server: str | None = None,
+         server_limits: ServerLimits = DEFAULT_LIMITS) -> Sessions:  # fmt: skip
+    async def own_source(owner: Owner) -> str:
+        assert own_server is not None, "this test runs no server.py"
+        return own_server
+
     sessions = Sessions(source, Admission(Caps(total, per_owner, total)), grace_s=grace_s,
-                        idle_timeout_s=idle_timeout_s, max_session_s=max_session_s)  # fmt: skip
+                        idle_timeout_s=idle_timeout_s, max_session_s=max_session_s, own_source=own_source,
+                        server_limits=server_limits)  # fmt: skip
     sessions.start()
     return sessions
 
@@ -262,3 +270,63 @@ async def test_a_session_ended_during_a_restart_does_not_keep_the_new_process(so
         await restarting
     await sessions.close_all()
     assert len(source.acquired) == 2 and source.released == source.acquired  # both processes went back
+
+
+# Writes one notification of known cost as fast as it can, once it has been sent a line.
+NOTICE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}' % (
+    "x" * 10_000
+)
+FLOODER = f"""
+import sys
+sys.stdin.readline()
+while True:
+    sys.stdout.write({NOTICE!r} + "\\n")
+    sys.stdout.flush()
+"""
+
+
+async def test_a_server_writing_as_fast_as_it_can_is_read_at_the_pace(source: PlainSource) -> None:
+    rate = 100_000
+    sessions = make(source, own_server=FLOODER, server_limits=ServerLimits(read_bytes_per_s=rate))
+    began = time.monotonic()
+    session = await sessions.open(MY_SERVER, ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
+    lines = 25
+    assert await wait_until_async(lambda: len(listener.entries) >= lines), "the flood, paced, goes on"
+    elapsed = time.monotonic() - began
+    cost = line_cost(NOTICE, 5)  # two braces, three commas
+    # A second's worth at once, then the rate: the 25th line cannot be read before this.
+    assert elapsed >= ((lines - 1) * cost - rate) / rate, (elapsed, len(listener.entries))
+    assert all(entry.line == NOTICE for entry in listener.entries)
+    await sessions.close_all()
+    assert source.released == source.acquired
+
+
+MANY_VALUES = """
+import sys
+sys.stdin.readline()
+print('{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"first"}}', flush=True)
+print('{"jsonrpc":"2.0","method":"notifications/message","params":{"data":[' + ",".join(["[]"] * 200) + ']}}', flush=True)
+sys.stdin.readline()
+"""
+
+
+async def test_a_server_line_of_too_many_values_ends_the_session_unread(source: PlainSource) -> None:
+    sessions = make(source, own_server=MANY_VALUES, server_limits=ServerLimits(max_items=100))
+    session = await sessions.open(MY_SERVER, ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
+    assert await wait_until_async(lambda: listener.ended is not None), "the session's end"
+    assert listener.ended == (
+        1011,
+        "The server wrote a line of more than 100 JSON values; the session was ended.",
+    )
+    assert session.status == "exited" and session.reason == listener.ended[1]
+    # The line before it was relayed; the long one reached the transcript not at all.
+    assert [entry.message["params"]["data"] for entry in listener.entries] == ["first"]
+    assert [entry.direction for entry in session.transcript.entries] == ["client", "server"]
+    assert len(source.released) == 1
+    await sessions.close_all()

@@ -89,6 +89,11 @@ class PlainProcess:
     def kill(self) -> None:
         if self._status is None:
             self.proc.kill()
+            # asyncio's wait() returns only once every pipe has closed, and a stdout left unread (a
+            # paced flood) never reaches its end: nothing more is read from it after a kill.
+            stdout = self.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+            if stdout is not None:
+                stdout.close()
 
 
 class PlainSource:
