@@ -136,6 +136,42 @@ async def test_a_flood_is_answered_then_closed_and_others_keep_their_answers(app
         await bystander.close()
 
 
+async def test_a_message_of_too_many_values_is_refused_unread_in_both_modes_and_each_goes_on(
+    app: AppProcess,
+) -> None:
+    # 20,000 empty arrays: 60 KB, and a tenth of what a 1 MiB frame of them would cost the relay to read.
+    many = json.dumps(
+        {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": {"rows": [[]] * 20_000}}}
+    )
+    console = await EnvelopeClient.connect(
+        app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.30")
+    )
+    client = await McpClient.connect(
+        app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.31")
+    )
+    try:
+        await console.recv_type("state")
+        await console.send_text(many)
+        refused = await console.recv_type("relay_error")
+        assert refused["error"]["code"] == -32600
+        assert refused["error"]["data"]["reason"] == "message holds more than 10000 JSON values"
+        assert "at most 10000" in refused["explanation"]
+        # A string of commas and brackets is one value: sent and answered.
+        await console.send(
+            {"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"_meta": {"csv": ",[{" * 20_000}}}
+        )
+        assert (await console.recv_type("sent"))["message"]["id"] == 6
+        assert (await console.recv_type("received"))["message"] == {"jsonrpc": "2.0", "id": 6, "result": {}}
+
+        await client.send(many)
+        reply = await client.recv()
+        assert reply["error"]["code"] == -32600 and "10000 JSON values" in reply["error"]["data"]["reason"]
+        assert await client.call(7, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    finally:
+        await console.close()
+        await client.close()
+
+
 async def test_restarts_have_their_own_smaller_budget(app: AppProcess) -> None:
     console = await EnvelopeClient.connect(
         app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.7")

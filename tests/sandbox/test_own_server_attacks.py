@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from app.protocol.jsonrpc import json_items
+from app.relay.session import READ_BYTES_PER_S, line_cost
 from app.web.learner import COOKIE
 from tests.sandbox.attacks import ATTACKS, is_denied
 from tests.support.appserver import AppProcess
@@ -251,3 +253,56 @@ async def test_a_message_whose_method_is_not_a_string_is_explained_and_the_sessi
             assert answer["message"] == {"jsonrpc": "2.0", "id": request_id, "result": {}}
     finally:
         await client.close()
+
+
+# Lines that cost the relay more to read than their bytes say: 3000 empty arrays each, as fast as the
+# file can write them, once it has been sent a message. Unpaced, one such file took 29% of the web
+# process's core and stalled everyone else for 167 ms at a time.
+COSTLY_LINE = (
+    '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":['
+    + ",".join(["[]"] * 3000)
+    + "]}}"
+)
+COSTLY_FLOODER = f"""
+import sys
+sys.stdin.readline()
+while True:
+    sys.stdout.write({COSTLY_LINE!r} + "\\n")
+    sys.stdout.flush()
+"""
+TOO_MANY_VALUES = """
+import sys
+sys.stdin.readline()
+print('{"jsonrpc":"2.0","method":"notifications/message","params":{"data":[' + ",".join(["[]"] * 20000) + ']}}', flush=True)
+sys.stdin.readline()
+"""
+
+
+async def test_a_file_writing_costly_lines_as_fast_as_it_can_is_read_at_the_pace(app: AppProcess) -> None:
+    save(app, "costly", COSTLY_FLOODER)
+    began = time.monotonic()
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers=cookie(app, "costly"))  # fmt: skip
+    lines = 20
+    try:
+        assert (await client.recv_type("state"))["status"] == "ready"
+        await client.send(init_request(version="2025-11-25"))
+        received = 0
+        while received < lines:
+            frame = await client.recv_type("received", timeout=60)
+            assert frame["raw"] == COSTLY_LINE
+            received += 1
+        elapsed = time.monotonic() - began
+        # A second's worth at once, then the rate: no sooner than this can the 20th line be read.
+        cost = line_cost(COSTLY_LINE, json_items(COSTLY_LINE, 10_000))
+        assert elapsed >= ((lines - 1) * cost - READ_BYTES_PER_S) / READ_BYTES_PER_S, elapsed
+        assert await _orders_answers_quickly(app) < 10  # meanwhile, the file goes on writing
+    finally:
+        await client.close()
+
+
+async def test_a_file_writing_a_line_of_too_many_values_is_stopped_and_told_why(app: AppProcess) -> None:
+    save(app, "many-values", TOO_MANY_VALUES)
+    state, _ = await _console_until_exit(app, "many-values", send_first=True)
+    assert state["reason"] == "The server wrote a line of more than 10000 JSON values; the session was ended."
+    assert await _orders_answers_quickly(app) < 10

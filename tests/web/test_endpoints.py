@@ -254,6 +254,20 @@ def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) ->
     assert fine.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}
 
 
+def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app: AppProcess) -> None:
+    url = make_endpoint(app)["url"]
+    session = initialize(url)
+    headers = {"Accept": "application/json", "Mcp-Session-Id": session, "Content-Type": "application/json"}
+    many = {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": {"rows": [[]] * 20_000}}}
+    reply = httpx.post(url, json=many, headers=headers, timeout=30)
+    assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600
+    assert reply.json()["error"]["data"]["reason"] == "message holds more than 10000 JSON values"
+    # Commas and brackets inside a string are one value: forwarded and answered.
+    text = {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": {"csv": "a,[b],{c}," * 20_000}}}
+    fine = httpx.post(url, json=text, headers=headers, timeout=30)
+    assert fine.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+
 def test_an_expired_endpoint_answers_404(tmp_path) -> None:  # noqa: ANN001
     with AppProcess(tmp_path, warm_pool_size=1, endpoint_lifetime_s=1.0) as short:
         with short.client() as browser:
