@@ -213,7 +213,7 @@ class RelaySession:
                 self.touch()
                 self.answered = True
                 if self.listener is not None and not process.last_line_taken:
-                    await self.listener.on_server_line(line)
+                    await self._tell(self.listener.on_server_line(line))
                 items = json_items(line, self.limits.max_items)
                 if items > self.limits.max_items:  # not parsed: that is what it would cost
                     ended = (1011, TOO_MANY_ITEMS.format(limit=self.limits.max_items))
@@ -223,7 +223,7 @@ class RelaySession:
                 entry = self.transcript.add_server(line, None if error else message)
                 self.metrics.server_messages.inc()
                 if self.listener is not None:
-                    await self.listener.on_server_entry(entry)
+                    await self._tell(self.listener.on_server_entry(entry))
                 if wait := self._pace.charge(line_cost(line, items)):
                     await asyncio.sleep(wait)  # the server's pipe fills meanwhile, and it waits
         except OutputLimitError as exc:
@@ -235,10 +235,20 @@ class RelaySession:
         if self.process is process:
             await self._on_exit(self, process, ended)
 
+    async def _tell(self, heard: Awaitable[None]) -> None:
+        """Let the listener hear something from the server. A listener's failure is a bug of ours: it
+        is logged, and the server goes on being read (else nothing it wrote would reach anyone again,
+        not even its exit)."""
+        try:
+            await heard
+        except Exception:
+            log.exception("session %s: the listener failed", self.id,
+                          extra={"session": self.id, "server": self.server})  # fmt: skip
+
     async def _pump_stderr(self, process: ServerProcess) -> None:
         try:
             while (text := await process.read_stderr()) is not None:
                 if self.listener is not None:
-                    await self.listener.on_stderr(text, self.transcript.now_ms())
+                    await self._tell(self.listener.on_stderr(text, self.transcript.now_ms()))
         except asyncio.CancelledError:
             return

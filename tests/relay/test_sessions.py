@@ -330,3 +330,46 @@ async def test_a_server_line_of_too_many_values_ends_the_session_unread(source: 
     assert [entry.direction for entry in session.transcript.entries] == ["client", "server"]
     assert len(source.released) == 1
     await sessions.close_all()
+
+
+class Failing(Recorder):
+    """A listener with a bug: it fails on the first server line and the first stderr text it hears."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: list[str] = []
+
+    async def on_server_entry(self, entry) -> None:  # noqa: ANN001
+        if "entry" not in self.failed:
+            self.failed.append("entry")
+            raise ValueError("a bug in a listener")
+        await super().on_server_entry(entry)
+
+    async def on_stderr(self, text: str, at_ms: float) -> None:
+        if "stderr" not in self.failed:
+            self.failed.append("stderr")
+            raise ValueError("a bug in a listener")
+        await super().on_stderr(text, at_ms)
+
+
+async def test_a_listeners_failure_is_logged_and_the_server_is_still_read(
+    source: PlainSource, caplog: pytest.LogCaptureFixture
+) -> None:
+    sessions = make(source)
+    session = await sessions.open("demo-orders", ADA)
+    listener = Failing()
+    sessions.attach(session, listener)
+    for n in (1, 2):
+        await session.send(parse_client_text(json.dumps(init_request(n)), 1 << 20))  # type: ignore[arg-type]
+    assert await wait_until_async(lambda: listener.entries), "the second reply, after the first failed"
+    assert listener.failed == ["entry"] and listener.entries[0].answers == 2
+    assert "the listener failed" in caplog.text
+
+    session = await sessions.open("exits", ADA)  # says so on stderr, then exits with status 3
+    listener = Failing()
+    sessions.attach(session, listener)
+    await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
+    assert await wait_until_async(lambda: listener.ended is not None), "the exit, heard"
+    assert listener.ended is not None and "status 3" in listener.ended[1]
+    assert listener.failed == ["stderr"]
+    await sessions.close_all()
