@@ -14,7 +14,7 @@ from tests.support import seed003
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient
 
-NEST = 100_000
+NEST = 5_000  # past the parser's depth, within the values a message may hold (10,000)
 # Each bad frame, and the error code the relay must answer it with.
 BAD_FRAMES: list[tuple[str, str | bytes, int]] = [
     ("not json", "{bad", -32700),
@@ -29,6 +29,7 @@ BAD_FRAMES: list[tuple[str, str | bytes, int]] = [
     ("huge number", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":1e999}}', -32700),
     ("lone surrogate", '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\\ud800"}}', -32700),
     ("deep nesting", "[" * NEST + "]" * NEST, -32700),
+    ("too many values", "[" * 100_000 + "]" * 100_000, -32600),
     (
         "two messages",
         '{"jsonrpc":"2.0","id":1,"method":"ping"} {"jsonrpc":"2.0","id":2,"method":"ping"}',
