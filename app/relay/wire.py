@@ -29,6 +29,7 @@ from app.protocol.jsonrpc import (
     Frame,
     FrameError,
     binary_frame_error,
+    json_items,
     parse_client_text,
     rate_limit_error,
     readable_id,
@@ -50,6 +51,10 @@ POLICY_VIOLATION = 1008
 # A refused frame's id is read only from a frame this small: parsing megabytes per refused frame of a
 # flood would cost more than the answer is worth.
 ID_PEEK_BYTES = 64 * 1024
+# A console's frame is a small object, {"type": "send", "text": "..."}, whatever the message it carries
+# (that is one string): one with more JSON values than this is not read (a 4 MiB frame of `[],[],...`
+# would take the web process 400 ms to parse).
+ENVELOPE_ITEMS = 16
 # Made once: json.dumps with options builds a new encoder on every call, and a console gets a frame
 # for every message.
 _FRAME_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
@@ -231,6 +236,16 @@ class Wire:
         raise NotImplementedError
 
 
+def _envelope(text: str) -> Any:
+    """A console's frame, parsed; None when it is not JSON or holds too much to be one."""
+    if json_items(text, ENVELOPE_ITEMS) > ENVELOPE_ITEMS:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
 def _clip(text: str) -> str:
     # A refused frame may be megabytes; the transcript keeps enough to show what it was.
     return text if len(text) <= REFUSED_TEXT_KEPT else text[:REFUSED_TEXT_KEPT] + "…"
@@ -344,18 +359,12 @@ class EnvelopeWire(Wire):
         self._check_task: asyncio.Task | None = None
 
     def id_of(self, text: str) -> Any:
-        try:
-            frame = json.loads(text) if len(text) <= ID_PEEK_BYTES else None
-        except (ValueError, RecursionError):
-            return None
+        frame = _envelope(text) if len(text) <= ID_PEEK_BYTES else None
         inner = frame.get("text") if isinstance(frame, dict) else None
         return super().id_of(inner) if isinstance(inner, str) else None
 
     async def on_text(self, text: str) -> None:
-        try:
-            frame = json.loads(text)
-        except (ValueError, RecursionError):
-            frame = None
+        frame = _envelope(text)
         if not isinstance(frame, dict) or frame.get("type") not in ("send", "restart"):
             await self._relay_error(
                 "unknown frame",

@@ -85,6 +85,25 @@ async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess)
         await client.close()
 
 
+async def test_a_console_frame_of_many_values_is_not_read_and_the_console_goes_on(app: AppProcess) -> None:
+    # 3.7 MiB of `[],[],...` beside the frame's type, under the 4 MiB frame cap: parsing it took the web
+    # process 92 ms, so ten a second from one console took almost a core.
+    client = await connect(app, learner=app.learner_cookie("many-values"))
+    try:
+        await client.recv_type("state")
+        await client.ws.send('{"type":"send","x":[' + ",".join(["[]"] * 1_300_000) + "]}")
+        refused = await client.recv_type("relay_error")
+        assert refused["explanation"].startswith("The console speaks frames") and refused["seq"] is None
+        # A message full of commas and brackets is one string in its frame: read, sent and answered.
+        await client.send(
+            {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": {"csv": ",[{" * 9000}}}
+        )
+        assert (await client.recv_type("sent"))["message"]["id"] == 5
+        assert (await client.recv_type("received"))["message"] == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    finally:
+        await client.close()
+
+
 async def test_findings_explain_the_message(app: AppProcess) -> None:
     client = await connect(app)
     try:
