@@ -32,7 +32,7 @@ def error_body(status: int, message: str, **extra: object) -> dict:
 
 def wants_json(request: Request) -> bool:
     path = request.url.path
-    return path.startswith("/api/") or path.startswith("/ws/") or path in ("/healthz", "/metrics")
+    return path.startswith(("/api/", "/ws/", "/mcp/")) or path in ("/healthz", "/metrics")
 
 
 def error_response(request: Request, status: int, detail: str | None) -> Response:

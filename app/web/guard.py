@@ -11,6 +11,9 @@ response, and no state change from another site.
   (`/mcp/...`, which have an Origin rule of their own).
 - Every HTTP response carries a Content-Security-Policy without inline script or eval, framing
   refused, `nosniff`, no Referer sent onwards (URLs can hold codes), and HSTS when reached over HTTPS.
+- A request body is never held or parsed past its limit: an endpoint URL's is the hard frame cap
+  (PLAYGROUND_MAX_FRAME_BYTES), any other's `SITE_BODY_BYTES`. Past it, 413: at once when
+  Content-Length says so, else as soon as that many bytes have come.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -48,6 +52,10 @@ HEADERS = (
     (b"cross-origin-opener-policy", b"same-origin"),
 )
 HSTS = (b"strict-transport-security", b"max-age=31536000")
+# The largest body the site's own forms and JSON take: every one is a few hundred bytes, and the largest
+# thing a learner sends, a server.py, has its own smaller limit (64 KiB) that answers for itself.
+# Without it, a script could make the web process hold and parse a body of any size.
+SITE_BODY_BYTES = 128 * 1024
 
 
 def host_allowed(scope: Scope, names: frozenset[str]) -> bool:
@@ -97,13 +105,45 @@ class GuardMiddleware:
                         headers.append(name.decode(), value.decode())
             await send(message)
 
+        headers = Headers(scope=scope)
         if scope["method"] in STATE_CHANGING and not scope["path"].startswith(EXEMPT_PREFIXES):
-            headers = Headers(scope=scope)
             bearer = headers.get("authorization", "").lower().startswith("bearer ")
             if not bearer and not from_this_site(headers):
                 await _refuse(scope, receive, send_with_headers)
                 return
-        await self.app(scope, receive, send_with_headers)
+        limit = body_limit(scope)
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > limit:
+            await _too_large(scope, receive, send_with_headers, limit)
+            return
+        await self.app(scope, _limited(receive, limit), send_with_headers)
+
+
+def body_limit(scope: Scope) -> int:
+    if scope["path"].startswith(EXEMPT_PREFIXES):
+        return int(scope["app"].state.playground.settings.max_frame_bytes)
+    return SITE_BODY_BYTES
+
+
+def _too_large_message(limit: int) -> str:
+    return f"The request's body is over the limit of {limit // 1024} KiB, so nothing of it was read."
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    """`receive`, which ends a body that goes past `limit` with a 413, raised as FastAPI's routes and
+    the app's error handler expect (a route that reads the body itself sees it as well)."""
+    seen = 0
+
+    async def limited_receive() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise HTTPException(413, _too_large_message(limit))
+        return message
+
+    return limited_receive
 
 
 async def _wrong_host(scope: Scope, receive: Receive, send: Send) -> None:
@@ -114,6 +154,12 @@ async def _wrong_host(scope: Scope, receive: Receive, send: Send) -> None:
 
     message = "This site does not answer to that name (PLAYGROUND_ALLOWED_HOSTS lists the names it does)."
     await error_response(Request(scope), 421, message)(scope, receive, send)
+
+
+async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+    from app.web.errors import error_response
+
+    await error_response(Request(scope), 413, _too_large_message(limit))(scope, receive, send)
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send) -> None:

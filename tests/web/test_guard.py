@@ -3,6 +3,7 @@ real HTTP the way a hostile page (or a careless client) would."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,6 +12,7 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
+from app.web.guard import SITE_BODY_BYTES
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 
@@ -168,3 +170,57 @@ def test_an_operator_names_the_hosts_it_answers_to(tmp_path: Path) -> None:
         assert (
             httpx.get(named.base + "/course", timeout=30).status_code == 421
         )  # 127.0.0.1 is not a name it has
+
+
+SAME_SITE_JSON = {"Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}
+
+
+def _peak_rss_reset(pid: int) -> None:
+    with open(f"/proc/{pid}/clear_refs", "w") as out:
+        out.write("5")  # the peak resident size starts again from now
+
+
+def _rss_mib(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith(field))
+
+
+def test_a_body_past_the_limit_is_refused_before_it_is_read(app: AppProcess) -> None:
+    # 64 MiB of `[],[],...` for a name: before the limit, the route read all of it and parsed it, for
+    # 5 s of the web process's time and 1.7 GiB at its peak.
+    pid = app.proc.pid
+    _peak_rss_reset(pid)
+    before = _rss_mib(pid, "VmRSS")
+    data = b"[" + b"[]," * (64 * 2**20 // 3) + b"[]]"
+    with app.client(cookies={COOKIE: app.learner_cookie("big-body")}) as client:
+        reply = client.put("/api/progress/name", content=data, headers=SAME_SITE_JSON)
+        assert reply.status_code == 413
+        assert reply.json()["error"]["message"] == (
+            f"The request's body is over the limit of {SITE_BODY_BYTES // 1024} KiB, so nothing of it was read."
+        )
+        assert _rss_mib(pid, "VmHWM") - before < 32
+        form = client.post("/course/name", data={"display_name": "x" * SITE_BODY_BYTES},
+                           headers={"Sec-Fetch-Site": "same-origin"})  # fmt: skip
+        assert form.status_code == 413 and "text/html" in form.headers["content-type"]  # a page, for a form
+        fine = client.put("/api/progress/name", json={"display_name": "Small"}, headers=SAME_SITE_JSON)
+        assert fine.status_code == 200 and fine.json() == {"display_name": "Small"}
+
+
+def test_a_body_without_a_length_is_refused_as_soon_as_it_passes_the_limit(app: AppProcess) -> None:
+    # Chunked, and never finished: the answer comes while the body is still coming.
+    cookie = app.learner_cookie("chunked-body")
+    with socket.create_connection(("127.0.0.1", app.port), timeout=30) as sock:
+        sock.sendall(
+            (f"PUT /api/progress/name HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nTransfer-Encoding: chunked\r\n"
+             f"Content-Type: application/json\r\nSec-Fetch-Site: same-origin\r\nCookie: {COOKIE}={cookie}\r\n\r\n"
+             ).encode()
+        )  # fmt: skip
+        chunk = b" " * 65536
+        for _ in range(SITE_BODY_BYTES // len(chunk) + 2):
+            sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = sock.recv(65536)
+            assert data, f"the connection closed without an answer: {answer!r}"
+            answer += data
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
