@@ -63,8 +63,9 @@ TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the 
 @dataclass(frozen=True)
 class ServerLimits:
     """What one server's output may cost the web process: a line's JSON values (the same limit a
-    client's message has), and how fast its lines are read, counted as `line_cost` says. A server that
-    writes faster waits on its full pipe, and every other session goes on meanwhile."""
+    client's message has), and how fast its output is read, its lines counted as `line_cost` says and
+    its stderr by the byte. A server that writes faster waits on its full pipe, and every other
+    session goes on meanwhile."""
 
     max_items: int = MAX_ITEMS
     read_bytes_per_s: int = READ_BYTES_PER_S
@@ -250,5 +251,7 @@ class RelaySession:
             while (text := await process.read_stderr()) is not None:
                 if self.listener is not None:
                     await self._tell(self.listener.on_stderr(text, self.transcript.now_ms()))
+                if wait := self._pace.charge(len(text)):  # the same pace as its lines: one budget
+                    await asyncio.sleep(wait)
         except asyncio.CancelledError:
             return

@@ -373,3 +373,33 @@ async def test_a_listeners_failure_is_logged_and_the_server_is_still_read(
     assert listener.ended is not None and "status 3" in listener.ended[1]
     assert listener.failed == ["stderr"]
     await sessions.close_all()
+
+
+STDERR_FLOODER = """
+import sys
+sys.stdin.readline()
+while True:
+    sys.stderr.write("e" * 65535 + "\\n")
+    sys.stderr.flush()
+"""
+
+
+async def test_a_server_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pace(
+    source: PlainSource,
+) -> None:
+    rate = 200_000
+    sessions = make(source, own_server=STDERR_FLOODER, server_limits=ServerLimits(read_bytes_per_s=rate))
+    began = time.monotonic()
+    session = await sessions.open(MY_SERVER, ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
+    heard = 1_000_000
+    assert await wait_until_async(lambda: sum(map(len, listener.stderr)) >= heard), (
+        "the flood, paced, goes on"
+    )
+    elapsed = time.monotonic() - began
+    total, last = sum(map(len, listener.stderr)), len(listener.stderr[-1])
+    assert elapsed >= (total - last - rate) / rate, (elapsed, total)
+    await sessions.close_all()
+    assert source.released == source.acquired

@@ -306,3 +306,32 @@ async def test_a_file_writing_a_line_of_too_many_values_is_stopped_and_told_why(
     state, _ = await _console_until_exit(app, "many-values", send_first=True)
     assert state["reason"] == "The server wrote a line of more than 10000 JSON values; the session was ended."
     assert await _orders_answers_quickly(app) < 10
+
+
+STDERR_FLOODER = """
+import sys
+sys.stdin.readline()
+while True:
+    sys.stderr.write("e" * 65535 + "\\n")
+    sys.stderr.flush()
+"""
+
+
+async def test_a_file_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pace(app: AppProcess) -> None:
+    # Unpaced, the web process relayed 300 MiB a second of it to the console, for most of its core.
+    save(app, "stderr-flood", STDERR_FLOODER)
+    began = time.monotonic()
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers=cookie(app, "stderr-flood"))  # fmt: skip
+    try:
+        assert (await client.recv_type("state"))["status"] == "ready"
+        await client.send(init_request(version="2025-11-25"))
+        total = last = 0
+        while total < 3 * READ_BYTES_PER_S:
+            last = len((await client.recv_type("stderr", timeout=60))["text"])
+            total += last
+        elapsed = time.monotonic() - began
+        assert elapsed >= (total - last - READ_BYTES_PER_S) / READ_BYTES_PER_S, (elapsed, total)
+        assert await _orders_answers_quickly(app) < 10
+    finally:
+        await client.close()

@@ -89,11 +89,12 @@ class PlainProcess:
     def kill(self) -> None:
         if self._status is None:
             self.proc.kill()
-            # asyncio's wait() returns only once every pipe has closed, and a stdout left unread (a
-            # paced flood) never reaches its end: nothing more is read from it after a kill.
-            stdout = self.proc._transport.get_pipe_transport(1)  # type: ignore[attr-defined]
-            if stdout is not None:
-                stdout.close()
+            # asyncio's wait() returns only once every pipe has closed, and output left unread (a
+            # paced flood) never reaches its end: nothing more is read after a kill.
+            for fd in (1, 2):
+                pipe = self.proc._transport.get_pipe_transport(fd)  # type: ignore[attr-defined]
+                if pipe is not None:
+                    pipe.close()
 
 
 class PlainSource:
