@@ -26,15 +26,42 @@ STREAM_KEPT = 200
 ENDED_KEPT = 5
 ENDED_KEPT_IN_ALL = 200
 FINAL = None  # the end of one request's events
+# Server messages one SSE response holds for a client that is not reading them (see Waiter).
+SSE_KEPT = 64
 
 
 @dataclass
 class Waiter:
-    """A POSTed request waiting for its response; `events` also carries server messages when SSE."""
+    """A POSTed request waiting for its response; `events` also carries server messages when SSE.
+
+    Server messages wait here until the client reads them, at most `SSE_KEPT`: past them the session
+    stops reading its server until the client reads on (and the server waits on its pipe). Once the
+    response stream is over (`close`: the client went away), nothing more is kept for it."""
 
     sse: bool
     events: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     response: str | None = None
+    gone: bool = False
+    _taken: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def next_event(self) -> str | None:
+        event = await self.events.get()
+        self._taken.set()
+        return event
+
+    async def put_meanwhile(self, line: str) -> None:
+        """A server message sent while this request waits: kept for the client once there is room."""
+        while self.events.qsize() >= SSE_KEPT and not self.gone:
+            self._taken.clear()
+            await self._taken.wait()
+        if not self.gone:
+            self.events.put_nowait(line)
+
+    def close(self) -> None:
+        self.gone = True
+        while not self.events.empty():
+            self.events.get_nowait()
+        self._taken.set()
 
 
 class HttpListener:
@@ -107,14 +134,15 @@ class HttpListener:
         if entry.is_response:
             waiter = self._waiting.pop(_key(entry.message.get("id")), None)
             if waiter is not None:
-                waiter.response = entry.line
-                waiter.events.put_nowait(entry.line)
-                waiter.events.put_nowait(FINAL)
+                if not waiter.gone:  # else its stream has ended: only the transcript keeps it
+                    waiter.response = entry.line
+                    waiter.events.put_nowait(entry.line)
+                    waiter.events.put_nowait(FINAL)
                 return
         # The server's own requests and notifications (and lines that are not messages).
-        streaming = [w for w in self._waiting.values() if w.sse]
+        streaming = [w for w in self._waiting.values() if w.sse and not w.gone]
         if streaming:
-            streaming[-1].events.put_nowait(entry.line)
+            await streaming[-1].put_meanwhile(entry.line)
         else:
             self._stream.append(entry.line)
             self._stream_ready.set()

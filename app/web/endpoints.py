@@ -426,15 +426,18 @@ def _sse(line: str) -> bytes:
 
 
 async def _events(waiter: Waiter) -> AsyncIterator[bytes]:
-    while True:
-        try:
-            line = await asyncio.wait_for(waiter.events.get(), KEEPALIVE_S)
-        except TimeoutError:
-            yield b": still waiting\n\n"
-            continue
-        if line is FINAL:
-            return
-        yield _sse(line)
+    try:
+        while True:
+            try:
+                line = await asyncio.wait_for(waiter.next_event(), KEEPALIVE_S)
+            except TimeoutError:
+                yield b": still waiting\n\n"
+                continue
+            if line is FINAL:
+                return
+            yield _sse(line)
+    finally:
+        waiter.close()  # the client has read the end, or gone away
 
 
 async def mcp_get(request: Request) -> Response:

@@ -5,6 +5,8 @@ client would."""
 from __future__ import annotations
 
 import json
+import re
+import socket
 import time
 from pathlib import Path
 
@@ -14,8 +16,10 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CreateMessageResult, TextContent
 
+from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
-from tests.support.wsclient import EnvelopeClient, init_request
+from tests.support.procs import wait_until
+from tests.support.wsclient import EnvelopeClient, init_request, tool_call
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 DEADLINE_S = 30.0
@@ -266,6 +270,68 @@ def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app
     text = {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": {"csv": "a,[b],{c}," * 20_000}}}
     fine = httpx.post(url, json=text, headers=headers, timeout=30)
     assert fine.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+
+# A learner's server that answers initialize, and answers a tools/call with notifications for ever.
+NOTIFIER = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "n", "version": "1"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    elif message.get("method") == "tools/call":
+        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "n" * 2000}}
+        while True:
+            sys.stdout.write(json.dumps(note) + "\\n")
+            sys.stdout.flush()
+"""
+
+
+def server_messages(app: AppProcess) -> int:
+    text = httpx.get(app.base + "/metrics", timeout=30).text
+    found = re.search(r'^playground_relay_messages_total\{direction="server"\} (\S+)$', text, re.MULTILINE)
+    assert found, "the relay's message counter"
+    return int(float(found.group(1)))
+
+
+def test_an_sse_client_that_reads_nothing_holds_back_its_server_not_the_web_process(app: AppProcess) -> None:
+    # Before, every notification was kept for the response stream: the web process grew 3 MiB a second
+    # for as long as the server wrote, and on after the client had gone.
+    with app.client(cookies={COOKIE: app.learner_cookie("slow-reader")}) as browser:
+        browser.get("/")
+        assert browser.put("/api/workspace/server.py", content=NOTIFIER).status_code == 200
+        url = make_endpoint(app, "my-server", browser)["url"]
+    session = initialize(url)
+    body = json.dumps(tool_call(2, "anything", {})).encode()
+    with socket.create_connection(("127.0.0.1", app.port), timeout=30) as sock:
+        sock.sendall(
+            (f"POST {url.removeprefix(app.base)} HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\n"
+             f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+             f"Mcp-Session-Id: {session}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+        )  # fmt: skip
+        last = [-1]
+
+        def steady() -> bool:
+            now = server_messages(app)
+            same, last[0] = now == last[0], now
+            return same
+
+        # The server writes for ever and the client reads nothing: soon nothing more is read from it.
+        assert wait_until(steady, timeout=60, interval=0.5), f"still reading the server: {last[0]} messages"
+        held = last[0]
+        assert not wait_until(lambda: server_messages(app) > held + 10, timeout=3, interval=0.5)
+        # The client reads on (what the buffers on the way hold first): so does the session.
+        received = 0
+        while received < 64 * 1024 * 1024 and server_messages(app) <= held + 100:
+            chunk = 0
+            while chunk < 512 * 1024:
+                chunk += len(sock.recv(65536))
+            received += chunk
+        assert server_messages(app) > held + 100, f"{received} bytes read"
+    # The client goes away: nothing more is kept for its stream, and the server is read on.
+    gone = server_messages(app)
+    assert wait_until(lambda: server_messages(app) > gone + 2000, timeout=60)
 
 
 def test_an_expired_endpoint_answers_404(tmp_path) -> None:  # noqa: ANN001
