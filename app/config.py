@@ -181,10 +181,10 @@ class Settings(BaseSettings):
         4 * 1024 * 1024,
         gt=0,
         description=(
-            "How fast the relay reads one session's server output, stdout and stderr together, on average "
-            "past a first second's worth: bytes a second, each JSON value counted as 128 bytes more (reading one takes about "
-            "as long). A server that writes faster waits; no session can take the web process's time "
-            "from the others."
+            "How fast the relay reads one session's server output, stdout and stderr together, on "
+            "average past a first second's worth: bytes a second, each JSON value counted as 128 bytes "
+            "more (reading one takes about as long). A server that writes faster waits; no session can "
+            "take the web process's time from the others."
         ),
     )
     extra_demo_modules: list[str] = Field(

@@ -53,9 +53,9 @@ NOT_SERVING = (
     "it wait forever?"
 )
 # How fast one session's server output is read by default, in bytes a second with each JSON value
-# counted as `PARSED_ITEM_BYTES` more (the setting `server_read_bytes_per_s`). Reading, checking,
-# recording and relaying that takes the web process about 1-4 ms a second; a demo server's answers
-# come to kilobytes a second.
+# counted as `PARSED_ITEM_BYTES` more (the setting `server_read_bytes_per_s`). A server writing lines
+# of 3000 values as fast as it could took 29% of the web process's core unpaced, 1% at this pace; a
+# demo server's answers come to kilobytes a second.
 READ_BYTES_PER_S = 4 * 1024 * 1024
 TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the session was ended."
 
