@@ -310,16 +310,15 @@ def test_an_sse_client_that_reads_nothing_holds_back_its_server_not_the_web_proc
              f"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
              f"Mcp-Session-Id: {session}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
         )  # fmt: skip
-        last = [-1]
+        seen: list[int] = []
 
-        def steady() -> bool:
-            now = server_messages(app)
-            same, last[0] = now == last[0], now
-            return same
+        def steady() -> bool:  # the same count over four looks, 1.5 s: not a busy moment of the machine
+            seen.append(server_messages(app))
+            return len(seen) >= 4 and len(set(seen[-4:])) == 1
 
         # The server writes for ever and the client reads nothing: soon nothing more is read from it.
-        assert wait_until(steady, timeout=60, interval=0.5), f"still reading the server: {last[0]} messages"
-        held = last[0]
+        assert wait_until(steady, timeout=60, interval=0.5), f"still reading the server: {seen[-1]} messages"
+        held = seen[-1]
         assert not wait_until(lambda: server_messages(app) > held + 10, timeout=3, interval=0.5)
         # The client reads on (what the buffers on the way hold first): so does the session.
         received = 0
