@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -425,17 +425,24 @@ def _sse(line: str) -> bytes:
     return f"event: message\ndata: {line}\n\n".encode()
 
 
+async def _sse_stream(next_line: Callable[[], Awaitable[str | None]], idle: bytes) -> AsyncIterator[bytes]:
+    """Each line `next_line` gives as an SSE event, until it gives None; `idle` (a comment) whenever
+    nothing has come for KEEPALIVE_S, so that proxies keep the stream open."""
+    while True:
+        try:
+            line = await asyncio.wait_for(next_line(), KEEPALIVE_S)
+        except TimeoutError:
+            yield idle
+            continue
+        if line is None:
+            return
+        yield _sse(line)
+
+
 async def _events(waiter: Waiter) -> AsyncIterator[bytes]:
     try:
-        while True:
-            try:
-                line = await asyncio.wait_for(waiter.next_event(), KEEPALIVE_S)
-            except TimeoutError:
-                yield b": still waiting\n\n"
-                continue
-            if line is FINAL:
-                return
-            yield _sse(line)
+        async for event in _sse_stream(waiter.next_event, b": still waiting\n\n"):  # FINAL is None
+            yield event
     finally:
         waiter.close()  # the client has read the end, or gone away
 
@@ -456,15 +463,8 @@ async def mcp_get(request: Request) -> Response:
 
     async def stream() -> AsyncIterator[bytes]:
         try:
-            while True:
-                try:
-                    line = await asyncio.wait_for(listener.stream(), KEEPALIVE_S)
-                except TimeoutError:
-                    yield b": keep-alive\n\n"
-                    continue
-                if line is None:
-                    return
-                yield _sse(line)
+            async for event in _sse_stream(listener.stream, b": keep-alive\n\n"):
+                yield event
         finally:
             listener.stream_open = False
 

@@ -10,7 +10,14 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from app.protocol.jsonrpc import INVALID_REQUEST, Frame, FrameError, json_items, parse_client_text
+from app.protocol.jsonrpc import (
+    INVALID_REQUEST,
+    Frame,
+    FrameError,
+    json_items,
+    parse_client_text,
+    readable_id,
+)
 
 # Strings full of what the count must not be fooled by: quotes, backslashes and structure.
 tricky_text = st.text(alphabet=st.sampled_from(list('",[]{}\\:ab \n\u00e9')), max_size=12)
@@ -76,3 +83,11 @@ def test_a_message_at_the_limit_is_forwarded_and_one_more_is_refused() -> None:
 
     assert isinstance(parse_client_text(with_numbers(100), 1 << 20, max_items=100), Frame)
     assert isinstance(parse_client_text(with_numbers(101), 1 << 20, max_items=100), FrameError)
+
+
+def test_a_refused_frames_id_is_read_only_when_that_is_cheap() -> None:
+    # The id goes into a rate-limit error; a flood of refused frames must not each be parsed.
+    few = '{"jsonrpc":"2.0","id":41,"method":"ping","params":{"a":[' + ",".join(["[]"] * 100) + "]}}"
+    many = '{"jsonrpc":"2.0","id":42,"method":"ping","params":{"a":[' + ",".join(["[]"] * 5000) + "]}}"
+    assert readable_id(few, 64 * 1024) == 41
+    assert len(many) < 64 * 1024 and readable_id(many, 64 * 1024) is None
