@@ -97,7 +97,13 @@ async def list_endpoints(request: Request) -> list[dict[str, Any]]:
     """The learner's live endpoints (their URLs were shown once, when made: the token is not kept)."""
     state = get_state(request)
     mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
-    return [_endpoint_json(info, len(state.http_sessions.of_endpoint(info.id))) for info in mine]
+    return [_endpoint_json(info, _live(state, info.id)) for info in mine]
+
+
+def _live(state: AppState, endpoint_id: str) -> int:
+    # A session whose place is free but whose process is still being released is no longer live:
+    # it leaves http_sessions only once its ending finishes.
+    return sum(not listener.session.closed for listener in state.http_sessions.of_endpoint(endpoint_id))
 
 
 @router.delete("/api/endpoints/{endpoint_id}")
