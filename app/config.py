@@ -187,6 +187,15 @@ class Settings(BaseSettings):
             "take the web process's time from the others."
         ),
     )
+    client_read_bytes_per_s: int = Field(
+        1024 * 1024,
+        gt=0,
+        description=(
+            "How fast the relay reads one session's client messages, on average past a first second's "
+            "worth, counted as a server's output is (each JSON value as 128 bytes more): a client that "
+            "sends faster waits, its next WebSocket frame unread or its next HTTP request unanswered."
+        ),
+    )
     extra_demo_modules: list[str] = Field(
         default_factory=list,
         description=(

@@ -63,6 +63,7 @@ class Frame:
 
     message: dict[str, Any]
     line: str
+    items: int = 0  # its JSON values as `json_items` counted them: what reading it cost, with its bytes
 
 
 def _reject_constant(name: str) -> Any:
@@ -232,7 +233,8 @@ def parse_client_text(text: str, max_bytes: int, max_items: int = MAX_ITEMS) -> 
             f"message is {size} bytes, over the {max_bytes}-byte limit",
             f"This message is {size} bytes; the playground forwards at most {max_bytes}. Nothing was sent.",
         )
-    if json_items(text, max_items) > max_items:  # before parsing: that is what it would cost
+    items = json_items(text, max_items)
+    if items > max_items:  # before parsing: that is what it would cost
         return too_many_items_error(max_items)
     if not text.strip():
         return FrameError(
@@ -254,7 +256,7 @@ def parse_client_text(text: str, max_bytes: int, max_items: int = MAX_ITEMS) -> 
     problem = check_message(message)
     if problem is not None:
         return problem
-    return Frame(message, line)
+    return Frame(message, line, items)
 
 
 def too_many_items_error(max_items: int) -> FrameError:

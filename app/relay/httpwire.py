@@ -17,7 +17,7 @@ from typing import Any
 
 from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id
 from app.protocol.transcript import Entry
-from app.relay.session import RelaySession
+from app.relay.session import RelaySession, line_cost
 from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 
 # Server messages kept for a GET stream that is not open (or is slow); the oldest go first.
@@ -83,14 +83,20 @@ class HttpListener:
 
     # --- what the HTTP side asks ------------------------------------------------------------------
 
-    def admit(self, text: str) -> Frame | FrameError:
-        """The same rules as a WebSocket frame: the rate limit, then strict JSON-RPC."""
+    async def admit(self, text: str) -> Frame | FrameError:
+        """The same rules as a WebSocket frame: the rate limit, the session's pace, then strict JSON-RPC.
+        Past the pace the request waits before it is read: requests sent side by side queue up."""
         wait = self.limiter.check()
         if wait is not None:
             return rate_limit_error(
                 self.limiter.limit, self.limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES)
             )
-        return self.limits.admit(text)
+        if owed := self.session.client_read(len(text)):
+            await asyncio.sleep(owed)
+        result = self.limits.admit(text)
+        if isinstance(result, Frame):
+            self.session.client_read(line_cost("", result.items))
+        return result
 
     @staticmethod
     def parse_first(text: str, limits: WireLimits) -> Frame | FrameError:

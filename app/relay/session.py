@@ -57,24 +57,35 @@ NOT_SERVING = (
 # of 3000 values as fast as it could took 29% of the web process's core unpaced, 1% at this pace; a
 # demo server's answers come to kilobytes a second.
 READ_BYTES_PER_S = 4 * 1024 * 1024
+# How fast one session's client messages are read by default, counted the same way (the setting
+# `client_read_bytes_per_s`). A console sending valid 1 MiB messages at the frame rate limit took 17%
+# of the web process's core (the echo of each, a parse, a check); four of them, one visitor's cap,
+# 66%. A learner types messages of a few kilobytes.
+CLIENT_READ_BYTES_PER_S = 1024 * 1024
 TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the session was ended."
 
 
 @dataclass(frozen=True)
-class ServerLimits:
-    """What one server's output may cost the web process: a line's JSON values (the same limit a
-    client's message has), and how fast its output is read, its lines counted as `line_cost` says and
-    its stderr by the byte. A server that writes faster waits on its full pipe, and every other
-    session goes on meanwhile."""
+class SessionLimits:
+    """What one session may cost the web process. Its server's output: a line's JSON values (the same
+    limit a client's message has), and how fast it is read, its lines counted as `line_cost` says and
+    its stderr by the byte. Its client's messages: how fast they are read, counted the same way, on
+    every door the session has had (a console that reconnects finds its debt where it left it). A
+    server that writes faster waits on its full pipe, a client on its unread socket or its unanswered
+    request, and every other session goes on meanwhile."""
 
     max_items: int = MAX_ITEMS
     read_bytes_per_s: int = READ_BYTES_PER_S
+    client_read_bytes_per_s: int = CLIENT_READ_BYTES_PER_S
 
     def pace(self) -> Pace:
         return Pace(self.read_bytes_per_s, burst=self.read_bytes_per_s)  # up to a second's worth at once
 
+    def client_pace(self) -> Pace:
+        return Pace(self.client_read_bytes_per_s, burst=self.client_read_bytes_per_s)
 
-DEFAULT_LIMITS = ServerLimits()
+
+DEFAULT_LIMITS = SessionLimits()
 
 
 def line_cost(line: str, items: int) -> int:
@@ -89,7 +100,7 @@ ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"]
 class RelaySession:
     def __init__(self, server: str, owner: Owner, slot: Slot, metrics: Metrics, *,
                  new_transcript: Callable[[], Transcript], on_exit: ExitHandler,
-                 watch_serving: bool = False, limits: ServerLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
+                 watch_serving: bool = False, limits: SessionLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
         self.id = secrets.token_urlsafe(12)
         self.server = server
         self.owner = owner
@@ -112,6 +123,7 @@ class RelaySession:
         self._serving_watch: asyncio.Task | None = None
         self.limits = limits
         self._pace = limits.pace()  # the session's, across restarts
+        self._client_pace = limits.client_pace()  # across restarts and reconnects
 
     @property
     def learner(self) -> str | None:
@@ -127,6 +139,15 @@ class RelaySession:
             "reason": self.reason,
             "revision": self.transcript.revision,
         }
+
+    def client_read(self, cost: int) -> float:
+        """Count `cost` (`line_cost`'s units) of a client's message read now; the seconds the door it
+        came by waits before it reads the next (0.0: none)."""
+        return self._client_pace.charge(cost)
+
+    def client_owed(self) -> float:
+        """The seconds before a client's next message may be read."""
+        return self._client_pace.charge(0)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()

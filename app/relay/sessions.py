@@ -20,7 +20,7 @@ from app.metrics import Metrics
 from app.protocol.jsonrpc import server_exited_error
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Owner
-from app.relay.session import DEFAULT_LIMITS, Listener, RelaySession, ServerLimits
+from app.relay.session import DEFAULT_LIMITS, Listener, RelaySession, SessionLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.sandbox.process import ProcessSource, ServerProcess
 
@@ -52,7 +52,7 @@ class Sessions:
                  new_transcript: Callable[[str], Transcript] | None = None,
                  own_source: Callable[[Owner], Awaitable[str]] | None = None,
                  shared: SharedSessions | None = None,
-                 server_limits: ServerLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
+                 session_limits: SessionLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
         self.source = source
         self.admission = admission
         self.grace_s = grace_s
@@ -63,7 +63,7 @@ class Sessions:
         # The learner's latest saved server.py (or the starter), read whenever my-server (re)starts.
         self._own_source = own_source
         self.shared = shared  # None on one machine (SQLite): nothing extra runs
-        self.server_limits = server_limits
+        self.session_limits = session_limits
         self.sessions: dict[str, RelaySession] = {}
         self._grace: dict[str, asyncio.Task] = {}
         self._endings: set[asyncio.Task] = set()
@@ -108,7 +108,7 @@ class Sessions:
         session = RelaySession(server, owner, slot, self.metrics,
                                new_transcript=lambda: self._new_transcript(server),
                                on_exit=self._process_exited, watch_serving=server == MY_SERVER,
-                               limits=self.server_limits)  # fmt: skip
+                               limits=self.session_limits)  # fmt: skip
         try:
             if self.shared is not None:
                 await self.shared.admitted(session)

@@ -6,12 +6,14 @@
   round-trip times, stderr, state and hands-on checks.
 
 Every frame a client sends counts against its connection's rate limit, whatever it holds; a client
-that goes on sending far past the limit is closed with 1008.
+that goes on sending far past the limit is closed with 1008. And every frame is read at its session's
+pace (SessionLimits): past it, the next frame waits unread in the socket.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -35,7 +37,7 @@ from app.protocol.jsonrpc import (
     readable_id,
 )
 from app.protocol.transcript import Entry, Transcript
-from app.relay.session import RelaySession
+from app.relay.session import RelaySession, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 
@@ -101,6 +103,11 @@ class DirectSocket(Protocol):
         once: closing, closed, or its send buffer full."""
         ...
 
+    @property
+    def lost(self) -> asyncio.Event:
+        """Set once the connection is gone, whatever is still queued for `receive()`."""
+        ...
+
 
 class RateLimiter:
     def __init__(self, limit: int, window_s: float) -> None:
@@ -131,10 +138,10 @@ class RateLimiter:
 class Wire:
     """What both modes share: the socket, a send lock, the receive loop with its limits, and ending."""
 
-    def __init__(
-        self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits
-    ) -> None:
+    def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
+                 direct: DirectSocket | None = None) -> None:  # fmt: skip
         self.ws = websocket
+        self.direct = direct
         self.session = session
         self.sessions = sessions
         self.limits = limits
@@ -172,6 +179,8 @@ class Wire:
     async def run(self) -> None:
         """Read frames until the peer leaves or the session ends."""
         while not self.ended:
+            if owed := self.session.client_owed():
+                await self._pause(owed)
             try:
                 event = await self.ws.receive()
             except (WebSocketDisconnect, RuntimeError):
@@ -185,8 +194,19 @@ class Wire:
             finally:
                 self.busy = False
 
+    async def _pause(self, seconds: float) -> None:
+        """Read nothing for a while: the socket stops reading once a frame waits for us, and the
+        client's sends back up. A connection lost meanwhile ends the pause, so that its session is free
+        at once for the client's next connection."""
+        if self.direct is None:
+            await asyncio.sleep(seconds)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.direct.lost.wait(), seconds)
+
     async def _on_event(self, event: Mapping[str, Any]) -> None:
         text = event.get("text")
+        self.session.client_read(len(text) if text is not None else len(event.get("bytes") or b""))
         wait = self.limiter.check()
         if wait is not None:
             await self._rate_limited(text, wait)
@@ -217,7 +237,10 @@ class Wire:
         await self.on_bad_frame(error, seq)
 
     def admit(self, text: str) -> Frame | FrameError:
-        return self.limits.admit(text)
+        result = self.limits.admit(text)
+        if isinstance(result, Frame):  # its bytes were counted as the frame came
+            self.session.client_read(line_cost("", result.items))
+        return result
 
     def server_line_now(self, line: str) -> bool:
         return False  # each mode sends what it sends once the line is an entry, or in on_server_line
@@ -260,8 +283,7 @@ def _close_reason(reason: str) -> str:
 class McpWire(Wire):
     def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
                  direct: DirectSocket | None = None) -> None:  # fmt: skip
-        super().__init__(websocket, session, sessions, limits)
-        self.direct = direct
+        super().__init__(websocket, session, sessions, limits, direct)
         if direct is not None:
             direct.take_texts(self.text_now)
 
@@ -269,12 +291,13 @@ class McpWire(Wire):
         """A client's text message, in the socket's callback: forwarded here when it is valid, within
         the rate, nothing is ahead of it and the server's stdin has room. False passes it to `run`, which
         answers everything else (a refusal, a full pipe, a stopped server) as it always has."""
-        if self.ended or self.busy or self.limiter.wait() is not None:
+        if self.ended or self.busy or self.limiter.wait() is not None or self.session.client_owed():
             return False
-        result = self.admit(text)
+        result = self.limits.admit(text)
         if isinstance(result, FrameError) or not self.session.send_now(result):
             return False
         self.limiter.count()
+        self.session.client_read(line_cost(text, result.items))
         return True
 
     def server_line_now(self, line: str) -> bool:
@@ -350,8 +373,8 @@ def entry_frame(entry: Entry, transcript: Transcript) -> dict[str, Any]:
 
 class EnvelopeWire(Wire):
     def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
-                 checks: Checks | None = None) -> None:  # fmt: skip
-        super().__init__(websocket, session, sessions, limits)
+                 checks: Checks | None = None, direct: DirectSocket | None = None) -> None:  # fmt: skip
+        super().__init__(websocket, session, sessions, limits, direct)
         self.checks = checks
         self.restarts = RateLimiter(limits.restarts_per_window, RESTART_WINDOW_S)
         self._checks_dirty = False

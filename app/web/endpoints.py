@@ -298,7 +298,7 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     listener = found
     if (problem := _version_problem(request, listener)) is not None:
         return problem, listener, None
-    result = listener.admit(text)
+    result = await listener.admit(text)
     if isinstance(result, FrameError):
         listener.session.transcript.add_relay_error(text[:2000], result.reply())
         return _jsonrpc_error(429 if result.code == -32001 else 400, result), listener, None
@@ -399,7 +399,7 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
         if isinstance(opened, JSONResponse):
             return opened, None
         listener = state.http_sessions.stateless[info.id] = opened
-    result = listener.admit(text)
+    result = await listener.admit(text)
     if isinstance(result, FrameError):
         listener.session.transcript.add_relay_error(text[:2000], result.reply())
         return _jsonrpc_error(429 if result.code == -32001 else 400, result), listener

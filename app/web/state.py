@@ -24,7 +24,7 @@ from app.progress import ProgressStore, open_store
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Caps, Owner
 from app.relay.httpwire import HttpSessions
-from app.relay.session import ServerLimits
+from app.relay.session import SessionLimits
 from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
@@ -140,7 +140,8 @@ class AppState:
             max_session_s=s.max_session_s, metrics=self.metrics,
             new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
             own_source=self.own_source, shared=self.fleet,
-            server_limits=ServerLimits(s.max_message_values, s.server_read_bytes_per_s),
+            session_limits=SessionLimits(s.max_message_values, s.server_read_bytes_per_s,
+                                         s.client_read_bytes_per_s),
         )  # fmt: skip
         self.sessions.start()
         if self.fleet is not None:

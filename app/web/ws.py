@@ -125,12 +125,13 @@ async def relay(websocket: WebSocket) -> None:
         await sessions.end(session, NORMAL_CLOSURE, "the client left during the handshake")
         return
     limits = WireLimits.from_settings(state.settings)
+    direct = websocket.scope["extensions"].get(DIRECT)
     wire: McpWire | EnvelopeWire
     if mode == MCP_SUBPROTOCOL:
-        wire = McpWire(websocket, session, sessions, limits, direct=websocket.scope["extensions"].get(DIRECT))
+        wire = McpWire(websocket, session, sessions, limits, direct=direct)
     else:
         checks = step_checks(state, params.get("step"), owner.learner)
-        wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks)
+        wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks, direct=direct)
     sessions.attach(session, wire)
     try:
         if isinstance(wire, EnvelopeWire):

@@ -4,6 +4,7 @@ that the hand-over leaves no garbage for the collector."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -63,6 +64,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.logger = _QUIET  # type: ignore[assignment]
         self.conn.logger = _QUIET
         self.text_sink: Callable[[str], bool] | None = None
+        self.lost = asyncio.Event()
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
@@ -72,6 +74,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
+        self.lost.set()
         # The scope's offer refers back to this protocol: left in place, every connection would end
         # as a reference cycle (the protocol, its transport, request, queue: about 90 objects) that
         # only the collector frees. A client reconnecting in a loop then made it stop every session

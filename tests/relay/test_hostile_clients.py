@@ -7,7 +7,9 @@ Every test here speaks from its own client address: the app trusts X-Forwarded-F
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import httpx
 import pytest
@@ -134,6 +136,67 @@ async def test_a_flood_is_answered_then_closed_and_others_keep_their_answers(app
     finally:
         await flooder.close()
         await bystander.close()
+
+
+def padded_ping(id_: int, size: int) -> str:
+    """A valid ping carrying `size` bytes of padding: costly to read, echo and record, never refused."""
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": id_, "method": "ping", "params": {"_meta": {"pad": "x" * size}}}
+    )
+
+
+async def test_big_messages_are_read_at_the_sessions_pace_and_nobody_else_waits(app: AppProcess) -> None:
+    # Eight valid 512 KiB messages, 4 MiB, from one client at once. The default pace reads a second's
+    # worth (1 MiB) at once, then 1 MiB a second: the eighth is read 2.5 s after the first at the
+    # earliest. Each is answered; another client is answered meanwhile.
+    sender = await McpClient.connect(app.ws_base + "/ws/demo-orders", max_size=None,
+                                     additional_headers=headers("198.51.100.50"))  # fmt: skip
+    bystander = await McpClient.connect(
+        app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.51")
+    )
+    try:
+        began = time.monotonic()
+        sends = asyncio.create_task(sender_sends(sender, [padded_ping(n, 512 * 1024) for n in range(1, 9)]))
+        assert await bystander.call(1, "ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        bystander_answered = time.monotonic() - began
+        replies = [await sender.recv() for _ in range(8)]
+        last_answered = time.monotonic() - began
+        await sends
+        assert replies == [{"jsonrpc": "2.0", "id": n, "result": {}} for n in range(1, 9)]
+        assert last_answered >= 2.4, f"8 x 512 KiB read in {last_answered:.2f} s: not paced"
+        assert bystander_answered < last_answered
+    finally:
+        await sender.close()
+        await bystander.close()
+
+
+async def test_reconnecting_does_not_reset_the_pace(app: AppProcess) -> None:
+    # Four 768 KiB messages leave the session 2 MiB past its first second's worth: whatever comes
+    # next is read 2 s after the first at the earliest, on this connection or on the next.
+    address = "198.51.100.52"
+    cookie = mint(app, address)
+    first = await McpClient.connect(app.ws_base + "/ws/demo-orders", max_size=None,
+                                    additional_headers=headers(address, cookie))  # fmt: skip
+    session = first.ws.response.headers["x-playground-session"]
+    began = time.monotonic()
+    await sender_sends(first, [padded_ping(n, 768 * 1024) for n in range(1, 5)])
+    assert [(await first.recv())["id"] for _ in range(4)] == [1, 2, 3, 4]
+    first.ws.transport.abort()  # dropped, to come back at once with a fresh connection
+    await first.ws.wait_closed()
+    again = await McpClient.connect(app.ws_base + f"/ws/demo-orders?session={session}",
+                                    additional_headers=headers(address, cookie))  # fmt: skip
+    try:
+        assert again.ws.response.headers["x-playground-session"] == session
+        assert await again.call(5, "ping") == {"jsonrpc": "2.0", "id": 5, "result": {}}
+        answered = time.monotonic() - began
+        assert answered >= 1.9, f"read {answered:.2f} s after the first: the reconnect reset the pace"
+    finally:
+        await again.close()
+
+
+async def sender_sends(client: McpClient, texts: list[str]) -> None:
+    for text in texts:
+        await client.send(text)  # waits while the relay leaves the socket unread
 
 
 async def test_a_message_of_too_many_values_is_refused_unread_in_both_modes_and_each_goes_on(

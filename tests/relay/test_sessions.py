@@ -13,7 +13,7 @@ import pytest
 from app.demos import MY_SERVER
 from app.protocol.jsonrpc import parse_client_text
 from app.relay.admission import Admission, Caps, Owner
-from app.relay.session import DEFAULT_LIMITS, ServerLimits, line_cost
+from app.relay.session import DEFAULT_LIMITS, SessionLimits, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from tests.support.plainproc import PlainSource
@@ -66,14 +66,14 @@ class Recorder:
 
 def make(source: PlainSource, *, total: int = 10, per_owner: int = 4, grace_s: float = 30.0,
          idle_timeout_s: float = 600.0, max_session_s: float = 3600.0, own_server: str | None = None,
-         server_limits: ServerLimits = DEFAULT_LIMITS) -> Sessions:  # fmt: skip
+         session_limits: SessionLimits = DEFAULT_LIMITS) -> Sessions:  # fmt: skip
     async def own_source(owner: Owner) -> str:
         assert own_server is not None, "this test runs no server.py"
         return own_server
 
     sessions = Sessions(source, Admission(Caps(total, per_owner, total)), grace_s=grace_s,
                         idle_timeout_s=idle_timeout_s, max_session_s=max_session_s, own_source=own_source,
-                        server_limits=server_limits)  # fmt: skip
+                        session_limits=session_limits)  # fmt: skip
     sessions.start()
     return sessions
 
@@ -287,7 +287,7 @@ while True:
 
 async def test_a_server_writing_as_fast_as_it_can_is_read_at_the_pace(source: PlainSource) -> None:
     rate = 100_000
-    sessions = make(source, own_server=FLOODER, server_limits=ServerLimits(read_bytes_per_s=rate))
+    sessions = make(source, own_server=FLOODER, session_limits=SessionLimits(read_bytes_per_s=rate))
     began = time.monotonic()
     session = await sessions.open(MY_SERVER, ADA)
     listener = Recorder()
@@ -314,7 +314,7 @@ sys.stdin.readline()
 
 
 async def test_a_server_line_of_too_many_values_ends_the_session_unread(source: PlainSource) -> None:
-    sessions = make(source, own_server=MANY_VALUES, server_limits=ServerLimits(max_items=100))
+    sessions = make(source, own_server=MANY_VALUES, session_limits=SessionLimits(max_items=100))
     session = await sessions.open(MY_SERVER, ADA)
     listener = Recorder()
     sessions.attach(session, listener)
@@ -388,7 +388,7 @@ async def test_a_server_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pac
     source: PlainSource,
 ) -> None:
     rate = 200_000
-    sessions = make(source, own_server=STDERR_FLOODER, server_limits=ServerLimits(read_bytes_per_s=rate))
+    sessions = make(source, own_server=STDERR_FLOODER, session_limits=SessionLimits(read_bytes_per_s=rate))
     began = time.monotonic()
     session = await sessions.open(MY_SERVER, ADA)
     listener = Recorder()

@@ -4,6 +4,7 @@ client would."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -256,6 +257,34 @@ def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) ->
     assert huge.status_code == 413
     fine = httpx.post(url, json={"jsonrpc": "2.0", "id": 4, "method": "ping"}, headers=headers, timeout=30)
     assert fine.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}
+
+
+async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppProcess) -> None:
+    # Eight valid 512 KiB pings sent at once on one session: each waits for its turn before it is read
+    # (1 MiB at once, then 1 MiB a second), so the last is answered 2.5 s after the first at the
+    # earliest. Every one is answered, and another session's ping meanwhile.
+    url = make_endpoint(app)["url"]
+    sender, other = initialize(url), initialize(url)
+    base = {"Accept": "application/json", "Content-Type": "application/json"}
+
+    async def ping(client: httpx.AsyncClient, session: str, id_: int, pad: int) -> tuple[dict, float]:
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": id_, "method": "ping", "params": {"_meta": {"pad": "x" * pad}}}
+        )
+        reply = await client.post(url, content=body, headers={**base, "Mcp-Session-Id": session})
+        assert reply.status_code == 200, reply.text
+        return reply.json(), time.monotonic() - began
+
+    async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=20)) as client:
+        began = time.monotonic()
+        big = [asyncio.create_task(ping(client, sender, n, 512 * 1024)) for n in range(1, 9)]
+        small, small_at = await ping(client, other, 1, 0)
+        answered = await asyncio.gather(*big)
+    assert small == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert sorted(reply["id"] for reply, _ in answered) == list(range(1, 9))
+    last = max(at for _, at in answered)
+    assert last >= 2.4, f"8 x 512 KiB read in {last:.2f} s: not paced"
+    assert small_at < last
 
 
 def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app: AppProcess) -> None:
