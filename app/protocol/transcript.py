@@ -294,6 +294,10 @@ class Transcript:
         start = max(after_seq - self.dropped, 0)
         return self.entries[start : None if limit is None else start + limit]
 
+    def page_bytes(self, after_seq: int = 0, limit: int | None = None) -> int:
+        """What sending `page(after_seq, limit)` back costs, in the bytes of its lines."""
+        return sum(len(entry.line) for entry in self.page(after_seq, limit))
+
     def to_json(self, after_seq: int = 0, limit: int | None = None) -> dict[str, Any]:
         entries = self.page(after_seq, limit)
         last = self.dropped + len(self.entries)

@@ -91,8 +91,7 @@ class HttpListener:
             return rate_limit_error(
                 self.limiter.limit, self.limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES)
             )
-        if owed := self.session.client_read(len(text)):
-            await asyncio.sleep(owed)
+        await self.session.client_turn(len(text))
         result = self.limits.admit(text)
         if isinstance(result, Frame):
             self.session.client_read(line_cost("", result.items))

@@ -145,6 +145,12 @@ class RelaySession:
         came by waits before it reads the next (0.0: none)."""
         return self._client_pace.charge(cost)
 
+    async def client_turn(self, cost: int) -> None:
+        """Work for the session's client (`cost` as in `client_read`), done at its pace: charged now
+        and waited for before it is done, so that work asked for side by side queues up."""
+        if owed := self.client_read(cost):
+            await asyncio.sleep(owed)
+
     def client_owed(self) -> float:
         """The seconds before a client's next message may be read."""
         return self._client_pace.charge(0)

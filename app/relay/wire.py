@@ -194,15 +194,16 @@ class Wire:
             finally:
                 self.busy = False
 
-    async def _pause(self, seconds: float) -> None:
+    async def _pause(self, seconds: float) -> bool:
         """Read nothing for a while: the socket stops reading once a frame waits for us, and the
         client's sends back up. A connection lost meanwhile ends the pause, so that its session is free
-        at once for the client's next connection."""
+        at once for the client's next connection. False if it was lost."""
         if self.direct is None:
             await asyncio.sleep(seconds)
-            return
+            return True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.direct.lost.wait(), seconds)
+        return not self.direct.lost.is_set()
 
     async def _on_event(self, event: Mapping[str, Any]) -> None:
         text = event.get("text")
@@ -455,8 +456,13 @@ class EnvelopeWire(Wire):
         await self.send_json(self.session.state_frame())
 
     async def replay(self, after_seq: int) -> None:
-        """After a reconnect: the entries the console missed, as the same frames live traffic uses."""
+        """After a reconnect: the entries the console missed, as the same frames live traffic uses.
+        At the client's pace, as its messages are: a client reconnecting in a loop for the whole of a
+        2 MiB transcript each time took the web process's core (a dropped connection stops the wait)."""
+        if (owed := self.session.client_owed()) and not await self._pause(owed):
+            return
         transcript = self.session.transcript
+        self.session.client_read(transcript.page_bytes(after_seq))
         for entry in transcript.page(after_seq):
             frame = entry_frame(entry, transcript)
             frame["replayed"] = True

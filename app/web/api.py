@@ -47,7 +47,9 @@ async def transcript(
     session = state.sessions.find(session_id, owner_key) if state.sessions else None
     if session is None:
         return JSONResponse(error_body(404, "No such session (or it is not yours)."), status_code=404)
-    body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
+    after, limit = max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE)
+    await session.client_turn(session.transcript.page_bytes(after, limit))  # a loop of exports waits
+    body = session.transcript.to_json(after, limit)
     body.update(session=session.id, status=session.status)
     return JSONResponse(
         body, headers={"Content-Disposition": f'attachment; filename="transcript-{session.id}.json"'}

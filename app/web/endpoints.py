@@ -156,6 +156,7 @@ async def endpoint_traffic(
                             "exchanges": [], "checks": []}  # fmt: skip
     if chosen is not None:
         transcript = chosen.session.transcript
+        await chosen.session.client_turn(transcript.page_bytes(max(after, 0), TRAFFIC_PAGE))
         page = transcript.to_json(max(after, 0), TRAFFIC_PAGE)
         entries = transcript.page(max(after, 0), TRAFFIC_PAGE)
         body.update(session=chosen.session.id, entries=page["entries"], next_after=page["next_after"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -216,6 +217,47 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
         assert nobody.status_code == 404
     finally:
         await again.close()
+
+
+async def test_whole_replays_and_exports_in_a_loop_wait_their_turn(app: AppProcess) -> None:
+    # Sending 1.5 MiB of a transcript back costs what reading it did, and is paced the same way (1 MiB
+    # at once, then 1 MiB a second): unpaced, a client reconnecting in a loop for the whole replay
+    # took the web process's core, and so did a loop of exports. Each still gets all of it.
+    cookie = app.learner_cookie("replayer")
+    headers = {"Cookie": f"playground_learner={cookie}"}
+    url = f"{app.ws_base}/ws/demo-orders"
+    first = await EnvelopeClient.connect(url, additional_headers=headers, max_size=None)
+    session = (await first.recv_type("state"))["session"]
+    pad = "x" * (256 * 1024)
+    for _ in range(6):
+        await first.send_text(
+            json.dumps({"jsonrpc": "2.0", "method": "notifications/x", "params": {"p": pad}})
+        )
+        await first.recv_type("sent")
+    first.ws.transport.abort()
+    await first.ws.wait_closed()
+
+    began = time.monotonic()
+    replayed_at = []
+    for _ in range(3):
+        again = await EnvelopeClient.connect(f"{url}?session={session}&last_seq=0", additional_headers=headers,
+                                             max_size=None)  # fmt: skip
+        assert (await again.recv_type("state"))["resumed"] is True
+        frames = [await again.recv_type("sent") for _ in range(6)]
+        replayed_at.append(time.monotonic() - began)
+        assert [f["seq"] for f in frames] == [1, 2, 3, 4, 5, 6] and all(f["replayed"] for f in frames)
+        again.ws.transport.abort()
+        await again.ws.wait_closed()
+    # The first replay leaves the session 0.5 MiB past its pace at least, the second 1.5 MiB more.
+    assert replayed_at[2] >= 1.9, f"three whole replays in {replayed_at[2]:.2f} s: not paced"
+
+    began = time.monotonic()
+    with httpx.Client(cookies={"playground_learner": cookie}, timeout=60) as browser:
+        for _ in range(3):
+            export = browser.get(f"{app.base}/api/sessions/{session}/transcript")
+            assert export.status_code == 200 and len(export.json()["entries"]) == 6
+    took = time.monotonic() - began
+    assert took >= 3.2, f"three exports of 1.5 MiB in {took:.2f} s: not paced"
 
 
 async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> None:

@@ -263,7 +263,10 @@ async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppP
     # Eight valid 512 KiB pings sent at once on one session: each waits for its turn before it is read
     # (1 MiB at once, then 1 MiB a second), so the last is answered 2.5 s after the first at the
     # earliest. Every one is answered, and another session's ping meanwhile.
-    url = make_endpoint(app)["url"]
+    browser = app.client()
+    browser.get("/")
+    endpoint = make_endpoint(app, browser=browser)
+    url = endpoint["url"]
     sender, other = initialize(url), initialize(url)
     base = {"Accept": "application/json", "Content-Type": "application/json"}
 
@@ -285,6 +288,19 @@ async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppP
     last = max(at for _, at in answered)
     assert last >= 2.4, f"8 x 512 KiB read in {last:.2f} s: not paced"
     assert small_at < last
+
+    # Showing the session's traffic sends its lines back (the transcript keeps three of the pings, 1.5
+    # MiB), at the same pace: the second look waits for the first.
+    began = time.monotonic()
+    try:
+        for _ in range(2):
+            traffic = browser.get(f"/api/endpoints/{endpoint['id']}/traffic", params={"session": sender})
+            assert traffic.status_code == 200
+            assert sum(len(entry["line"]) for entry in traffic.json()["entries"]) >= 1.5 * 1024 * 1024
+    finally:
+        browser.close()
+    took = time.monotonic() - began
+    assert took >= 2.8, f"two looks at 1.5 MiB of traffic in {took:.2f} s: not paced"
 
 
 def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app: AppProcess) -> None:
