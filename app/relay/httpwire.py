@@ -17,6 +17,7 @@ from typing import Any
 
 from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id
 from app.protocol.transcript import Entry
+from app.relay.rates import Pace
 from app.relay.session import RelaySession, line_cost
 from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 
@@ -25,9 +26,39 @@ STREAM_KEPT = 200
 # Ended sessions kept for the learner's traffic view (transcripts only): per endpoint, and in all.
 ENDED_KEPT = 5
 ENDED_KEPT_IN_ALL = 200
+# Endpoints whose gate is kept (the least recently used goes first): far more than are ever in use.
+GATES_KEPT = 10_000
 FINAL = None  # the end of one request's events
 # Server messages one SSE response holds for a client that is not reading them (see Waiter).
 SSE_KEPT = 64
+
+
+async def admit_paced(text: str, limits: WireLimits, limiter: RateLimiter, pace: Pace) -> Frame | FrameError:
+    """A request's body read by the rules a WebSocket frame is: the rate limit, then the pace (past it
+    the request waits before it is read, and requests sent side by side queue up), then strict
+    JSON-RPC."""
+    wait = limiter.check()
+    if wait is not None:
+        return rate_limit_error(limiter.limit, limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES))
+    await pace.turn(len(text))
+    result = limits.admit(text)
+    if isinstance(result, Frame):
+        pace.charge(line_cost("", result.items))
+    return result
+
+
+class Gate:
+    """The requests to one endpoint that name no session (an initialize, or a 2026-07-28 request),
+    counted and paced as one session's are, before they are read. Unlimited, one client posting 1 MiB
+    initialize bodies back to back took 82% of the web process's core."""
+
+    def __init__(self, limits: WireLimits, pace: Pace) -> None:
+        self.limits = limits
+        self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
+        self.pace = pace
+
+    async def admit(self, text: str) -> Frame | FrameError:
+        return await admit_paced(text, self.limits, self.limiter, self.pace)
 
 
 @dataclass
@@ -84,23 +115,8 @@ class HttpListener:
     # --- what the HTTP side asks ------------------------------------------------------------------
 
     async def admit(self, text: str) -> Frame | FrameError:
-        """The same rules as a WebSocket frame: the rate limit, the session's pace, then strict JSON-RPC.
-        Past the pace the request waits before it is read: requests sent side by side queue up."""
-        wait = self.limiter.check()
-        if wait is not None:
-            return rate_limit_error(
-                self.limiter.limit, self.limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES)
-            )
-        await self.session.client_turn(len(text))
-        result = self.limits.admit(text)
-        if isinstance(result, Frame):
-            self.session.client_read(line_cost("", result.items))
-        return result
-
-    @staticmethod
-    def parse_first(text: str, limits: WireLimits) -> Frame | FrameError:
-        """The first message of a would-be session, read by the same rules before there is one."""
-        return limits.admit(text)
+        """The same rules as a WebSocket frame, at the session's pace."""
+        return await admit_paced(text, self.limits, self.limiter, self.session.client_pace)
 
     async def request(self, frame: Frame, sse: bool) -> Waiter:
         """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""
@@ -193,6 +209,15 @@ class HttpSessions:
         # (an SDK client ends its session as it exits). Their servers are gone; only transcripts stay,
         # a few per endpoint and a bounded number in all.
         self.ended: deque[HttpListener] = deque(maxlen=ENDED_KEPT_IN_ALL)
+        self.gates: dict[str, Gate] = {}  # by endpoint, the least recently used first
+
+    def gate(self, endpoint_id: str, make: Callable[[], Gate]) -> Gate:
+        """The endpoint's gate for requests that name no session."""
+        gate = self.gates.pop(endpoint_id, None) or make()
+        self.gates[endpoint_id] = gate
+        if len(self.gates) > GATES_KEPT:
+            del self.gates[next(iter(self.gates))]
+        return gate
 
     def add(self, listener: HttpListener) -> None:
         self.by_id[listener.session.id] = listener
@@ -231,5 +256,6 @@ class HttpSessions:
         return [item for item in self.ended if item.endpoint_id == endpoint_id]
 
     def forget_endpoint(self, endpoint_id: str) -> None:
+        self.gates.pop(endpoint_id, None)
         for item in self.recently_ended(endpoint_id):
             self.ended.remove(item)

@@ -11,6 +11,7 @@ process may spend on one session.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
@@ -66,3 +67,9 @@ class Pace:
         self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate) - units
         self._at = now
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+    async def turn(self, units: float) -> None:
+        """Count `units` of work now and wait until the pace has paid for them, before doing it: work
+        asked for side by side queues up."""
+        if wait := self.charge(units):
+            await asyncio.sleep(wait)

@@ -123,7 +123,7 @@ class RelaySession:
         self._serving_watch: asyncio.Task | None = None
         self.limits = limits
         self._pace = limits.pace()  # the session's, across restarts
-        self._client_pace = limits.client_pace()  # across restarts and reconnects
+        self.client_pace = limits.client_pace()  # across restarts and reconnects
 
     @property
     def learner(self) -> str | None:
@@ -143,17 +143,16 @@ class RelaySession:
     def client_read(self, cost: int) -> float:
         """Count `cost` (`line_cost`'s units) of a client's message read now; the seconds the door it
         came by waits before it reads the next (0.0: none)."""
-        return self._client_pace.charge(cost)
+        return self.client_pace.charge(cost)
 
     async def client_turn(self, cost: int) -> None:
         """Work for the session's client (`cost` as in `client_read`), done at its pace: charged now
         and waited for before it is done, so that work asked for side by side queues up."""
-        if owed := self.client_read(cost):
-            await asyncio.sleep(owed)
+        await self.client_pace.turn(cost)
 
     def client_owed(self) -> float:
         """The seconds before a client's next message may be read."""
-        return self._client_pace.charge(0)
+        return self.client_pace.charge(0)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()

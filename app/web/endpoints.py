@@ -28,10 +28,10 @@ from pydantic import BaseModel, Field
 from app.course import checks
 from app.course.models import Step
 from app.progress.store import EndpointInfo
-from app.protocol.jsonrpc import Frame, FrameError
+from app.protocol.jsonrpc import RATE_LIMITED, Frame, FrameError
 from app.protocol.transcript import HTTP_HEADERS_SHOWN
 from app.relay.admission import Owner
-from app.relay.httpwire import FINAL, HttpListener, Waiter
+from app.relay.httpwire import FINAL, Gate, HttpListener, Waiter
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import WireLimits, entry_frame
 from app.sandbox.errors import CapacityError, SandboxError
@@ -279,17 +279,16 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     info = await _endpoint(request, token)
     if isinstance(info, JSONResponse):
         return info, None, None
-    settings = state.settings
     body = await request.body()  # within PLAYGROUND_MAX_FRAME_BYTES: the guard answers 413 past it
     text = body.decode("utf-8", errors="surrogateescape")
     sse = "text/event-stream" in request.headers.get("accept", "")
     if not request.headers.get(SESSION_HEADER):
-        first = HttpListener.parse_first(text, WireLimits.from_settings(settings))
+        first = await _gate(state, info.id).admit(text)
         if isinstance(first, FrameError):
-            return _jsonrpc_error(400, first), None, None
+            return _jsonrpc_error(429 if first.code == RATE_LIMITED else 400, first), None, None
         version = _modern_version(first.message)
         if version is not None:
-            response, listener = await _stateless(request, state, info, first, text, version, sse)
+            response, listener = await _stateless(request, state, info, first, version, sse)
         else:
             response, listener = await _initialize(request, state, info, first)
         return response, listener, first.message
@@ -302,11 +301,17 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     result = await listener.admit(text)
     if isinstance(result, FrameError):
         listener.session.transcript.add_relay_error(text[:2000], result.reply())
-        return _jsonrpc_error(429 if result.code == -32001 else 400, result), listener, None
+        return _jsonrpc_error(429 if result.code == RATE_LIMITED else 400, result), listener, None
     if "method" not in result.message or "id" not in result.message:
         await _send(listener, result)  # a notification, or a response to the server's own request
         return Response(status_code=202), listener, result.message
     return await _answer(listener, result, sse), listener, result.message
+
+
+def _gate(state: AppState, endpoint_id: str) -> Gate:
+    assert state.sessions is not None
+    limits, pace = WireLimits.from_settings(state.settings), state.sessions.session_limits.client_pace
+    return state.http_sessions.gate(endpoint_id, lambda: Gate(limits, pace()))
 
 
 async def _send(listener: HttpListener, frame: Any) -> None:
@@ -387,7 +392,7 @@ def _header_mismatch(request: Request, message: dict[str, Any], version: str) ->
     return None
 
 
-async def _stateless(request: Request, state: AppState, info: EndpointInfo, first: Frame, text: str, version: str,
+async def _stateless(request: Request, state: AppState, info: EndpointInfo, first: Frame, version: str,
                      sse: bool) -> tuple[Response, HttpListener | None]:  # fmt: skip
     """A 2026-07-28 request: no session; the endpoint's one instance for such requests answers it."""
     mismatch = _header_mismatch(request, first.message, version)
@@ -400,14 +405,11 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
         if isinstance(opened, JSONResponse):
             return opened, None
         listener = state.http_sessions.stateless[info.id] = opened
-    result = await listener.admit(text)
-    if isinstance(result, FrameError):
-        listener.session.transcript.add_relay_error(text[:2000], result.reply())
-        return _jsonrpc_error(429 if result.code == -32001 else 400, result), listener
-    if "method" not in result.message or "id" not in result.message:
-        await _send(listener, result)
+    # Admitted at the endpoint's gate: the one instance's rate limit and pace are the gate's.
+    if "method" not in first.message or "id" not in first.message:
+        await _send(listener, first)
         return Response(status_code=202), listener
-    return await _answer(listener, result, sse), listener
+    return await _answer(listener, first, sse), listener
 
 
 async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:

@@ -427,6 +427,36 @@ def test_requests_past_the_rate_limit_get_429_with_their_id(app: AppProcess) -> 
     assert reply.json()["error"]["code"] == -32001 and reply.json()["id"] == n
 
 
+def test_requests_naming_no_session_are_counted_and_paced_per_endpoint(app: AppProcess) -> None:
+    # Before there is a session, an endpoint's requests are read under its own rate limit and pace:
+    # unlimited, one client posting 1 MiB initialize bodies back to back took 82% of the web process.
+    limited_url, paced_url, other_url = (make_endpoint(app)["url"] for _ in range(3))
+    headers = {"Accept": "application/json", "Content-Type": "application/json"}
+    with httpx.Client(timeout=60, headers=headers) as client:
+        for n in range(1, 101):  # the default limit is 100 frames in 10 s; these are read, then refused
+            reply = client.post(limited_url, json={"jsonrpc": "2.0", "id": n, "method": "tools/list"})
+            assert reply.status_code == 400 and "Start with an initialize" in reply.json()["error"]["message"]
+        limited = client.post(limited_url, json={"jsonrpc": "2.0", "id": 101, "method": "tools/list"})
+        assert limited.status_code == 429
+        assert limited.json()["error"]["code"] == -32001 and limited.json()["id"] == 101
+        assert client.post(other_url, json=init_request(version="2025-11-25")).status_code == 200
+
+        # Four 768 KiB bodies: the fourth is read 2 s after the first at the earliest (1 MiB at once,
+        # then 1 MiB a second). Each is answered, and a session starts after them.
+        began = time.monotonic()
+        for n in range(1, 5):
+            padded = {
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "tools/list",
+                "params": {"_meta": {"pad": "x" * 786_432}},
+            }
+            assert client.post(paced_url, json=padded).status_code == 400
+        took = time.monotonic() - began
+        assert took >= 1.9, f"4 x 768 KiB read in {took:.2f} s: not paced"
+        assert client.post(paced_url, json=init_request(version="2025-11-25")).status_code == 200
+
+
 def test_an_mcp_client_without_cookies_is_never_given_an_identity(tmp_path) -> None:  # noqa: ANN001
     """A client with no cookie jar (curl, Node's fetch) must not spend its address's allowance of new
     learners, which a whole class behind one NAT address shares."""
