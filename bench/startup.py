@@ -12,6 +12,7 @@ reply with the `websockets` client stays a row of its own."""
 from __future__ import annotations
 
 import asyncio
+import statistics
 import time
 
 from bench import floor as bare
@@ -23,6 +24,10 @@ from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient, init_request
 
 BURST = 50
+# Bursts of each, interleaved; the median is the figure. One burst was one sample of a noisy host: in
+# round 18 a run measured 0.53 s (floor 0.30) where five interleaved pairs right after gave 0.29-0.33 s
+# (floor 0.29-0.35).
+BURSTS = 3
 
 
 async def first_reply(url: str, client_kind: type[LeanClient] | type[McpClient] = LeanClient) -> float:
@@ -59,10 +64,15 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             await asyncio.sleep(0.05)
             ours_websockets.append(await first_reply(ours_url, McpClient))
             await asyncio.sleep(0.05)
-        burst_s = await burst(ours_url)
-        # Our burst's sessions ended and its refills done, before the floor's burst.
-        await pools_full(app, full, live=0)
-        floor_burst_s = await burst(floor_url)
+        ours_bursts, floor_bursts = [], []
+        for _ in range(1 if quick else BURSTS):
+            ours_bursts.append(await burst(ours_url))
+            # Our burst's sessions ended and its refills done, before the floor's burst; and the floor's
+            # ended before our next.
+            await pools_full(app, full, live=0)
+            floor_bursts.append(await burst(floor_url))
+            await pools_full(app, full, live=0)
+        burst_s, floor_burst_s = statistics.median(ours_bursts), statistics.median(floor_bursts)
     cold = []
     for _ in range(5 if quick else 10):
         server = ColdServer()
@@ -87,6 +97,8 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         "cold_first_reply_ms": ms(cold_s),
         "burst_50_s": burst_s,
         "floor_burst_50_s": floor_burst_s,
+        "bursts_50_s": ours_bursts,
+        "floor_bursts_50_s": floor_bursts,
         "cold_burst_50_s": cold_burst_s,
     }
     table = [
@@ -109,7 +121,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             "",
         ),
         (
-            f"{BURST} sessions at once, all initialized",
+            f"{BURST} sessions at once, all initialized (median of {len(ours_bursts)})",
             f"{burst_s:.2f} s ({burst_s / floor_burst_s:.2f}x floor)",
             f"{floor_burst_s:.2f} s floor, {cold_burst_s:.1f} s cold",
             "<= 0.35 s",
