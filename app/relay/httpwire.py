@@ -33,32 +33,39 @@ FINAL = None  # the end of one request's events
 SSE_KEPT = 64
 
 
-async def admit_paced(text: str, limits: WireLimits, limiter: RateLimiter, pace: Pace) -> Frame | FrameError:
-    """A request's body read by the rules a WebSocket frame is: the rate limit, then the pace (past it
-    the request waits before it is read, and requests sent side by side queue up), then strict
-    JSON-RPC."""
-    wait = limiter.check()
-    if wait is not None:
-        return rate_limit_error(limiter.limit, limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES))
-    await pace.turn(len(text))
-    result = limits.admit(text)
-    if isinstance(result, Frame):
-        pace.charge(line_cost("", result.items))
-    return result
+class Door:
+    """Where the requests for one session come in, or an endpoint's requests that name none: the
+    same rules as a WebSocket frame. The web layer counts each request against `limiter` and waits
+    its turn at `pace` (by its declared length) before it reads the body, so that requests waiting
+    side by side hold no bodies; then `admit` reads the message."""
+
+    limits: WireLimits
+    limiter: RateLimiter
+    pace: Pace
+
+    def refused(self, text: str, wait: float) -> FrameError:
+        """The answer to a request past the rate limit, with its id when that is cheap to read."""
+        return rate_limit_error(
+            self.limiter.limit, self.limiter.window_s, wait, readable_id(text, ID_PEEK_BYTES)
+        )
+
+    def admit(self, text: str) -> Frame | FrameError:
+        """Strict JSON-RPC; a message's values are charged to the pace (its bytes were, before)."""
+        result = self.limits.admit(text)
+        if isinstance(result, Frame):
+            self.pace.charge(line_cost("", result.items))
+        return result
 
 
-class Gate:
+class Gate(Door):
     """The requests to one endpoint that name no session (an initialize, or a 2026-07-28 request),
-    counted and paced as one session's are, before they are read. Unlimited, one client posting 1 MiB
-    initialize bodies back to back took 82% of the web process's core."""
+    counted and paced as one session's are. Unlimited, one client posting 1 MiB initialize bodies back
+    to back took 82% of the web process's core."""
 
     def __init__(self, limits: WireLimits, pace: Pace) -> None:
         self.limits = limits
         self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
         self.pace = pace
-
-    async def admit(self, text: str) -> Frame | FrameError:
-        return await admit_paced(text, self.limits, self.limiter, self.pace)
 
 
 @dataclass
@@ -95,12 +102,13 @@ class Waiter:
         self._taken.set()
 
 
-class HttpListener:
+class HttpListener(Door):
     def __init__(self, session: RelaySession, endpoint_id: str, limits: WireLimits) -> None:
         self.session = session
         self.endpoint_id = endpoint_id
         self.limits = limits
         self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
+        self.pace = session.client_pace  # the session's, which its replays and traffic pages share
         self.version: str | None = None  # MCP-Protocol-Version, once initialize has been answered
         self.ended = asyncio.Event()
         self.end_reason = ""
@@ -114,9 +122,9 @@ class HttpListener:
 
     # --- what the HTTP side asks ------------------------------------------------------------------
 
-    async def admit(self, text: str) -> Frame | FrameError:
-        """The same rules as a WebSocket frame, at the session's pace."""
-        return await admit_paced(text, self.limits, self.limiter, self.session.client_pace)
+    def waiting_for(self, request_id: Any) -> bool:
+        """Whether a request with this id waits for its response (another would take its answer)."""
+        return _key(request_id) in self._waiting
 
     async def request(self, frame: Frame, sse: bool) -> Waiter:
         """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""

@@ -24,14 +24,15 @@ from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import BaseModel, Field
+from starlette.requests import ClientDisconnect
 
 from app.course import checks
 from app.course.models import Step
 from app.progress.store import EndpointInfo
-from app.protocol.jsonrpc import RATE_LIMITED, Frame, FrameError
+from app.protocol.jsonrpc import INVALID_REQUEST, RATE_LIMITED, Frame, FrameError
 from app.protocol.transcript import HTTP_HEADERS_SHOWN
 from app.relay.admission import Owner
-from app.relay.httpwire import FINAL, Gate, HttpListener, Waiter
+from app.relay.httpwire import FINAL, Door, Gate, HttpListener, Waiter
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import WireLimits, entry_frame
 from app.sandbox.errors import CapacityError, SandboxError
@@ -268,7 +269,10 @@ def _record(listener: HttpListener | None, request: Request, response: Response,
 
 
 async def mcp_post(request: Request) -> Response:
-    response, listener, message = await _post(request, request.path_params["token"])
+    try:
+        response, listener, message = await _post(request, request.path_params["token"])
+    except ClientDisconnect:  # it went away while its request waited its turn: nobody reads an answer
+        return Response(status_code=400)
     _record(listener, request, response, message)
     return response
 
@@ -279,11 +283,11 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     info = await _endpoint(request, token)
     if isinstance(info, JSONResponse):
         return info, None, None
-    body = await request.body()  # within PLAYGROUND_MAX_FRAME_BYTES: the guard answers 413 past it
-    text = body.decode("utf-8", errors="surrogateescape")
     sse = "text/event-stream" in request.headers.get("accept", "")
     if not request.headers.get(SESSION_HEADER):
-        first = await _gate(state, info.id).admit(text)
+        gate = _gate(state, info.id)
+        text = await _read_in_turn(request, gate)
+        first = text if isinstance(text, FrameError) else gate.admit(text)
         if isinstance(first, FrameError):
             return _jsonrpc_error(429 if first.code == RATE_LIMITED else 400, first), None, None
         version = _modern_version(first.message)
@@ -298,14 +302,34 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     listener = found
     if (problem := _version_problem(request, listener)) is not None:
         return problem, listener, None
-    result = await listener.admit(text)
+    text = await _read_in_turn(request, listener)
+    result = text if isinstance(text, FrameError) else listener.admit(text)
     if isinstance(result, FrameError):
-        listener.session.transcript.add_relay_error(text[:2000], result.reply())
+        if isinstance(text, str):
+            listener.session.transcript.add_relay_error(text[:2000], result.reply())
         return _jsonrpc_error(429 if result.code == RATE_LIMITED else 400, result), listener, None
     if "method" not in result.message or "id" not in result.message:
         await _send(listener, result)  # a notification, or a response to the server's own request
         return Response(status_code=202), listener, result.message
     return await _answer(listener, result, sse), listener, result.message
+
+
+async def _read_in_turn(request: Request, door: Door) -> str | FrameError:
+    """The request's body as text, read in its turn at the door: past its rate limit, the refusal;
+    past its pace, the wait comes before the body is read, so a request waiting holds no body (uvicorn
+    reads no more than 64 KiB of one until it is asked for). 60 requests of 1 MiB waiting side by
+    side on one session held 128 MiB of the web process when the wait came after."""
+    wait = door.limiter.check()
+    declared = request.headers.get("content-length", "")
+    if wait is None and declared.isdigit():
+        await door.pace.turn(int(declared))  # the guard has refused a length past its limit
+    body = await request.body()  # within PLAYGROUND_MAX_FRAME_BYTES: the guard answers 413 past it
+    text = body.decode("utf-8", errors="surrogateescape")
+    if wait is not None:
+        return door.refused(text, wait)
+    if not declared.isdigit():  # a chunked body: charged once it has come
+        await door.pace.turn(len(text))
+    return text
 
 
 def _gate(state: AppState, endpoint_id: str) -> Gate:
@@ -413,6 +437,12 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
 
 
 async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
+    if listener.waiting_for(frame.message["id"]):
+        error = FrameError(INVALID_REQUEST, "id in use by a request still waiting for its response",
+                           "A request of this session with this id still waits for its response: each request "
+                           "needs an id of its own.", id=frame.message["id"])  # fmt: skip
+        listener.session.transcript.add_relay_error(frame.line[:2000], error.reply())
+        return _jsonrpc_error(400, error)
     try:
         waiter = await listener.request(frame, sse)
     except SandboxError as exc:

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from mcp.types import CreateMessageResult, TextContent
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
-from tests.support.procs import wait_until
+from tests.support.procs import wait_until, wait_until_async
 from tests.support.wsclient import EnvelopeClient, init_request, tool_call
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -301,6 +302,106 @@ async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppP
         browser.close()
     took = time.monotonic() - began
     assert took >= 2.8, f"two looks at 1.5 MiB of traffic in {took:.2f} s: not paced"
+
+
+def test_requests_waiting_their_turn_hold_no_bodies_and_may_give_up(app: AppProcess) -> None:
+    # 40 requests of 512 KiB, each sent whole at once on a connection of its own: all but the first
+    # few wait their turn. Read at once and then kept waiting, they grew the web process by 25 MiB
+    # (60 of 1 MiB: 128 MiB); each is now read in its turn (12 MiB, the session's transcript and
+    # uvicorn's 64 KiB of each body included), and answered.
+    url = make_endpoint(app)["url"]
+    session = initialize(url)
+    pad = {"_meta": {"pad": "x" * 524_288}}
+    pid = app.proc.pid
+    assert pid is not None
+    with open(f"/proc/{pid}/clear_refs", "w") as out:
+        out.write("5")  # the peak resident size starts again from now
+    before = _rss_mib(pid, "VmRSS")
+    sockets = []
+    try:
+        for n in range(100, 140):
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping", "params": pad}).encode()
+            sockets.append(_raw_post(url, session, body, len(body)))
+        answers = [_raw_response(sock) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+    grown = _rss_mib(pid, "VmHWM") - before
+    assert [json.loads(body)["id"] for status, body in answers] == list(range(100, 140))
+    assert grown < 18, f"the web process grew {grown} MiB while requests waited"  # 25 when read at once
+
+    # A client that gives up while its request waits (it declares 3 MiB: past the first second's
+    # worth, whatever is left of it): part of the body, then a reset. Nothing breaks, and the session
+    # answers after it.
+    with _raw_post(url, session, b'{"jsonrpc": "2.0", "id": 7, ' + b" " * 100_000, 3 * 1024 * 1024) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    headers = {"Accept": "application/json", "Mcp-Session-Id": session}
+    ping = httpx.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=headers, timeout=60)
+    assert ping.json() == {"jsonrpc": "2.0", "id": 3, "result": {}}  # after the given-up request's turn
+    assert "Traceback" not in app.log() and "Exception in ASGI" not in app.log()
+
+
+def _raw_post(url: str, session: str, body: bytes, length: int) -> socket.socket:
+    """A POST to `url` on a connection of its own, `body` sent whole (of the `length` declared)."""
+    target = httpx.URL(url)
+    sock = socket.create_connection((target.host, target.port), timeout=60)
+    head = (f"POST {target.raw_path.decode()} HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: {session}\r\n"
+            f"Content-Length: {length}\r\n\r\n")  # fmt: skip
+    sock.sendall(head.encode() + body)
+    return sock
+
+
+def _raw_response(sock: socket.socket) -> tuple[int, bytes]:
+    """The status and body of the one response on `sock`."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed before a response"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the connection closed within a response"
+        body += chunk
+    return int(lines[0].split()[1]), body
+
+
+async def test_an_id_still_waiting_for_its_answer_is_not_taken_by_another_request(app: AppProcess) -> None:
+    # Two requests with one id would share one answer: the second is refused, the first is answered.
+    with app.client() as browser:
+        browser.get("/")
+        endpoint = make_endpoint(app, "demo-flaky", browser)
+        url = endpoint["url"]
+        session = initialize(url)
+        headers = {"Accept": "application/json", "Mcp-Session-Id": session}
+        slow = tool_call(5, "slow_reply", {"seconds": 2})
+        async with httpx.AsyncClient(timeout=60, headers=headers) as client:
+            first = asyncio.create_task(client.post(url, json=slow))
+
+            def sent() -> bool:
+                traffic = browser.get(
+                    f"/api/endpoints/{endpoint['id']}/traffic", params={"session": session}
+                ).json()
+                return any(entry["message"].get("id") == 5 for entry in traffic["entries"])
+
+            assert await wait_until_async(sent, interval=0.05), "the slow call never reached the server"
+            again = await client.post(url, json={"jsonrpc": "2.0", "id": 5, "method": "ping"})
+            assert again.status_code == 400
+            assert again.json()["id"] == 5 and "still waiting" in again.json()["error"]["data"]["reason"]
+            answered = await first
+        assert answered.status_code == 200 and answered.json()["id"] == 5 and "result" in answered.json()
+        later = httpx.post(
+            url, json={"jsonrpc": "2.0", "id": 5, "method": "ping"}, headers=headers, timeout=30
+        )
+        assert later.json() == {"jsonrpc": "2.0", "id": 5, "result": {}}  # answered ids may come again
+
+
+def _rss_mib(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith(field))
 
 
 def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app: AppProcess) -> None:
