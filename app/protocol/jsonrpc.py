@@ -6,6 +6,7 @@ A bad frame is a value (FrameError), never an exception that kills the pump.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -232,10 +233,11 @@ def parse_client_text(text: str, max_bytes: int, max_items: int = MAX_ITEMS) -> 
             INVALID_REQUEST,
             f"message is {size} bytes, over the {max_bytes}-byte limit",
             f"This message is {size} bytes; the playground forwards at most {max_bytes}. Nothing was sent.",
+            id=edge_id(text),  # so that a client waiting for its answer gets this one
         )
     items = json_items(text, max_items)
     if items > max_items:  # before parsing: that is what it would cost
-        return too_many_items_error(max_items)
+        return too_many_items_error(max_items, edge_id(text))
     if not text.strip():
         return FrameError(
             PARSE_ERROR, "empty message", "The message is empty. Type a JSON-RPC message first."
@@ -259,12 +261,13 @@ def parse_client_text(text: str, max_bytes: int, max_items: int = MAX_ITEMS) -> 
     return Frame(message, line, items)
 
 
-def too_many_items_error(max_items: int) -> FrameError:
+def too_many_items_error(max_items: int, request_id: Any = None) -> FrameError:
     return FrameError(
         INVALID_REQUEST,
         f"message holds more than {max_items} JSON values",
         f"This message holds more than {max_items} JSON values (objects, arrays and the items in them); "
         f"the playground forwards at most {max_items}, since each one takes time to read. Nothing was sent.",
+        id=request_id,
     )
 
 
@@ -286,10 +289,32 @@ def rate_limit_error(limit: int, window_s: float, retry_after_s: float, request_
     )
 
 
+# A request's id where clients write it, read from the ends of a message too costly to parse: first
+# (after "jsonrpc"), as the Python SDK writes a request, or last, as the TypeScript SDK does. A quote
+# that is not escaped is never inside a string, so a match at the very start or the very end of valid
+# JSON is the top-level object's own id.
+_ID_VALUE = r'(-?\d{1,30}|"(?:[^"\\]|\\.){0,200}")'
+_ID_FIRST = re.compile(r'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _ID_VALUE + r"\s*[,}]")
+_ID_LAST = re.compile(r',\s*"id"\s*:\s*' + _ID_VALUE + r"\s*\}\s*\Z")
+_ID_EDGE_CHARS = 512
+
+
+def edge_id(text: str) -> Any:
+    """The id at the start or the end of a message, read without parsing the rest; else None."""
+    found = _ID_FIRST.match(text[:_ID_EDGE_CHARS]) or _ID_LAST.search(text[-_ID_EDGE_CHARS:])
+    if found is None:
+        return None
+    try:
+        value = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return value if _valid_id(value) else None
+
+
 def readable_id(text: str, max_bytes: int) -> Any:
     """The id of a message we will not forward, when it can be read cheaply and is a valid id; else None."""
     if len(text) > max_bytes or crude_items(text) > PEEK_ITEMS:
-        return None
+        return edge_id(text)
     try:
         message = json.loads(text)
     except (ValueError, RecursionError):

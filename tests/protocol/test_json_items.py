@@ -14,6 +14,7 @@ from app.protocol.jsonrpc import (
     INVALID_REQUEST,
     Frame,
     FrameError,
+    edge_id,
     json_items,
     parse_client_text,
     readable_id,
@@ -88,6 +89,44 @@ def test_a_message_at_the_limit_is_forwarded_and_one_more_is_refused() -> None:
 def test_a_refused_frames_id_is_read_only_when_that_is_cheap() -> None:
     # The id goes into a rate-limit error; a flood of refused frames must not each be parsed.
     few = '{"jsonrpc":"2.0","id":41,"method":"ping","params":{"a":[' + ",".join(["[]"] * 100) + "]}}"
-    many = '{"jsonrpc":"2.0","id":42,"method":"ping","params":{"a":[' + ",".join(["[]"] * 5000) + "]}}"
+    many = '{"jsonrpc":"2.0","method":"ping","id":42,"params":{"a":[' + ",".join(["[]"] * 5000) + "]}}"
     assert readable_id(few, 64 * 1024) == 41
+    # Not parsed: an id in the middle of a costly message is not found (one at either end would be).
     assert len(many) < 64 * 1024 and readable_id(many, 64 * 1024) is None
+
+
+ids = st.integers(-(10**12), 10**12) | st.text(
+    alphabet=st.sampled_from(list('",{}\\:ab \u00e9')), max_size=20
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(ids, values, st.sampled_from(["first", "last", "middle"]), st.booleans(), st.booleans())
+@example(5, {"id": 9, "x": ',"id":7}'}, "middle", True, True)  # ids elsewhere, and one inside a string
+@example('a","id":3}', [], "first", False, False)  # a string id that looks like the end of another
+def test_a_refused_messages_id_read_at_its_ends_is_its_own_or_none(request_id: Any, params: Any, where: str,
+                                                                    ascii_only: bool, compact: bool) -> None:  # fmt: skip
+    # A message too big to parse for its id is still answered with it where a client writes it: first
+    # (the Python SDK), last (the TypeScript SDK). Never another value called "id", wherever it is.
+    fields = [("jsonrpc", "2.0"), ("method", "ping"), ("params", {"p": params, "id": 1})]
+    fields.insert({"first": 1, "last": 3, "middle": 2}[where], ("id", request_id))
+    separators = (",", ":") if compact else (", ", ": ")
+    text = json.dumps(dict(fields), ensure_ascii=ascii_only, separators=separators)
+    found = edge_id(text)
+    assert found is None or found == request_id, (text, found)
+    if where != "middle" and len(json.dumps(request_id, ensure_ascii=ascii_only)) < 200:
+        assert found == request_id, text
+
+
+def test_messages_refused_for_their_size_or_values_are_answered_with_their_id() -> None:
+    pad = "x" * (2 * 1024 * 1024)
+    python_order = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"pad": pad}})
+    typescript_order = json.dumps({"method": "ping", "params": {"pad": pad}, "jsonrpc": "2.0", "id": "req-8"})
+    many = json.dumps({"jsonrpc": "2.0", "method": "ping", "params": {"rows": [[]] * 20_000}, "id": 9})
+    for text, request_id in ((python_order, 7), (typescript_order, "req-8"), (many, 9)):
+        refused = parse_client_text(text, 1024 * 1024)
+        assert isinstance(refused, FrameError) and refused.code == INVALID_REQUEST
+        assert refused.reply()["id"] == request_id
+        assert readable_id(text, 64 * 1024) == request_id
+    nested_only = json.dumps({"jsonrpc": "2.0", "method": "ping", "params": {"id": 3, "pad": pad}})
+    assert edge_id(nested_only) is None  # a notification: its params' "id" is not its own

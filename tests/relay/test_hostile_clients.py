@@ -218,7 +218,7 @@ async def test_a_message_of_too_many_values_is_refused_unread_in_both_modes_and_
         refused = await console.recv_type("relay_error")
         assert refused["error"]["code"] == -32600
         assert refused["error"]["data"]["reason"] == "message holds more than 10000 JSON values"
-        assert "at most 10000" in refused["explanation"]
+        assert "at most 10000" in refused["explanation"] and refused["id"] == 5
         # A string of commas and brackets is one value: sent and answered.
         await console.send(
             {"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"_meta": {"csv": ",[{" * 20_000}}}
@@ -229,6 +229,7 @@ async def test_a_message_of_too_many_values_is_refused_unread_in_both_modes_and_
         await client.send(many)
         reply = await client.recv()
         assert reply["error"]["code"] == -32600 and "10000 JSON values" in reply["error"]["data"]["reason"]
+        assert reply["id"] == 5
         assert await client.call(7, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
     finally:
         await console.close()

@@ -141,6 +141,7 @@ async def test_oversize_message_is_refused_and_the_session_goes_on(app: AppProce
         await client.send(big)
         reply = await client.recv()
         assert reply["error"]["code"] == -32600 and "limit" in reply["error"]["data"]["reason"]
+        assert reply["id"] == 5  # read from where clients write it, without parsing 2 MiB for it
         assert (await client.call(6, "ping"))["result"] == {}
     finally:
         await client.close()

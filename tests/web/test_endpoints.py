@@ -252,7 +252,7 @@ def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) ->
         {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": {"pad": "x" * 1_100_000}}}
     )
     reply = httpx.post(url, content=padded, headers=headers, timeout=30)
-    assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600
+    assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600 and reply.json()["id"] == 3
     assert "limit" in reply.json()["error"]["data"]["reason"]
     huge = httpx.post(url, content=b"x" * (5 * 1024 * 1024), headers=headers, timeout=30)
     assert huge.status_code == 413
