@@ -68,7 +68,8 @@ def leaver(stay: bool) -> str:
 
 # A fork bomb that left the server's group: the child reports what setsid() answered, then forks
 # without end, and so does every process it makes, each saying so with a byte on a pipe. The server
-# reports the child's pid once 16 have, and exits with the bomb still forking.
+# reports the child's pid once 16 have, then waits for a line on its stdin, so that the test counts
+# the bomb before the server's exit starts ending it, and exits with the bomb still forking.
 BOMB = LEAVE_GROUP + textwrap.dedent("""
     said, say = os.pipe()
     child = os.fork()
@@ -86,6 +87,7 @@ BOMB = LEAVE_GROUP + textwrap.dedent("""
     while seen < 16:
         seen += len(os.read(said, 16))
     os.write(1, (json.dumps({"child": child}) + "\\n").encode())
+    sys.stdin.readline()
 """)
 
 
@@ -194,9 +196,10 @@ def test_without_the_filter_too_what_left_the_group_still_ends(rootless: bool) -
 def test_rootless_without_the_filter_too_a_fork_bomb_that_left_the_group_ends_with_its_cgroup() -> None:
     with running_forkserver(RANGE, [*WRAPPER, "--no-seccomp"], rootless=True) as forkserver:
         pid = forkserver.ready["pid"]
-        with ending_what_outlives(pid), learner_server(forkserver, BOMB) as (server, _child, setsid, _stdin):
+        with ending_what_outlives(pid), learner_server(forkserver, BOMB) as (server, _child, setsid, stdin):
             assert setsid == "left its group", setsid
             assert len(in_cgroups_of(pid)) > 16
+            os.write(stdin, b"go\n")  # the server exits now
             exited = forkserver.recv_op("exited")
             assert exited["pid"] == server, exited
             assert wait_until(lambda: not in_cgroups_of(pid), ORPHAN_DEADLINE_S), in_cgroups_of(pid)
