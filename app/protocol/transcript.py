@@ -10,7 +10,8 @@ import bisect
 import json
 import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,29 +29,64 @@ MAX_OPEN_REQUESTS = 1000
 
 
 # Parsed messages a transcript keeps: the newest entries' (what the live relay and the checks read),
-# while their estimated size (`parsed_cost`) stays within this. A parsed message takes up to 25 times
-# its line's memory (a line of 1 MiB of `{},{},...` holds 24 MiB as objects), so keeping every one
-# would let a session's transcript hold far more than `max_bytes`; older entries parse again on read.
-# A tools/call and its answer count about 2.9 KB: a learner's session of 350 calls stays parsed.
+# at most PARSED_KEEP_ENTRIES of them while their estimated size (`parsed_cost`) stays within
+# PARSED_KEEP_BYTES. A parsed message takes up to 25 times its line's memory (a line of 1 MiB of
+# `{},{},...` holds 24 MiB as objects), so keeping every one would let a session's transcript hold far
+# more than `max_bytes`; and each kept message is a few containers the collector walks, which with
+# thousands of sessions made its pauses the p99 (bench/README.md, round 19). Older entries parse
+# again on read.
 PARSED_KEEP_BYTES = 1024 * 1024
+PARSED_KEEP_ENTRIES = 16
 # What each container and each element of parsed JSON is counted at, besides its text: an empty dict
 # is 64 bytes, a dict's entry with a key of its own about 150. Measured against tracemalloc, the
 # estimate came to 0.99-15 times the real size for lists of dicts, numbers and strings, big dicts
 # and MCP messages.
 PARSED_ITEM_BYTES = 128
 
-_DROPPED: Any = object()  # an entry's parsed message, let go: `message` parses its line again
+_DROPPED: Any = object()  # no parsed message kept: `message` parses the line again
+
+
+class Parsed(dict[int, Any]):
+    """A transcript's parsed messages by seq: its newest entries', and while a reader holds
+    `Transcript.reading()`, every one read meanwhile."""
+
+    __slots__ = ("lent",)
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.lent: list[int] | None = None  # seqs parsed again for a reader, let go once it is done
+
+    def lend(self, seq: int, message: Any) -> None:
+        if self.lent is not None:
+            self[seq] = message
+            self.lent.append(seq)
 
 
 class Entry:
-    """One line on the wire, with what the relay read from it: its kind, its method, and (for the
-    newest entries) the parsed JSON itself; `message` is None when the line was not JSON."""
+    """One line on the wire, with what the relay read from it: its kind, its method, and the parsed
+    JSON itself (`message`, None when the line was not JSON). A transcript hands out entries as views
+    of its rows, made when read: `message` is the transcript's kept parse while it keeps one."""
 
     __slots__ = ("seq", "direction", "at_ms", "line", "answers", "rtt_ms", "method", "kind", "_source",
-                 "_message")  # fmt: skip
+                 "_kept")  # fmt: skip
 
     def __init__(self, seq: int, direction: Direction, at_ms: float, line: str, message: Any,
                  source: str | None = None) -> None:  # fmt: skip
+        method = message.get("method") if isinstance(message, dict) else None
+        self._take(seq, direction, at_ms, line, None, None, method if isinstance(method, str) else None,
+                   _kind(message), line if source is None else source, Parsed({seq: message}))  # fmt: skip
+
+    @classmethod
+    def of(cls, seq: int, direction: Direction, at_ms: float, line: str, answers: int | None,
+           rtt_ms: float | None, method: str | None, kind: str | None, source: str,
+           kept: Parsed) -> Entry:  # fmt: skip
+        entry = cls.__new__(cls)
+        entry._take(seq, direction, at_ms, line, answers, rtt_ms, method, kind, source, kept)
+        return entry
+
+    def _take(self, seq: int, direction: Direction, at_ms: float, line: str, answers: int | None,
+              rtt_ms: float | None, method: str | None, kind: str | None, source: str,
+              kept: Parsed) -> None:  # fmt: skip
         self.seq = seq
         # "client": sent to the server; "server": written by the server; "relay": a bad client frame
         # the relay answered itself (`line` is what the client sent, `message` the relay's error reply,
@@ -58,23 +94,20 @@ class Entry:
         self.direction = direction
         self.at_ms = at_ms  # since the transcript began
         self.line = line
-        self.answers: int | None = None  # for a server response: the seq of the client request it answers
-        self.rtt_ms: float | None = None
-        method = message.get("method") if isinstance(message, dict) else None
-        self.method: str | None = method if isinstance(method, str) else None
-        self.kind = _kind(message)
-        self._source = line if source is None else source  # the JSON text `message` is parsed from
-        self._message = message
+        self.answers = answers  # for a server response: the seq of the client request it answers
+        self.rtt_ms = rtt_ms
+        self.method = method
+        self.kind = kind
+        self._source = source  # the JSON text `message` is parsed from
+        self._kept = kept  # parsed messages by seq: the transcript's, for the newest of its entries
 
     @property
     def message(self) -> Any:
-        if self._message is not _DROPPED:
-            return self._message
-        return parse_json(self._source)[0]
-
-    def forget_message(self) -> None:
-        """Let go of the parsed message; `message` parses the line again when read."""
-        self._message = _DROPPED
+        message = self._kept.get(self.seq, _DROPPED)
+        if message is _DROPPED:
+            message = parse_json(self._source)[0]
+            self._kept.lend(self.seq, message)
+        return message
 
     @property
     def is_request(self) -> bool:
@@ -98,6 +131,12 @@ class Entry:
             "answers": self.answers,
             "rtt_ms": None if self.rtt_ms is None else round(self.rtt_ms, 3),
         }
+
+    def __eq__(self, other: object) -> bool:  # two views of one transcript's row are one entry
+        return isinstance(other, Entry) and self.seq == other.seq and self._kept is other._kept
+
+    def __hash__(self) -> int:
+        return hash(self.seq)
 
     def __repr__(self) -> str:
         return (
@@ -143,29 +182,47 @@ HTTP_HEADERS_SHOWN = ("accept", "content-type", "mcp-session-id", "mcp-protocol-
 @dataclass
 class Transcript:
     """Entries in order, with indexes so that a reader's cost does not grow with the whole session:
-    entries by direction, and each response by the seq of the request it answers."""
+    entries by direction, and each response by the seq of the request it answers.
+
+    Entries are kept in columns, one list per field, and read as `Entry` views made on demand.
+    Appending a string or a number to a list makes no object the collector tracks, where an object
+    per entry (and its parsed message) made millions of them at a class's scale: each collection
+    walked what every session had said, and full ones stopped every session for seconds
+    (bench/README.md, round 19)."""
 
     server: str
     started_at: float = field(default_factory=time.time)  # wall clock, for the export
     revision: str | None = None  # the protocol revision in force, once known
-    entries: list[Entry] = field(default_factory=list)
     # A session that runs for hours keeps only its latest entries; seq numbers go on counting.
     max_entries: int = MAX_ENTRIES
     max_bytes: int = MAX_BYTES
-    dropped: int = 0  # entries let go from the front
+    dropped: int = 0  # entries let go from the front; the kept entry at index i is numbered dropped + i + 1
     size_bytes: int = 0  # the kept entries' lines
     _t0: float = field(default_factory=time.perf_counter, repr=False)
-    # Open client requests by JSON-RPC id (keyed by `_id_key`, so 1 and "1" differ), oldest first.
+    # The kept entries' fields, one list each (see Entry).
+    _direction: list[Direction] = field(default_factory=list, repr=False)
+    _at_ms: list[float] = field(default_factory=list, repr=False)
+    _line: list[str] = field(default_factory=list, repr=False)
+    _answers: list[int | None] = field(default_factory=list, repr=False)
+    _rtt_ms: list[float | None] = field(default_factory=list, repr=False)
+    _method: list[str | None] = field(default_factory=list, repr=False)
+    _kinds: list[str | None] = field(default_factory=list, repr=False)
+    _source: list[str] = field(default_factory=list, repr=False)
+    # Open client requests by JSON-RPC id (keyed by `_id_key`, so 1 and "1" differ), oldest first;
+    # each lives until its response, even past its entry's being let go.
     _open_client: dict[Hashable, Entry] = field(default_factory=dict, repr=False)
-    _by_direction: dict[str, list[Entry]] = field(
+    # The seqs of the kept entries by direction, and each response's seq by its request's.
+    _by_direction: dict[str, list[int]] = field(
         default_factory=lambda: {"client": [], "server": [], "relay": []}, repr=False
     )
-    _responses: dict[int, Entry] = field(default_factory=dict, repr=False)  # request seq -> response
+    _responses: dict[int, int] = field(default_factory=dict, repr=False)
     # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
     exchanges: deque[HttpExchange] = field(default_factory=lambda: deque(maxlen=MAX_EXCHANGES))
     exchanges_seen: int = 0
-    # The newest entries still holding their parsed message, oldest first, each with its `parsed_cost`.
-    _parsed: deque[tuple[Entry, int]] = field(default_factory=deque, repr=False)
+    # The newest entries' parsed messages by seq; their seqs oldest first, and each one's parsed cost.
+    _messages: Parsed = field(default_factory=Parsed, repr=False)
+    _parsed_seqs: deque[int] = field(default_factory=deque, repr=False)
+    _parsed_costs: deque[int] = field(default_factory=deque, repr=False)
     _parsed_bytes: int = 0
 
     def add_exchange(self, method: str, status: int, request_headers: dict[str, str],
@@ -183,57 +240,106 @@ class Transcript:
         """Milliseconds since the transcript began."""
         return (time.perf_counter() - self._t0) * 1000
 
-    def _next(self) -> tuple[int, float]:
-        return self.dropped + len(self.entries) + 1, self.now_ms()
+    @property
+    def entries(self) -> list[Entry]:
+        """Every kept entry, oldest first."""
+        return self.page()
 
-    def _append(self, entry: Entry) -> None:
-        self.entries.append(entry)
-        self._by_direction[entry.direction].append(entry)
-        self.size_bytes += _size(entry.line)
-        self._keep_parsed(entry)
-        if len(self.entries) > self.max_entries:
-            self._drop(max(self.max_entries // 10, 1))
-        while self.size_bytes > self.max_bytes and len(self.entries) > 1:
-            self._drop(max(len(self.entries) // 10, 1))
+    @property
+    def last_seq(self) -> int:
+        return self.dropped + len(self._line)
 
-    def _keep_parsed(self, entry: Entry) -> None:
-        """Keep `entry`'s parsed message among the newest ones, within PARSED_KEEP_BYTES."""
-        cost = parsed_cost(entry)
-        if cost > PARSED_KEEP_BYTES:
-            entry.forget_message()
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Keep each message parsed meanwhile until the end: a round of hands-on checks reads the same
+        old entries many times over, and so parses each once."""
+        if self._messages.lent is not None:
+            yield
             return
-        self._parsed.append((entry, cost))
+        self._messages.lent = []
+        try:
+            yield
+        finally:
+            lent, self._messages.lent = self._messages.lent, None
+            for seq in lent:
+                self._messages.pop(seq, None)
+
+    def _view(self, seq: int) -> Entry:
+        i = seq - 1 - self.dropped
+        return Entry.of(seq, self._direction[i], self._at_ms[i], self._line[i], self._answers[i],
+                        self._rtt_ms[i], self._method[i], self._kinds[i], self._source[i], self._messages)  # fmt: skip
+
+    def _views(self, seqs: list[int] | range) -> list[Entry]:
+        return [self._view(seq) for seq in seqs]
+
+    def _add(self, direction: Direction, line: str, message: Any, source: str | None = None,
+             request: Entry | None = None) -> Entry:  # fmt: skip
+        """Append an entry (`request`: the one a server response answers) and let the oldest go past
+        the bounds."""
+        seq, at_ms = self.last_seq + 1, self.now_ms()
+        method = message.get("method") if isinstance(message, dict) else None
+        self._direction.append(direction)
+        self._at_ms.append(at_ms)
+        self._line.append(line)
+        self._answers.append(None if request is None else request.seq)
+        self._rtt_ms.append(None if request is None else at_ms - request.at_ms)
+        self._method.append(method if isinstance(method, str) else None)
+        self._kinds.append(_kind(message))
+        self._source.append(line if source is None else source)
+        self._by_direction[direction].append(seq)
+        if request is not None:
+            self._responses[request.seq] = seq
+        self.size_bytes += _size(line)
+        self._keep_parsed(seq, message)
+        entry = self._view(seq)
+        if len(self._line) > self.max_entries:
+            self._drop(max(self.max_entries // 10, 1))
+        while self.size_bytes > self.max_bytes and len(self._line) > 1:
+            self._drop(max(len(self._line) // 10, 1))
+        return entry
+
+    def _keep_parsed(self, seq: int, message: Any) -> None:
+        """Keep the parsed message of entry `seq` among the newest ones, within PARSED_KEEP_ENTRIES and
+        PARSED_KEEP_BYTES."""
+        cost = _parsed_cost(self._source[seq - 1 - self.dropped])
+        if cost > PARSED_KEEP_BYTES:
+            return
+        self._messages[seq] = message
+        self._parsed_seqs.append(seq)
+        self._parsed_costs.append(cost)
         self._parsed_bytes += cost
-        while self._parsed_bytes > PARSED_KEEP_BYTES:
-            oldest, its_cost = self._parsed.popleft()
-            oldest.forget_message()
-            self._parsed_bytes -= its_cost
+        while self._parsed_bytes > PARSED_KEEP_BYTES or len(self._parsed_seqs) > PARSED_KEEP_ENTRIES:
+            self._forget_oldest_parsed()
+
+    def _forget_oldest_parsed(self) -> None:
+        del self._messages[self._parsed_seqs.popleft()]
+        self._parsed_bytes -= self._parsed_costs.popleft()
 
     def _drop(self, count: int) -> None:
         """Let go of the `count` oldest entries, and of everything that indexes them."""
-        count = min(count, len(self.entries) - 1)
-        gone, self.entries = self.entries[:count], self.entries[count:]
-        self.dropped += len(gone)
-        last = gone[-1].seq
-        for direction, entries in self._by_direction.items():
-            keep = bisect.bisect_right(entries, last, key=lambda e: e.seq)
+        count = min(count, len(self._line) - 1)
+        last = self.dropped + count
+        for line in self._line[:count]:
+            self.size_bytes -= _size(line)
+        for column in (self._direction, self._at_ms, self._line, self._answers, self._rtt_ms, self._method,
+                       self._kinds, self._source):  # fmt: skip
+            del column[:count]
+        for seq in range(self.dropped + 1, last + 1):
+            self._responses.pop(seq, None)
+        self.dropped = last
+        for seqs in self._by_direction.values():
+            keep = bisect.bisect_right(seqs, last)
             if keep:
-                self._by_direction[direction] = entries[keep:]
-        for entry in gone:
-            self.size_bytes -= _size(entry.line)
-            self._responses.pop(entry.seq, None)
-        while self._parsed and self._parsed[0][0].seq <= last:  # nothing kept for entries let go
-            self._parsed_bytes -= self._parsed.popleft()[1]
+                del seqs[:keep]
+        while self._parsed_seqs and self._parsed_seqs[0] <= last:  # nothing kept for entries let go
+            self._forget_oldest_parsed()
 
     def entry(self, seq: int) -> Entry | None:
         """The entry numbered `seq`, unless it was let go."""
-        index = seq - 1 - self.dropped
-        return self.entries[index] if 0 <= index < len(self.entries) else None
+        return self._view(seq) if self.dropped < seq <= self.last_seq else None
 
     def add_client(self, line: str, message: Any) -> Entry:
-        seq, at_ms = self._next()
-        entry = Entry(seq, "client", at_ms, line, message)
-        self._append(entry)
+        entry = self._add("client", line, message)
         if entry.is_request:
             self._open_client[_id_key(message["id"])] = entry
             if len(self._open_client) > MAX_OPEN_REQUESTS:
@@ -242,29 +348,22 @@ class Transcript:
 
     def add_relay_error(self, text: str, reply: dict[str, Any]) -> Entry:
         """A frame the relay refused: it never reached the server; `reply` is what the client got."""
-        seq, at_ms = self._next()
-        entry = Entry(seq, "relay", at_ms, text, reply, source=to_line(reply))
-        self._append(entry)
-        return entry
+        return self._add("relay", text, reply, source=to_line(reply))
 
     def relay_errors(self) -> list[Entry]:
-        return list(self._by_direction["relay"])
+        return self._views(self._by_direction["relay"])
 
     def add_server(self, line: str, message: Any) -> Entry:
-        seq, at_ms = self._next()
-        entry = Entry(seq, "server", at_ms, line, message)
-        if entry.is_response:
+        request = None
+        if _kind(message) == "response":
             request = self._open_client.pop(_id_key(message.get("id")), None)
-            if request is not None:
-                entry.answers = request.seq
-                entry.rtt_ms = at_ms - request.at_ms
-                self._responses[request.seq] = entry
-                self._learn_revision(request, entry)
-        self._append(entry)
+        entry = self._add("server", line, message, request=request)
+        if request is not None:
+            self._learn_revision(request, message)
         return entry
 
-    def _learn_revision(self, request: Entry, response: Entry) -> None:
-        result = response.message.get("result")
+    def _learn_revision(self, request: Entry, response: Any) -> None:
+        result = response.get("result")
         if not isinstance(result, dict):
             return
         if request.method == "initialize" and isinstance(result.get("protocolVersion"), str):
@@ -281,27 +380,33 @@ class Transcript:
         return list(self._open_client.values())
 
     def client_messages(self) -> list[Entry]:
-        return list(self._by_direction["client"])
+        return self._views(self._by_direction["client"])
 
     def server_messages(self) -> list[Entry]:
-        return list(self._by_direction["server"])
+        return self._views(self._by_direction["server"])
 
     def response_to(self, request: Entry) -> Entry | None:
-        return self._responses.get(request.seq)
+        seq = self._responses.get(request.seq)
+        return None if seq is None else self._view(seq)
+
+    def _page_seqs(self, after_seq: int, limit: int | None) -> range:
+        first = max(after_seq, self.dropped) + 1
+        end = self.last_seq + 1
+        return range(first, end if limit is None else min(end, first + max(limit, 0)))
 
     def page(self, after_seq: int = 0, limit: int | None = None) -> list[Entry]:
         """Kept entries numbered above `after_seq`, at most `limit` of them."""
-        start = max(after_seq - self.dropped, 0)
-        return self.entries[start : None if limit is None else start + limit]
+        return self._views(self._page_seqs(after_seq, limit))
 
     def page_bytes(self, after_seq: int = 0, limit: int | None = None) -> int:
         """What sending `page(after_seq, limit)` back costs, in the bytes of its lines."""
-        return sum(len(entry.line) for entry in self.page(after_seq, limit))
+        seqs = self._page_seqs(after_seq, limit)
+        first, end = seqs.start - 1 - self.dropped, seqs.stop - 1 - self.dropped
+        return sum(len(line) for line in self._line[first:end])
 
     def to_json(self, after_seq: int = 0, limit: int | None = None) -> dict[str, Any]:
         entries = self.page(after_seq, limit)
-        last = self.dropped + len(self.entries)
-        more = bool(entries) and entries[-1].seq < last
+        more = bool(entries) and entries[-1].seq < self.last_seq
         return {
             "server": self.server,
             "started_at": self.started_at,
@@ -315,7 +420,10 @@ class Transcript:
 def parsed_cost(entry: Entry) -> int:
     """An upper estimate of the memory `entry`'s parsed message takes: its text, and for each
     container and each element beyond the first a Python object or a pointer."""
-    text = entry._source
+    return _parsed_cost(entry._source)
+
+
+def _parsed_cost(text: str) -> int:
     return len(text) + PARSED_ITEM_BYTES * crude_items(text)
 
 

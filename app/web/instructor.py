@@ -296,14 +296,8 @@ def session_page(state: Instructor, request: Request, session_id: str) -> HTMLRe
     session = _live_session(state, session_id)
     learner = state.progress.learner(session.learner) if session.learner else None
     transcript = session.transcript
-    kept = transcript.entries[-SESSION_PAGE_ENTRIES:]
-    context = {
-        "title": "Transcript",
-        "session": session,
-        "learner": learner,
-        "after": kept[0].seq - 1 if kept else transcript.dropped + len(transcript.entries),
-        "earlier": len(transcript.entries) - len(kept) + transcript.dropped,
-    }
+    after = max(transcript.last_seq - SESSION_PAGE_ENTRIES, transcript.dropped)
+    context = {"title": "Transcript", "session": session, "learner": learner, "after": after, "earlier": after}
     return templates.TemplateResponse(request, "instructor_session.html", context)
 
 

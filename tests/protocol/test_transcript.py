@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import tracemalloc
 
 import pytest
 
 from app.protocol.jsonrpc import Frame, parse_client_text, parse_json, to_line
-from app.protocol.transcript import PARSED_KEEP_BYTES, Entry, Transcript, parsed_cost
+from app.protocol.transcript import PARSED_KEEP_BYTES, PARSED_KEEP_ENTRIES, Entry, Transcript, parsed_cost
 
 
 def request(id_: object, method: str = "ping", **params: object) -> dict:
@@ -88,7 +89,8 @@ def test_requests_never_answered_are_bounded() -> None:
 
     t = Transcript("demo-orders")
     for n in range(MAX_OPEN_REQUESTS + 50):
-        t.add_client("{}", {"jsonrpc": "2.0", "id": n, "method": "ping"})
+        message = {"jsonrpc": "2.0", "id": n, "method": "ping"}
+        t.add_client(to_line(message), message)
     waiting = t.unanswered()
     assert len(waiting) == MAX_OPEN_REQUESTS and waiting[0].message["id"] == 50
 
@@ -117,6 +119,71 @@ def test_only_the_newest_entries_keep_their_parsed_message_and_older_ones_read_t
     kept = [entry for entry, message in sent if entry.message is message]
     assert kept == [entry for entry, _ in sent[-len(kept) :]]  # the newest, and only they
     assert 0 < sum(parsed_cost(entry) for entry in kept) <= PARSED_KEEP_BYTES
+
+
+TOOL_CALL = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_order_status","arguments":{"order_id":"481516"}}}'
+TOOL_RESULT = (
+    '{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"shipped"}],'
+    '"structuredContent":{"order_id":"481516","status":"shipped"},"isError":false}}'
+)
+
+
+def tracked_after_calls(calls: int) -> int:
+    """How many more objects the collector tracks once a transcript has seen `calls` tool calls."""
+    gc.collect()
+    before = len(gc.get_objects())
+    t = Transcript("demo-orders", max_bytes=64 << 20, max_entries=100_000)
+    for n in range(calls):
+        for text, add in ((TOOL_CALL % n, t.add_client), (TOOL_RESULT % n, t.add_server)):
+            add(text, parse_json(text)[0])
+    gc.collect()  # what it keeps, as the collector sees it at its next pass
+    added = len(gc.get_objects()) - before
+    assert t.last_seq == 2 * calls and len(t.entries) == 2 * calls
+    return added
+
+
+def test_what_the_collector_walks_does_not_grow_with_the_entries_kept() -> None:
+    # With thousands of sessions, an object per entry made every collection walk what every session
+    # had said: full collections of seconds, each a stall for every learner (bench/README.md).
+    few, many = tracked_after_calls(PARSED_KEEP_ENTRIES), tracked_after_calls(20 * PARSED_KEEP_ENTRIES)
+    assert many <= few + 10, (few, many)
+    assert many < 6 * PARSED_KEEP_ENTRIES, many  # the newest entries' parsed messages, and the indexes
+
+
+def test_a_reader_parses_an_old_entry_once_while_it_reads_and_lets_it_go_after() -> None:
+    t = Transcript("demo-orders")
+    for n in range(3 * PARSED_KEEP_ENTRIES):
+        t.add_client(TOOL_CALL % n, parse_json(TOOL_CALL % n)[0])
+    old = t.entry(1)
+    assert old is not None and old.message is not old.message  # parsed again at each read
+    with t.reading():
+        first = old.message
+        assert t.client_messages()[0].message is first and first["id"] == 0  # once, for every view
+        with t.reading():  # a reader within a reader shares the first's
+            assert old.message is first
+        assert old.message is first
+    assert old.message is not first and old.message == first
+    assert len(t._messages) == PARSED_KEEP_ENTRIES  # the reader's parses are let go
+
+
+def test_entries_are_views_two_of_one_entry_are_equal() -> None:
+    t = Transcript("demo-orders")
+    sent = t.add_client(TOOL_CALL % 7, parse_json(TOOL_CALL % 7)[0])
+    assert t.entry(1) == sent == t.client_messages()[0] and t.entry(1) is not sent
+    assert sent != Transcript("demo-orders").add_client(sent.line, sent.message)  # another transcript's
+    assert len({sent, t.entry(1)}) == 1
+
+
+def test_a_request_let_go_while_unanswered_is_still_answered_and_timed() -> None:
+    t = Transcript("demo-orders", max_entries=10)
+    t.add_client(TOOL_CALL % 1, parse_json(TOOL_CALL % 1)[0])
+    for n in range(30):
+        t.add_client(json.dumps(request(f"x{n}")), request(f"x{n}"))
+    assert t.entry(1) is None and [e.message["id"] for e in t.unanswered()][0] == 1
+    reply = t.add_server(TOOL_RESULT % 1, parse_json(TOOL_RESULT % 1)[0])
+    assert (
+        reply.answers == 1 and reply.rtt_ms is not None and 1 not in [e.message["id"] for e in t.unanswered()]
+    )
 
 
 def test_a_relay_error_reads_its_reply_back_once_let_go() -> None:
@@ -150,7 +217,7 @@ def test_a_transcript_of_tiny_objects_holds_about_its_byte_cap_not_25_times_it()
     assert t.dropped > 0 and t.size_bytes <= cap
     assert held < 2.5 * cap, f"{held / 2**20:.1f} MiB held for {t.size_bytes / 2**20:.1f} MiB of lines"
     assert len(t.entries[0].message["params"]["a"]) == 87_000  # still there, parsed when read
-    assert all(entry.seq > t.dropped for entry, _ in t._parsed)  # nothing kept for entries let go
+    assert all(seq > t.dropped for seq in t._parsed_seqs)  # nothing kept for entries let go
 
 
 @pytest.mark.parametrize(

@@ -79,6 +79,10 @@ class StepChecker:
         """(results that changed, whether every open check had its turn)."""
         if transcript is not self._transcript:
             self._transcript, self._passed, self._shown, self._resume = transcript, set(), {}, 0
+        with transcript.reading():
+            return self._round(transcript)
+
+    def _round(self, transcript: Transcript) -> tuple[list[CheckResult], bool]:
         began = time.perf_counter()
         changed: list[CheckResult] = []
         ran = 0
