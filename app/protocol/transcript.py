@@ -278,30 +278,34 @@ class Transcript:
         the bounds."""
         seq, at_ms = self.last_seq + 1, self.now_ms()
         method = message.get("method") if isinstance(message, dict) else None
+        method = method if isinstance(method, str) else None
+        answers = rtt_ms = None
+        if request is not None:
+            answers, rtt_ms = request.seq, at_ms - request.at_ms
+            self._responses[answers] = seq
+        kind, source = _kind(message), line if source is None else source
         self._direction.append(direction)
         self._at_ms.append(at_ms)
         self._line.append(line)
-        self._answers.append(None if request is None else request.seq)
-        self._rtt_ms.append(None if request is None else at_ms - request.at_ms)
-        self._method.append(method if isinstance(method, str) else None)
-        self._kinds.append(_kind(message))
-        self._source.append(line if source is None else source)
+        self._answers.append(answers)
+        self._rtt_ms.append(rtt_ms)
+        self._method.append(method)
+        self._kinds.append(kind)
+        self._source.append(source)
         self._by_direction[direction].append(seq)
-        if request is not None:
-            self._responses[request.seq] = seq
         self.size_bytes += _size(line)
-        self._keep_parsed(seq, message)
-        entry = self._view(seq)
+        self._keep_parsed(seq, message, source)
+        entry = Entry.of(seq, direction, at_ms, line, answers, rtt_ms, method, kind, source, self._messages)
         if len(self._line) > self.max_entries:
             self._drop(max(self.max_entries // 10, 1))
         while self.size_bytes > self.max_bytes and len(self._line) > 1:
             self._drop(max(len(self._line) // 10, 1))
         return entry
 
-    def _keep_parsed(self, seq: int, message: Any) -> None:
-        """Keep the parsed message of entry `seq` among the newest ones, within PARSED_KEEP_ENTRIES and
-        PARSED_KEEP_BYTES."""
-        cost = _parsed_cost(self._source[seq - 1 - self.dropped])
+    def _keep_parsed(self, seq: int, message: Any, source: str) -> None:
+        """Keep the parsed message of entry `seq` (parsed from `source`) among the newest ones, within
+        PARSED_KEEP_ENTRIES and PARSED_KEEP_BYTES."""
+        cost = _parsed_cost(source)
         if cost > PARSED_KEEP_BYTES:
             return
         self._messages[seq] = message
