@@ -318,18 +318,18 @@ async def _read_in_turn(request: Request, door: Door) -> str | FrameError:
     """The request's body as text, read in its turn at the door: past its rate limit, the refusal;
     past its pace, the wait comes before the body is read, so a request waiting holds no body (uvicorn
     reads no more than 64 KiB of one until it is asked for). 60 requests of 1 MiB waiting side by
-    side on one session held 128 MiB of the web process when the wait came after."""
+    side on one session held 128 MiB of the web process when the wait came after. A request past the
+    rate limit waits its turn too (its body is read for the id in the refusal): else a client keeping
+    the limit spent with small requests had big ones read back to back, at no pace."""
     wait = door.limiter.check()
     declared = request.headers.get("content-length", "")
-    if wait is None and declared.isdigit():
+    if declared.isdigit():
         await door.pace.turn(int(declared))  # the guard has refused a length past its limit
     body = await request.body()  # within PLAYGROUND_MAX_FRAME_BYTES: the guard answers 413 past it
     text = body.decode("utf-8", errors="surrogateescape")
-    if wait is not None:
-        return door.refused(text, wait)
     if not declared.isdigit():  # a chunked body: charged once it has come
         await door.pace.turn(len(text))
-    return text
+    return text if wait is None else door.refused(text, wait)
 
 
 def _gate(state: AppState, endpoint_id: str) -> Gate:

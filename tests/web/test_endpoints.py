@@ -527,6 +527,22 @@ def test_requests_past_the_rate_limit_get_429_with_their_id(app: AppProcess) -> 
     assert n == 101 and reply.status_code == 429
     assert reply.json()["error"]["code"] == -32001 and reply.json()["id"] == n
 
+    # The limit spent with small requests, big ones are still read at the session's pace before
+    # they are refused: four of 768 KiB, the fourth read 2 s after the first at the earliest.
+    began = time.monotonic()
+    with httpx.Client(timeout=60) as client:
+        for n in range(200, 204):
+            padded = {
+                "jsonrpc": "2.0",
+                "id": n,
+                "method": "ping",
+                "params": {"_meta": {"pad": "x" * 786_432}},
+            }
+            reply = client.post(url, json=padded, headers=headers)
+            assert reply.status_code == 429 and reply.json()["id"] == n, reply.text[:200]
+    took = time.monotonic() - began
+    assert took >= 1.9, f"4 x 768 KiB refused in {took:.2f} s: not paced"
+
 
 def test_requests_naming_no_session_are_counted_and_paced_per_endpoint(app: AppProcess) -> None:
     # Before there is a session, an endpoint's requests are read under its own rate limit and pace:
