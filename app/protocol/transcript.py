@@ -65,7 +65,7 @@ class Parsed(dict[int, Any]):
 class Entry:
     """One line on the wire, with what the relay read from it: its kind, its method, and the parsed
     JSON itself (`message`, None when the line was not JSON). A transcript hands out entries as views
-    of its rows, made when read: `message` is the transcript's kept parse while it keeps one."""
+    of its columns, made when read: `message` is the transcript's kept parse while it keeps one."""
 
     __slots__ = ("seq", "direction", "at_ms", "line", "answers", "rtt_ms", "method", "kind", "_source",
                  "_kept")  # fmt: skip
