@@ -72,9 +72,8 @@ class Entry:
 
     def __init__(self, seq: int, direction: Direction, at_ms: float, line: str, message: Any,
                  source: str | None = None) -> None:  # fmt: skip
-        method = message.get("method") if isinstance(message, dict) else None
-        self._take(seq, direction, at_ms, line, None, None, method if isinstance(method, str) else None,
-                   _kind(message), line if source is None else source, Parsed({seq: message}))  # fmt: skip
+        self._take(seq, direction, at_ms, line, None, None, _method(message), _kind(message),
+                   line if source is None else source, Parsed({seq: message}))  # fmt: skip
 
     @classmethod
     def of(cls, seq: int, direction: Direction, at_ms: float, line: str, answers: int | None,
@@ -142,6 +141,11 @@ class Entry:
         return (
             f"Entry(seq={self.seq}, direction={self.direction!r}, kind={self.kind!r}, method={self.method!r})"
         )
+
+
+def _method(message: Any) -> str | None:
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
 
 
 def _kind(message: Any) -> str | None:
@@ -277,8 +281,7 @@ class Transcript:
         """Append an entry (`request`: the one a server response answers) and let the oldest go past
         the bounds."""
         seq, at_ms = self.last_seq + 1, self.now_ms()
-        method = message.get("method") if isinstance(message, dict) else None
-        method = method if isinstance(method, str) else None
+        method = _method(message)
         answers = rtt_ms = None
         if request is not None:
             answers, rtt_ms = request.seq, at_ms - request.at_ms
