@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
 import uvicorn
 
@@ -34,8 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"MCP Playground on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, ws_max_size=settings.max_frame_bytes,
-        http=HttpProtocol,  # uvicorn's httptools protocol, leaving no cycle behind an upgrade
-        ws=WebSocketProtocol,  # websockets' sans-I/O: measured a little quicker per message here
+        # uvicorn's httptools protocol, leaving no cycle behind an upgrade, and each connection held
+        # to its caps and time-outs (app/web/connections.py), as a WebSocket too once upgraded
+        http=partial(HttpProtocol, connections=app.state.playground.connections),
+        ws=partial(WebSocketProtocol, connections=app.state.playground.connections),  # websockets' sans-I/O: a little quicker per message here
         ws_per_message_deflate=False,  # small JSON messages; a zlib context per connection costs memory
         ws_ping_interval=20, ws_ping_timeout=20, log_level="info", timeout_graceful_shutdown=5,
         log_config=None,  # our handler (app/logs.py) formats uvicorn's lines too

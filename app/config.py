@@ -219,6 +219,46 @@ class Settings(BaseSettings):
         4 * 1024 * 1024,
         description="Hard WebSocket frame cap: a bigger frame closes the connection with 1009.",
     )
+    max_connections: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "Most TCP connections open at once, everybody together (pages, API, consoles, MCP clients); "
+            "more are closed at once. Default: 4 per PLAYGROUND_MAX_SESSIONS, at least 1024; lowered "
+            "(with a warning) to what the open-file limit leaves beside the sandboxed servers."
+        ),
+    )
+    max_connections_per_address: int = Field(
+        256,
+        ge=1,
+        description=(
+            "Most TCP connections one client address may hold at once (IPv6: one /64); more are closed "
+            "at once. A trusted proxy's own address is not capped (the proxy caps its clients). A class "
+            "behind one NAT address needs about 3 per learner, 7 while pages load."
+        ),
+    )
+    request_head_timeout_s: float = Field(
+        15.0,
+        gt=0,
+        description=(
+            "A connection must send a whole request head (request line and headers) within this long "
+            "of opening, or of its first byte after a response; else it is closed (408 when it had "
+            "begun)."
+        ),
+    )
+    request_body_idle_s: float = Field(
+        30.0,
+        gt=0,
+        description=(
+            "Longest a request's body may stall while the app reads it; then the connection is closed. "
+            "A body waiting its turn at the session's pace is not stalled."
+        ),
+    )
+    max_request_head_bytes: int = Field(
+        64 * 1024,
+        ge=4096,
+        description="Largest request head (request line and headers); a bigger one gets 431 and the connection closes.",
+    )
     max_messages_per_10s: int = Field(
         100,
         description=(

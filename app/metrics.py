@@ -58,6 +58,17 @@ class Metrics:
             ["layer"],
             registry=r,
         )
+        self.connections_open = Gauge("playground_connections_open",
+                                      "TCP connections open now (pages, API, consoles, MCP clients).", registry=r)  # fmt: skip
+        self.connections_refused = Counter(
+            "playground_connections_refused", "Connections closed at once, by the cap they were over.", ["reason"],
+            registry=r,
+        )  # fmt: skip
+        self.connections_cut = Counter(
+            "playground_connections_cut",
+            "Connections closed for a request head too slow or too big, or a body that stalled.", ["phase"],
+            registry=r,
+        )  # fmt: skip
         self.gc_pause_seconds = Histogram(
             "playground_gc_pause_seconds",
             "Collections by the web process's garbage collector, by generation: each stops every session.",

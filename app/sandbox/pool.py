@@ -85,8 +85,13 @@ class InstancePool:
 
     # --- lifecycle -------------------------------------------------------------------------------
 
+    @property
+    def open_files_needed(self) -> int:
+        """Descriptors of the web process for every instance this pool may run, and 1024 to spare."""
+        return self.capacity * FDS_PER_SESSION + 1024
+
     async def start(self) -> None:
-        raise_open_file_limit(self.capacity * FDS_PER_SESSION + 1024)
+        raise_open_file_limit(self.open_files_needed)
         await self.launcher.start()
         for server in self.servers:
             self._refill(server)

@@ -78,6 +78,27 @@ def client_address(scope: Scope) -> str:
     return scope.get("client_address") or peer(scope)
 
 
+def address_key(address: str) -> str:
+    """Whose address this is, where clients are counted by address: an IPv4 address itself, an IPv6
+    address by its /64 (what one subscriber is usually given: counted one by one, a client would have
+    2**64 of them)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address  # a Unix socket's peer ("") or anything else: one key each
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip) >> 64 << 64, 64)))
+    return str(ip)
+
+
+def client_key(scope: Scope) -> str:
+    """Whose request this is, where requests are counted per address (caps, throttles, new
+    identities): the client's address, or its /64 for IPv6."""
+    return address_key(client_address(scope))
+
+
 def is_https(scope: Scope) -> bool:
     return bool(scope.get("client_https"))
 

@@ -36,7 +36,7 @@ from app.relay.httpwire import FINAL, Door, Gate, HttpListener, Waiter
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import WireLimits, entry_frame
 from app.sandbox.errors import CapacityError, SandboxError
-from app.web.client import client_address, site_url
+from app.web.client import client_key, site_url
 from app.web.errors import error_body
 from app.web.guard import same_origin
 from app.web.learner import learner_id
@@ -349,7 +349,7 @@ async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpLi
     """A new sandboxed session for this endpoint, admitted against the endpoint owner's caps."""
     assert state.sessions is not None
     klass = await anyio.to_thread.run_sync(state.progress.learner_class, info.learner_id)
-    owner = Owner(info.learner_id, client_address(request.scope), klass.id if klass else None,
+    owner = Owner(info.learner_id, client_key(request.scope), klass.id if klass else None,
                   (klass.max_sessions or state.settings.max_sessions_per_class) if klass else None)  # fmt: skip
     try:
         session = await state.sessions.open(info.server, owner)

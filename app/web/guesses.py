@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.responses import Response
 
-from app.web.client import client_address
+from app.web.client import client_key
 from app.web.credentials import retry_words
 from app.web.errors import error_response
 from app.web.state import get_state
@@ -13,7 +13,7 @@ from app.web.state import get_state
 
 def throttled(request: Request, kind: str) -> Response | None:
     """429 while this address has sent too many wrong codes of this kind, else None."""
-    wait = get_state(request).throttle.wait(kind, client_address(request.scope))
+    wait = get_state(request).throttle.wait(kind, client_key(request.scope))
     if wait is None:
         return None
     response = error_response(
@@ -24,4 +24,4 @@ def throttled(request: Request, kind: str) -> Response | None:
 
 
 def failed(request: Request, kind: str) -> None:
-    get_state(request).throttle.failed(kind, client_address(request.scope))
+    get_state(request).throttle.failed(kind, client_key(request.scope))

@@ -26,7 +26,7 @@ from app.relay.session import RelaySession
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
 from app.web.api import TRANSCRIPT_PAGE
-from app.web.client import client_address, is_https, site_url
+from app.web.client import client_key, is_https, site_url
 from app.web.credentials import retry_words, same_secret
 from app.web.fleet import ENDED_BY_INSTRUCTOR
 from app.web.state import AppState, get_state
@@ -52,14 +52,14 @@ def is_instructor(request: Request) -> bool:
         _check_throttle(request)
         if same_secret(header[7:].strip(), state.instructor_token or ""):
             return True
-        state.throttle.failed(THROTTLE_KIND, client_address(request.scope))
+        state.throttle.failed(THROTTLE_KIND, client_key(request.scope))
         return False
     session_id = request.cookies.get(COOKIE)
     return session_id is not None and state.progress.instructor_session_valid(_session_key(session_id))
 
 
 def _check_throttle(request: Request) -> None:
-    wait = get_state(request).throttle.wait(THROTTLE_KIND, client_address(request.scope))
+    wait = get_state(request).throttle.wait(THROTTLE_KIND, client_key(request.scope))
     if wait is not None:
         raise HTTPException(
             429, f"Too many wrong instructor tokens from your address. Try again in {retry_words(wait)}.",
@@ -106,7 +106,7 @@ def login(request: Request, token: str = Form("")) -> Response:
     state = get_state(request)
     _check_throttle(request)
     if not same_secret(token.strip(), state.instructor_token or ""):
-        state.throttle.failed(THROTTLE_KIND, client_address(request.scope))
+        state.throttle.failed(THROTTLE_KIND, client_key(request.scope))
         context = {
             "title": "Instructor",
             "error": "That is not the instructor token. It was printed when the app started.",
@@ -297,7 +297,13 @@ def session_page(state: Instructor, request: Request, session_id: str) -> HTMLRe
     learner = state.progress.learner(session.learner) if session.learner else None
     transcript = session.transcript
     after = max(transcript.last_seq - SESSION_PAGE_ENTRIES, transcript.dropped)
-    context = {"title": "Transcript", "session": session, "learner": learner, "after": after, "earlier": after}
+    context = {
+        "title": "Transcript",
+        "session": session,
+        "learner": learner,
+        "after": after,
+        "earlier": after,
+    }
     return templates.TemplateResponse(request, "instructor_session.html", context)
 
 

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.progress import ProgressStore
 from app.relay.rates import KeyedRate
-from app.web.client import client_address, is_https
+from app.web.client import client_key, is_https
 
 COOKIE = "playground_learner"
 MAX_AGE_S = 365 * 24 * 3600
@@ -118,7 +118,7 @@ class LearnerMiddleware:
             return
         learner, reissue = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
         if learner is None and scope["type"] == "http" and not scope["path"].startswith(ANONYMOUS_PATHS):
-            wait = identity.minting.wait(client_address(scope))
+            wait = identity.minting.wait(client_key(scope))
             if wait is not None:
                 await _too_many_visitors(scope, receive, send, wait)
                 return

@@ -29,6 +29,8 @@ from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
+from app.web.client import TrustedProxies
+from app.web.connections import ConnectionLimits, Connections
 from app.web.credentials import FailureThrottle
 from app.web.endpoint_cache import EndpointCache
 from app.web.fleet import Fleet
@@ -55,6 +57,7 @@ class AppState:
     http_sessions: HttpSessions = field(default_factory=HttpSessions)  # MCP sessions on endpoints
     endpoint_cache: EndpointCache = field(default_factory=EndpointCache)  # endpoints by token, briefly
     fleet: Fleet | None = None  # replicas sharing PostgreSQL: every replica's live sessions
+    connections: Connections = field(init=False)  # every TCP connection, counted by address
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False
@@ -65,6 +68,8 @@ class AppState:
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
         self.throttle = FailureThrottle(self.settings.failed_attempts_per_address)
+        self.connections = Connections(ConnectionLimits.from_settings(self.settings),
+                                       TrustedProxies(self.settings.trusted_proxies), self.metrics)  # fmt: skip
 
     async def own_source(self, owner: Owner) -> str:
         """The server.py my-server runs for `owner`: their latest saved file, else the starter."""
@@ -114,6 +119,7 @@ class AppState:
             rootless=s.rootless_sandbox,
         )
         await self.pool.start()
+        self.connections.fit_open_files(self.pool.open_files_needed)
         missing = self.pool.missing_layers()
         if missing:
             lines = "\n".join(f"  - {name}: {why}" for name, why in missing.items())
@@ -187,6 +193,7 @@ class AppState:
         pool, sessions = self.pool, self.sessions
         assert pool is not None and sessions is not None
         self.metrics.live_sessions.set_function(lambda: sessions.live)
+        self.metrics.connections_open.set_function(lambda: self.connections.open)
         for name in self.demos:
             self.metrics.warm_pool.labels(name).set_function(partial(pool.pool_size, name))
         for layer, why in pool.layers.items():
@@ -194,10 +201,10 @@ class AppState:
 
     async def owner_of(self, scope: MutableMapping[str, Any]) -> Owner:
         """Who a new session is for, as admission counts it: one small query, off the event loop."""
-        from app.web.client import client_address
+        from app.web.client import client_key
 
         learner = scope.get("learner_id")
-        address = client_address(scope)
+        address = client_key(scope)
         if not learner:
             return Owner(None, address)
         klass = await anyio.to_thread.run_sync(self.progress.learner_class, learner)

@@ -16,6 +16,7 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -406,6 +407,24 @@ def test_forwarded_headers_are_nginxs_own_and_tls_makes_cookies_secure(
         assert "strict-transport-security" in secure.headers
     finally:
         tls.stop()
+
+
+def test_nginx_closes_a_connection_whose_request_head_does_not_come(cluster: Cluster) -> None:
+    # The app caps nothing per address for its trusted proxy, and sees only whole requests from it:
+    # a client's slow head is nginx's to cut, at the configuration's 15 s (nginx's default is 60).
+    began = time.monotonic()
+    idle = socket.create_connection(("127.0.0.1", cluster.nginx.port), timeout=60)
+    slow = socket.create_connection(("127.0.0.1", cluster.nginx.port), timeout=60)
+    with idle, slow:
+        slow.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and no more
+        for sock in (idle, slow):
+            try:
+                while sock.recv(65536):  # nginx may say 408 first; then it closes
+                    pass
+            except ConnectionResetError:
+                pass
+    took = time.monotonic() - began
+    assert 12 <= took < 45, f"closed after {took:.1f} s"
 
 
 def test_the_access_log_holds_no_endpoint_token_resume_code_or_join_code(cluster: Cluster) -> None:

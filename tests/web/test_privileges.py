@@ -17,6 +17,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -355,6 +356,8 @@ def drop_in_a_child(data_dir: Path, threads: int = 0) -> tuple[str, int]:
             answer = drop("nobody", data_dir)
             os.write(write_end, f"{answer}|{os.getuid()}".encode())
             stop.set()
+        except BaseException:  # said to the parent, whose assertion then shows it
+            os.write(write_end, f"the child failed: {traceback.format_exc()}|-1".encode())
         finally:
             os._exit(0)
     os.close(write_end)

@@ -1,0 +1,331 @@
+"""What one TCP connection may hold before the app sees a request, and how many one address may hold
+(app/web/connections.py), tried from the attacker's side against the real app.
+
+Clients here come from several loopback addresses (127.0.0.0/8 is all this machine's), so that one
+address can be over its cap while another is served. Loopback is a trusted proxy by default, so
+these apps trust nobody, unless a test says otherwise."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+
+from app.web.client import TrustedProxies, address_key, client_key
+from app.web.connections import ConnectionLimits, Connections
+from tests.support.appserver import AppProcess
+from tests.support.procs import wait_until
+from tests.support.wsclient import McpClient
+
+HEAD_TIMEOUT_S = 1.0
+BODY_IDLE_S = 1.5
+# Time-outs in these tests are generous: a busy 2-core machine may be slow to do anything.
+DEADLINE_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    """Short time-outs, default caps."""
+    with AppProcess(tmp_path_factory.mktemp("quick"), warm_pool_size=1, trusted_proxies=[],
+                    request_head_timeout_s=HEAD_TIMEOUT_S, request_body_idle_s=BODY_IDLE_S,
+                    max_request_head_bytes=16384) as app:  # fmt: skip
+        yield app
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    """Small caps, time-outs far longer than any test here (so only the caps close connections)."""
+    with AppProcess(tmp_path_factory.mktemp("capped"), warm_pool_size=1, trusted_proxies=["127.0.0.10"],
+                    max_connections=12, max_connections_per_address=8,
+                    request_head_timeout_s=600) as app:  # fmt: skip
+        yield app
+
+
+def connect(app: AppProcess, source: str) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", app.port), timeout=DEADLINE_S, source_address=(source, 0))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection (a reset counts as closed)."""
+    data = b""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+    raise AssertionError(f"the server kept the connection open; it sent {data[:200]!r}")
+
+
+def status_of(response: bytes) -> int:
+    return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/1.1 ") else 0
+
+
+def get(app: AppProcess, source: str, path: str = "/healthz", headers: str = "") -> bytes:
+    """A whole GET on a connection of its own from `source`, and everything the server says to it."""
+    with connect(app, source) as sock:
+        sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\n{headers}Connection: close\r\n\r\n".encode()
+        )
+        return until_closed(sock)
+
+
+def one_response(sock: socket.socket) -> bytes:
+    """One whole response (by its Content-Length) on a connection that stays open."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed within a response head: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "closed within a response body"
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def metric(app: AppProcess, name: str) -> float:
+    text = httpx.get(app.base + "/metrics", timeout=DEADLINE_S).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+
+
+def rss_mib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) // 1024 for line in status if line.startswith("VmRSS"))
+
+
+# --- time-outs and head size ---------------------------------------------------------------------
+
+
+def test_connections_that_never_send_a_request_are_closed_silently(quick: AppProcess) -> None:
+    began = time.monotonic()
+    sockets = [connect(quick, "127.0.0.3") for _ in range(20)]
+    try:
+        said = [until_closed(sock) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert said == [b""] * 20  # nothing asked, nothing answered
+    assert time.monotonic() - began >= HEAD_TIMEOUT_S * 0.9  # closed by the time-out, not refused
+    assert metric(quick, 'playground_connections_cut_total{phase="head"}') >= 20
+
+
+def test_a_head_sent_a_byte_at_a_time_is_cut_with_408_however_busy(quick: AppProcess) -> None:
+    # Slowloris: every byte comes well within any idle time, the head never ends.
+    with connect(quick, "127.0.0.3") as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        began = time.monotonic()
+        try:
+            while time.monotonic() - began < DEADLINE_S:
+                sock.sendall(b"a")
+                time.sleep(0.05)  # the attacker's pace, not a wait for the app
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        said = until_closed(sock)
+    assert status_of(said) == 408, said
+    assert HEAD_TIMEOUT_S * 0.9 <= time.monotonic() - began < DEADLINE_S
+
+
+def test_a_huge_request_line_or_header_is_refused_with_431_unread(quick: AppProcess) -> None:
+    # Before: uvicorn gathered a 200 MB URL (the web process grew 290 MB and spent 50 s of CPU on it).
+    pid = quick.proc.pid
+    assert pid is not None
+    before = rss_mib(pid)
+    for start in (b"GET /", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "):
+        with connect(quick, "127.0.0.4") as sock:
+            sent = 0
+            try:
+                sock.sendall(start)
+                while sent < 64 * 1024 * 1024:
+                    sock.sendall(b"a" * 65536)
+                    sent += 65536
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            said = until_closed(sock)
+        assert sent < 8 * 1024 * 1024, f"the app read {sent} bytes of one head"
+        assert status_of(said) in (431, 0), said  # 0: the reset came before the answer could be read
+    assert rss_mib(pid) - before < 16
+    assert metric(quick, 'playground_connections_cut_total{phase="head_size"}') >= 2
+    # Within the limit, a big head is served.
+    assert status_of(get(quick, "127.0.0.4", headers=f"X-Pad: {'p' * 12000}\r\n")) == 200
+
+
+def test_a_kept_alive_connection_is_served_again_and_timed_again(quick: AppProcess) -> None:
+    with connect(quick, "127.0.0.5") as sock:
+        for _ in range(3):
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{quick.port}\r\n\r\n".encode())
+            assert status_of(one_response(sock)) == 200
+        began = time.monotonic()
+        sock.sendall(b"GET /healthz HTTP/1.1\r\n")  # the next head begins, and stops
+        said = until_closed(sock)
+    assert b"408 Request Timeout" in said
+    assert time.monotonic() - began >= HEAD_TIMEOUT_S * 0.9
+
+
+def _put_name(app: AppProcess, source: str, body: bytes, length: int) -> socket.socket:
+    sock = connect(app, source)
+    sock.sendall(
+        f"PUT /api/progress/name HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nOrigin: {app.base}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n".encode()
+        + body
+    )
+    return sock
+
+
+def test_a_stalled_body_is_cut_and_a_slow_one_is_not(quick: AppProcess) -> None:
+    body = b'{"display_name": "' + b"n" * 40 + b'"}'
+    # Half the body, then nothing: closed once it has stalled for the idle time, with no answer and
+    # nothing in the error log (the app saw a client that left).
+    began = time.monotonic()
+    with _put_name(quick, "127.0.0.6", body[:20], len(body)) as sock:
+        assert until_closed(sock) == b""
+    assert time.monotonic() - began >= BODY_IDLE_S * 0.9
+    assert metric(quick, 'playground_connections_cut_total{phase="body"}') >= 1
+    # The same body a byte at a time, for longer than the idle time in all: it keeps coming, it is read.
+    with _put_name(quick, "127.0.0.6", b"", len(body)) as sock:
+        for n in range(len(body)):
+            sock.sendall(body[n : n + 1])
+            time.sleep(BODY_IDLE_S * 2 / len(body))  # the client's pace
+        said = until_closed(sock)
+    assert status_of(said) == 200 and b'"display_name":"' + b"n" * 40 in said, said
+    assert "Traceback" not in quick.log()
+
+
+# --- caps ----------------------------------------------------------------------------------------
+
+
+@contextmanager
+def held(app: AppProcess, source: str, count: int) -> Iterator[list[socket.socket]]:
+    """`count` connections from `source`, kept open (and sending nothing) until the block ends."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = connect(app, source)
+            sockets.append(sock)
+        yield sockets
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def refused(app: AppProcess, source: str) -> bool:
+    """A new connection from `source` is closed at once with a 503."""
+    with connect(app, source) as sock:
+        said = until_closed(sock)  # no request sent: only a refusal is answered before one comes
+    return status_of(said) == 503 and b"Too many connections" in said
+
+
+def open_connections(app: AppProcess) -> float:
+    return metric(app, "playground_connections_open")
+
+
+def test_one_address_holds_its_cap_and_no_more_and_others_still_get_in(capped: AppProcess) -> None:
+    with held(capped, "127.0.0.7", 8) as mine:
+        assert refused(capped, "127.0.0.7")
+        assert refused(capped, "127.0.0.7")
+        assert status_of(get(capped, "127.0.0.8")) == 200  # another address is served meanwhile
+        mine.pop().close()
+        assert wait_until(lambda: open_connections(capped) <= 8, DEADLINE_S)
+        assert status_of(get(capped, "127.0.0.7")) == 200  # room again
+    assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)  # every one counted out
+    assert metric(capped, 'playground_connections_refused_total{reason="address"}') >= 2
+
+
+def test_the_total_counts_every_address_and_refusals_are_logged_once_a_minute(capped: AppProcess) -> None:
+    with held(capped, "127.0.0.11", 8), held(capped, "127.0.0.12", 4):
+        assert wait_until(lambda: refused(capped, "127.0.0.13"), DEADLINE_S)  # the 13th, from anyone
+        for _ in range(20):
+            assert refused(capped, "127.0.0.13")
+    assert wait_until(lambda: status_of(get(capped, "127.0.0.13")) == 200, DEADLINE_S)
+    assert metric(capped, 'playground_connections_refused_total{reason="total"}') >= 21
+    assert capped.log().count("connection(s) over") <= 2  # one line a minute: this test's, the one before
+
+
+async def test_a_websocket_counts_while_open_and_is_counted_out_when_it_closes(capped: AppProcess) -> None:
+    clients = [await McpClient.connect(f"{capped.ws_base}/ws/demo-orders", local_addr=("127.0.0.14", 0))
+               for _ in range(2)]  # fmt: skip
+    try:
+        for client in clients:
+            await client.initialize()
+        with held(capped, "127.0.0.14", 6):
+            assert refused(capped, "127.0.0.14")  # 2 consoles and 6 more are its 8
+    finally:
+        for client in clients:
+            await client.ws.close()
+    assert wait_until(lambda: status_of(get(capped, "127.0.0.14")) == 200, DEADLINE_S)
+    assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
+
+
+def test_a_trusted_proxy_is_not_capped_per_address(capped: AppProcess) -> None:
+    # 127.0.0.10 is this app's proxy: its clients are all behind it, and the proxy caps them. The
+    # total still counts its connections: 11 of them (and the look at /metrics is the 12th), then
+    # one more, and the next is over the total.
+    assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
+    with held(capped, "127.0.0.10", 11):
+        assert wait_until(lambda: open_connections(capped) == 12, DEADLINE_S)
+        with held(capped, "127.0.0.10", 1):
+            assert refused(capped, "127.0.0.10")
+
+
+# --- the counting itself -------------------------------------------------------------------------
+
+
+def test_an_ipv6_client_is_counted_by_its_64_and_a_mapped_ipv4_as_itself() -> None:
+    assert (
+        address_key("2001:db8:1:2::1")
+        == address_key("2001:db8:1:2:ffff:ffff:ffff:ffff")
+        == "2001:db8:1:2::/64"
+    )
+    assert address_key("2001:db8:1:3::1") != address_key("2001:db8:1:2::1")
+    assert address_key("::ffff:192.0.2.7") == address_key("192.0.2.7") == "192.0.2.7"
+    assert address_key("") == ""  # a Unix socket's peer: one key for all of them
+    # What every other per-address count uses too (session caps, new identities, wrong codes).
+    one, other = ({"client": ("2001:db8:1:2::1", 5000)}, {"client_address": "2001:db8:1:2::99"})
+    assert client_key(one) == client_key(other) == "2001:db8:1:2::/64"
+
+
+def limits(total: int = 4, per_address: int = 2) -> ConnectionLimits:
+    return ConnectionLimits(total, per_address, head_timeout_s=1, body_idle_s=1, max_head_bytes=4096)
+
+
+def test_a_connection_is_counted_once_and_let_go_once() -> None:
+    connections = Connections(limits(), TrustedProxies(["10.0.0.1"]))
+    a, b, c, proxied = object(), object(), object(), object()  # transports, as far as counting goes
+    assert connections.admit(a, "192.0.2.1") is None and connections.admit(b, "192.0.2.1") is None
+    assert connections.admit(c, "192.0.2.1") == "address"
+    connections.release(a)
+    connections.release(a)  # the HTTP protocol and the WebSocket it became may both say so
+    assert connections.held_by("192.0.2.1") == 1 and connections.open == 1
+    assert connections.admit(c, "192.0.2.1") is None
+    proxied_too = object()
+    assert connections.admit(proxied, "10.0.0.1") is None  # a trusted proxy: past its per-address cap
+    assert connections.admit(proxied_too, "10.0.0.1") is None
+    assert connections.admit(object(), "10.0.0.1") == "total"  # but not past the total of 4
+    for transport in (b, c, proxied, proxied_too):
+        connections.release(transport)
+    assert connections.open == 0 and connections.held_by("192.0.2.1") == 0
+
+
+def test_a_small_open_file_limit_lowers_the_total_and_says_so(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    import app.web.connections as module
+
+    monkeypatch.setattr(module, "raise_open_file_limit", lambda wanted: 3000)
+    connections = Connections(limits(total=4096), TrustedProxies([]))
+    connections.fit_open_files(reserved=2000)
+    assert connections.total == 1000
+    assert "leaves room for 1000 connections, not 4096" in caplog.text
+    roomy = Connections(limits(total=100), TrustedProxies([]))
+    roomy.fit_open_files(reserved=2000)
+    assert roomy.total == 100
