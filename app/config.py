@@ -237,6 +237,15 @@ class Settings(BaseSettings):
             "behind one NAT address needs about 3 per learner, 7 while pages load."
         ),
     )
+    requests_per_s_per_address: float = Field(
+        200.0,
+        gt=0,
+        description=(
+            "HTTP requests (pages, API, endpoint calls, WebSocket handshakes) one client address "
+            "(IPv6: one /64) may start a second, on average past a first 10 seconds' worth: past it, its "
+            "next request waits its turn, nothing is refused. A class behind one NAT address shares it."
+        ),
+    )
     request_head_timeout_s: float = Field(
         15.0,
         gt=0,

@@ -69,6 +69,10 @@ class Metrics:
             "Connections closed for a request head too slow or too big, or a body that stalled.", ["phase"],
             registry=r,
         )  # fmt: skip
+        self.requests_paced = Counter(
+            "playground_requests_paced", "HTTP requests that waited their turn at their address's pace.",
+            registry=r,
+        )  # fmt: skip
         self.gc_pause_seconds = Histogram(
             "playground_gc_pause_seconds",
             "Collections by the web process's garbage collector, by generation: each stops every session.",

@@ -32,12 +32,14 @@ def main() -> int:
         # Defaults but these: room for the capacity search; no per-connection rate limit, since the
         # round-trip benchmark sends hundreds of messages back to back as no learner does; and every
         # session comes from 127.0.0.1 without a learner cookie, one owner by address and in no class,
-        # so that owner's cap, its rate of new sessions and the visitors' share are lifted too.
+        # so that owner's cap, its rate of new sessions, its pace of requests (the HTTP endpoint's
+        # round trips, thousands of handshakes) and the visitors' share are lifted too.
         settings = {
             "max_sessions": 2100 if not args.skip_capacity else 250,
             "max_messages_per_10s": 1_000_000,
             "max_sessions_per_learner": 2100,
             "new_sessions_per_min": 1_000_000,
+            "requests_per_s_per_address": 1_000_000,
             "outside_class_share": 1.0,
         }
         raised = ", ".join(f"PLAYGROUND_{k.upper()}={v}" for k, v in settings.items())

@@ -68,6 +68,11 @@ class Pace:
         self._at = now
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
 
+    @property
+    def rested(self) -> bool:
+        """Whether the burst has come back whole: a pace in this state is the same as a new one."""
+        return self._tokens + (self._clock() - self._at) * self.rate >= self.burst
+
     async def turn(self, units: float) -> None:
         """Count `units` of work now and wait until the pace has paid for them, before doing it: work
         asked for side by side queues up."""

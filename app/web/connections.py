@@ -12,7 +12,12 @@ every learner. So, before the app (app/web/wsprotocol.py's HttpProtocol asks thi
   do not read yet, waiting its turn at the session's pace, is not the client's stall);
 - one address holds at most `max_connections_per_address` connections at once (pages, API,
   consoles and MCP clients alike), everybody together `max_connections`, which also fits the
-  open-file limit beside what the sandboxed servers need.
+  open-file limit beside what the sandboxed servers need;
+- one address's requests start at `requests_per_s_per_address` on average, past a first 10 seconds'
+  worth; past it the next one waits, unread (measured: one address sending cheap requests on 256
+  connections took the web process's whole core, and another learner's ping waited 64 ms at the
+  median, 110-174 ms at the 99th percentile). Behind a trusted proxy, the address is the one its
+  X-Forwarded-For names, as everywhere else (app/web/client.py).
 
 A trusted proxy's own address is not capped per address: its clients are all behind it, and the
 proxy keeps its own limits (deploy/nginx/playground.conf). It still counts in the total.
@@ -26,8 +31,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from app.relay.rates import KEYS_KEPT, Pace
 from app.sandbox.pool import raise_open_file_limit
-from app.web.client import TrustedProxies, address_key
+from app.web.client import TrustedProxies, address_key, resolve_address
 
 log = logging.getLogger("app.connections")
 
@@ -36,6 +42,8 @@ MIN_CONNECTIONS = 64
 # Refused connections are logged once, then summed up at most this often (a flood of refusals must
 # not become a flood of log lines).
 REFUSAL_REPORT_S = 60.0
+# An address may start this many seconds' worth of requests at once, before its pace holds.
+REQUEST_BURST_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,7 @@ class ConnectionLimits:
     head_timeout_s: float
     body_idle_s: float
     max_head_bytes: int
+    requests_per_s: float = 200.0  # per address
 
     @classmethod
     def from_settings(cls, settings: Any) -> ConnectionLimits:  # app.config.Settings
@@ -52,7 +61,8 @@ class ConnectionLimits:
         if total is None:  # a console's WebSocket and a few keep-alive page connections per learner
             total = max(1024, 4 * settings.max_sessions)
         return cls(total, settings.max_connections_per_address, settings.request_head_timeout_s,
-                   settings.request_body_idle_s, settings.max_request_head_bytes)  # fmt: skip
+                   settings.request_body_idle_s, settings.max_request_head_bytes,
+                   settings.requests_per_s_per_address)  # fmt: skip
 
 
 class Connections:
@@ -68,6 +78,7 @@ class Connections:
         self._refused: Counter[str] = Counter()  # by reason, since the last report
         self._refused_keys: Counter[str] = Counter()
         self._reported_at = -REFUSAL_REPORT_S
+        self._paces: dict[str, Pace] = {}  # by address key: how fast its requests start
         self._first_refused_at = 0.0
 
     @property
@@ -98,6 +109,22 @@ class Connections:
             self._by_key[key] += 1
         self._held[transport] = key
         return None
+
+    def request_wait(self, scope: Any) -> float:
+        """Count a request whose head has come (`scope`: uvicorn's, with the client and the headers);
+        the seconds it must wait before it starts (0.0: none). Requests waiting side by side queue."""
+        key = address_key(resolve_address(scope, self.trusted))
+        pace = self._paces.get(key)
+        if pace is None:
+            if len(self._paces) >= KEYS_KEPT:  # forget the addresses whose pace is back to a new one's
+                kept = [(k, p) for k, p in self._paces.items() if not p.rested]
+                self._paces = dict(kept[-KEYS_KEPT // 2 :])  # and, with that many busy, the oldest
+            rate = self.limits.requests_per_s
+            pace = self._paces[key] = Pace(rate, burst=rate * REQUEST_BURST_S)
+        wait = pace.charge(1)
+        if wait and self.metrics is not None:
+            self.metrics.requests_paced.inc()
+        return wait
 
     def release(self, transport: object) -> None:
         """The connection ended (called by each protocol that held it; only the first counts)."""

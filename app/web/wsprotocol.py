@@ -9,8 +9,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from uvicorn._types import ASGISendEvent
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn._types import ASGI3Application, ASGISendEvent
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.http11 import Request
@@ -158,6 +158,7 @@ class HttpProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._body_moved_at = 0.0
+        self._turn: asyncio.TimerHandle | None = None  # a request waiting for its address's pace
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -169,12 +170,6 @@ class HttpProtocol(HttpToolsProtocol):
             transport.close()
             return
         self._open_head()  # the first request's head is due from now
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_timers()
-        if self.guard is not None:
-            self.guard.release(self.transport)
-        super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
         if self.guard is None:
@@ -216,12 +211,42 @@ class HttpProtocol(HttpToolsProtocol):
             self._body_timer = None
         super().on_message_complete()
 
+    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
+        # A request starts at its address's pace; while it waits, nothing more is read (a body the
+        # app has not asked for yet is not the client's stall).
+        if self.guard is not None and (wait := self.guard.request_wait(cycle.scope)):
+            self.flow.pause_reading()
+            self._turn = self.loop.call_later(wait, self._take_turn, super()._start_asgi_task, cycle, app)
+            return
+        super()._start_asgi_task(cycle, app)
+
     def handle_websocket_upgrade(self) -> None:
         self._stop_timers()  # the WebSocket's pings watch the connection from now on
+        # A handshake is a request too: a client reconnecting in a loop is paced with the rest.
+        if self.guard is not None and (wait := self.guard.request_wait(self.scope)):
+            self.flow.pause_reading()
+            self._turn = self.loop.call_later(wait, self._take_turn, self._upgrade)
+            return
+        self._upgrade()
+
+    def _upgrade(self) -> None:
         super().handle_websocket_upgrade()
-        # Nothing reads the parser once the connection is the WebSocket's: this call is the last
-        # thing `data_received` does.
+        # The WebSocket reads from here on (its own flow control); nothing reads the parser again.
+        self.flow.resume_reading()
         self.parser = None  # type: ignore[assignment]
+
+    def _take_turn(self, start: Callable[..., None], *args: Any) -> None:
+        self._turn = None
+        if not self.transport.is_closing():
+            start(*args)
+
+    def shutdown(self) -> None:
+        if self._turn is not None:  # a request not started yet: nothing to finish
+            self._turn.cancel()
+            self._turn = None
+            self.transport.close()
+            return
+        super().shutdown()
 
     # --- timers ------------------------------------------------------------------------------------
 
@@ -256,6 +281,15 @@ class HttpProtocol(HttpToolsProtocol):
             if timer is not None:
                 timer.cancel()
         self._head_timer = self._body_timer = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._turn is not None:
+            self._turn.cancel()
+            self._turn = None
+        self._stop_timers()
+        if self.guard is not None:
+            self.guard.release(self.transport)
+        super().connection_lost(exc)
 
     def _cut(self, phase: str, answer: bytes | None) -> None:
         self._in_head = False

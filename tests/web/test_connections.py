@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import httpx
@@ -23,6 +24,7 @@ from tests.support.wsclient import McpClient
 
 HEAD_TIMEOUT_S = 1.0
 BODY_IDLE_S = 1.5
+REQUESTS_PER_S = 20.0  # past a first 10 seconds' worth
 # Time-outs in these tests are generous: a busy 2-core machine may be slow to do anything.
 DEADLINE_S = 30.0
 
@@ -42,6 +44,14 @@ def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
     with AppProcess(tmp_path_factory.mktemp("capped"), warm_pool_size=1, trusted_proxies=["127.0.0.10"],
                     max_connections=12, max_connections_per_address=8,
                     request_head_timeout_s=600) as app:  # fmt: skip
+        yield app
+
+
+@pytest.fixture(scope="module")
+def paced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    """A slow pace for each address's requests: 20 a second past a first 200."""
+    with AppProcess(tmp_path_factory.mktemp("paced"), warm_pool_size=1, trusted_proxies=["127.0.0.30"],
+                    requests_per_s_per_address=REQUESTS_PER_S, max_sessions_per_learner=12) as app:  # fmt: skip
         yield app
 
 
@@ -278,6 +288,61 @@ def test_a_trusted_proxy_is_not_capped_per_address(capped: AppProcess) -> None:
             assert refused(capped, "127.0.0.10")
 
 
+# --- each address's requests, paced -----------------------------------------------------------------
+
+
+def in_a_row(app: AppProcess, source: str, count: int, extra: str = "") -> float:
+    """`count` GETs of /healthz one after another on one connection from `source`; the seconds they
+    took. (Not pipelined: uvicorn loses pipelined requests that span two reads, paced or not.)"""
+    began = time.monotonic()
+    with connect(app, source) as sock:
+        request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\n{extra}\r\n".encode()
+        for _ in range(count):
+            sock.sendall(request)
+            assert status_of(one_response(sock)) == 200
+    return time.monotonic() - began
+
+
+def test_one_address_flooding_requests_is_paced_and_others_are_not(paced: AppProcess) -> None:
+    burst, extra = int(REQUESTS_PER_S * 10), 60
+    paced_before = metric(paced, "playground_requests_paced_total")
+    with ThreadPoolExecutor(1) as flooding:
+        # The burst goes at once; the rest at the pace, 3 s.
+        flood = flooding.submit(in_a_row, paced, "127.0.0.21", burst + extra)
+        assert wait_until(lambda: metric(paced, "playground_requests_paced_total") > paced_before, DEADLINE_S)
+        began = time.monotonic()
+        assert status_of(get(paced, "127.0.0.22")) == 200  # meanwhile, another address is not held up
+        other_took = time.monotonic() - began
+        took = flood.result(timeout=DEADLINE_S * 2)
+    assert other_took < extra / REQUESTS_PER_S / 2
+    assert took >= extra / REQUESTS_PER_S * 0.8, f"{burst + extra} requests in {took:.2f} s: not paced"
+    assert metric(paced, "playground_requests_paced_total") - paced_before >= extra * 0.8
+
+
+async def test_a_websocket_handshake_waits_its_turn_and_then_works(paced: AppProcess) -> None:
+    in_a_row(paced, "127.0.0.23", int(REQUESTS_PER_S * 10))  # the burst spent
+    began = time.monotonic()
+    clients = [await McpClient.connect(f"{paced.ws_base}/ws/demo-orders", local_addr=("127.0.0.23", 0))
+               for _ in range(10)]  # fmt: skip
+    try:
+        took = time.monotonic() - began
+        for client in clients:
+            assert (await client.call(2, "ping"))["result"] == {}
+    finally:
+        for client in clients:
+            await client.ws.close()
+    assert took >= 10 / REQUESTS_PER_S * 0.8, f"10 handshakes in {took:.2f} s: not paced"
+
+
+def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_pace(paced: AppProcess) -> None:
+    burst = int(REQUESTS_PER_S * 10)
+    flooding = "X-Forwarded-For: 198.51.100.1\r\n"
+    took = in_a_row(paced, "127.0.0.30", burst + 40, flooding)
+    assert took >= 40 / REQUESTS_PER_S * 0.8
+    # The proxy's other client is not held up by the first one's debt.
+    assert in_a_row(paced, "127.0.0.30", 20, "X-Forwarded-For: 198.51.100.2\r\n") < 40 / REQUESTS_PER_S
+
+
 # --- the counting itself -------------------------------------------------------------------------
 
 
@@ -296,7 +361,8 @@ def test_an_ipv6_client_is_counted_by_its_64_and_a_mapped_ipv4_as_itself() -> No
 
 
 def limits(total: int = 4, per_address: int = 2) -> ConnectionLimits:
-    return ConnectionLimits(total, per_address, head_timeout_s=1, body_idle_s=1, max_head_bytes=4096)
+    return ConnectionLimits(total, per_address, head_timeout_s=1, body_idle_s=1, max_head_bytes=4096,
+                            requests_per_s=10)  # fmt: skip
 
 
 def test_a_connection_is_counted_once_and_let_go_once() -> None:
@@ -315,6 +381,17 @@ def test_a_connection_is_counted_once_and_let_go_once() -> None:
     for transport in (b, c, proxied, proxied_too):
         connections.release(transport)
     assert connections.open == 0 and connections.held_by("192.0.2.1") == 0
+
+
+def test_an_address_may_start_its_burst_at_once_then_waits_at_its_pace() -> None:
+    connections = Connections(limits(), TrustedProxies(["10.0.0.1"]))
+    scope = {"client": ("192.0.2.9", 5000), "headers": []}
+    assert [connections.request_wait(scope) for _ in range(100)] == [0.0] * 100  # 10 s at 10 a second
+    assert 0.09 <= connections.request_wait(scope) <= 0.1
+    assert 0.19 <= connections.request_wait(scope) <= 0.2  # side by side, they queue
+    assert connections.request_wait({"client": ("192.0.2.10", 5000), "headers": []}) == 0.0
+    proxied = {"client": ("10.0.0.1", 5000), "headers": [(b"x-forwarded-for", b"192.0.2.9")]}
+    assert connections.request_wait(proxied) > 0.2  # the address behind the proxy: the same one
 
 
 def test_a_small_open_file_limit_lowers_the_total_and_says_so(monkeypatch: pytest.MonkeyPatch,
