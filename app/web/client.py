@@ -78,6 +78,7 @@ def client_address(scope: Scope) -> str:
     return scope.get("client_address") or peer(scope)
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every connection and request; parsing is the cost
 def address_key(address: str) -> str:
     """Whose address this is, where clients are counted by address: an IPv4 address itself, an IPv6
     address by its /64 (what one subscriber is usually given: counted one by one, a client would have

@@ -15,8 +15,8 @@ every learner. So, before the app (app/web/wsprotocol.py's HttpProtocol asks thi
   open-file limit beside what the sandboxed servers need;
 - one address's requests start at `requests_per_s_per_address` on average, past a first 10 seconds'
   worth; past it the next one waits, unread (measured: one address sending cheap requests on 256
-  connections took the web process's whole core, and another learner's ping waited 64 ms at the
-  median, 110-174 ms at the 99th percentile). Behind a trusted proxy, the address is the one its
+  connections took the web process's whole core, and another learner's ping waited 64-86 ms at
+  the median, 110-174 ms at the 99th percentile). Behind a trusted proxy, the address is the one its
   X-Forwarded-For names, as everywhere else (app/web/client.py).
 
 A trusted proxy's own address is not capped per address: its clients are all behind it, and the
