@@ -163,7 +163,9 @@ def test_a_huge_request_line_or_header_is_refused_with_431_unread(quick: AppProc
             except (BrokenPipeError, ConnectionResetError):
                 pass
             said = until_closed(sock)
-        assert sent < 8 * 1024 * 1024, f"the app read {sent} bytes of one head"
+        # Closed long before the client was done: what it got to send is what the kernel's buffers
+        # took (megabytes on loopback), the app read at most one read past the limit (the RSS below).
+        assert sent < 32 * 1024 * 1024, f"the client sent {sent} bytes of one head before it was closed"
         assert status_of(said) in (431, 0), said  # 0: the reset came before the answer could be read
     assert rss_mib(pid) - before < 16
     assert metric(quick, 'playground_connections_cut_total{phase="head_size"}') >= 2
