@@ -243,6 +243,7 @@ def open_connections(app: AppProcess) -> float:
 
 
 def test_one_address_holds_its_cap_and_no_more_and_others_still_get_in(capped: AppProcess) -> None:
+    assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
     with held(capped, "127.0.0.7", 8) as mine:
         assert refused(capped, "127.0.0.7")
         assert refused(capped, "127.0.0.7")
@@ -255,6 +256,7 @@ def test_one_address_holds_its_cap_and_no_more_and_others_still_get_in(capped: A
 
 
 def test_the_total_counts_every_address_and_refusals_are_logged_once_a_minute(capped: AppProcess) -> None:
+    assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)  # the tests before have let go
     with held(capped, "127.0.0.11", 8), held(capped, "127.0.0.12", 4):
         assert wait_until(lambda: refused(capped, "127.0.0.13"), DEADLINE_S)  # the 13th, from anyone
         for _ in range(20):
@@ -265,6 +267,7 @@ def test_the_total_counts_every_address_and_refusals_are_logged_once_a_minute(ca
 
 
 async def test_a_websocket_counts_while_open_and_is_counted_out_when_it_closes(capped: AppProcess) -> None:
+    assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
     clients = [await McpClient.connect(f"{capped.ws_base}/ws/demo-orders", local_addr=("127.0.0.14", 0))
                for _ in range(2)]  # fmt: skip
     try:
