@@ -53,7 +53,7 @@ class ConnectionLimits:
     head_timeout_s: float
     body_idle_s: float
     max_head_bytes: int
-    requests_per_s: float = 200.0  # per address
+    requests_per_s: float  # per address
 
     @classmethod
     def from_settings(cls, settings: Any) -> ConnectionLimits:  # app.config.Settings
