@@ -26,6 +26,7 @@ none) and logged on stderr. A learner's file is read here but runs only in the c
 from __future__ import annotations
 
 import fcntl
+import functools
 import gc
 import itertools
 import json
@@ -38,9 +39,12 @@ import sys
 import tempfile
 import time
 import traceback
+from types import ModuleType
+from typing import Literal
 
 from app.demos import MY_SERVER, load_registry
-from app.sandbox import cgroups, confine, kernel, own_server
+from app.protocol import messages
+from app.sandbox import cgroups, confine, first_writes, kernel, own_server
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
@@ -84,7 +88,10 @@ class ForkServer:
         # namespace of its own, nested in ours, where the kernel counts its processes apart.
         self.rootless: bool = config.get("rootless", False)
         self.instance_userns = False  # rootless, and nested user namespaces work here
-        self.proc_fd: int | None = None  # the host's /proc, for the nested namespaces' id maps
+        # The host's /proc, which the fork server's own root no longer shows: for the nested
+        # namespaces' id maps (rootless) and the probes' page maps (first_writes).
+        self.proc_fd: int | None = None
+        self._first_writes: dict[str, first_writes.Runs] = {}  # server -> what its instances copy ahead
         self.apply_rlimits = False
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
@@ -109,6 +116,7 @@ class ForkServer:
         self._preimport()
         if not self.config["sandbox"]:
             self.layers = {layer: "off: the sandbox setting is off" for layer in confine.LAYERS}
+            self.proc_fd = _open_proc()
             return
         try:  # as the user we were started as, before the root turns private
             self.cgroups = cgroups.Cgroups.setup(self.limits)
@@ -120,8 +128,7 @@ class ForkServer:
                 confine.enter_user_namespace(self.config["outside_uid"], self.config["outside_gid"])
             except OSError as exc:  # no user namespaces here: every layer below will say so
                 print(f"fork server: no user namespace: {exc}", file=sys.stderr, flush=True)
-        if self.rootless:  # before the root is built without /proc
-            self.proc_fd = os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.proc_fd = _open_proc()  # before the root is built without /proc
         try:  # before the root turns read-only: ctypes needs a writable /tmp to load libseccomp
             self.seccomp, problems = confine.build_seccomp_filter()
             if problems:  # the filter still loads (stricter than meant), but the layer is not whole
@@ -176,6 +183,37 @@ class ForkServer:
                     warm_up(server, getattr(module, "WARM_UP", None))
                 except Exception as exc:  # a cold instance still works; say so and go on
                     print(f"fork server: warming {name} failed: {exc!r}", file=sys.stderr, flush=True)
+
+    def _learn_first_writes(self) -> None:
+        """Learn, for each SDK server, which pages an instance writes to answer its first initialize."""
+        from mcp.server.mcpserver import MCPServer
+
+        if self.proc_fd is None:
+            return
+        fork = kernel.fork_in_new_pid_namespace if self.has("pid_namespace") else os.fork
+        for name, module in self.modules.items():
+            if not isinstance(getattr(module, "server", None), MCPServer):
+                continue  # a raw-stdio demo: it waits in a read, not in an event loop
+            try:
+                line = (json.dumps(_opening(module)) + "\n").encode()
+                self._first_writes[name] = first_writes.learn(
+                    functools.partial(self._serve_probe, name), line, self.proc_fd, fork=fork
+                )
+            except first_writes.Unlearnable as exc:  # instances copy pages as they write them, as before
+                print(f"fork server: first writes cannot be learnt here: {exc}", file=sys.stderr, flush=True)
+                return
+            except Exception as exc:  # that server's instances copy as they go; the others still learn
+                print(
+                    f"fork server: learning {name}'s first writes failed: {exc!r}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def _serve_probe(self, server: str) -> None:
+        """In first_writes' probe, its stdio set up: confined as an instance is (but for a cgroup: it
+        lives for milliseconds), then serve."""
+        self._confine(self.config["uid_probe"], [0, 1, 2])
+        self.modules[server].serve()
 
     def _visible_paths(self) -> list[str]:
         import app
@@ -254,6 +292,7 @@ class ForkServer:
         self._life_read, self._life_write = _pipe_above_instances_fds()
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
+        self._learn_first_writes()  # last: from the memory every instance will be forked from
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
         selector = self._selector
         selector.register(self.sock, selectors.EVENT_READ, "control")
@@ -524,31 +563,45 @@ class ForkServer:
     def _instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
                   source: str | None) -> None:  # fmt: skip
         """In the new process: set up as root (of a user namespace, rootless), report, lock down, serve."""
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        cgroups.join(cgroup_procs)  # first: whatever it starts from now on is born inside them
-        os.setsid()  # own session and process group: the app ends the whole group
-        if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
-            confine.enter_instance_user_namespace(self._proc())
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        report = os.dup2(report, REPORT_FD)
-        assert self._life_read is not None
-        os.dup2(self._life_read, LIFE_FD)
-        os.closerange(LIFE_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
-        if self.has("namespaces"):
-            confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
-        self._lock_down(uid)
+        # A demo copies now what its first message would copy (a learner's server writes its own pages).
+        self._confine(
+            uid, fds, report=report, cgroup_procs=cgroup_procs, copy_ahead=source is None and server
+        )
         # Set up and locked down, filter loaded: only now may the fork server answer the request, as
         # the app hands a reported instance to a learner at once.
-        os.close(report)
+        os.close(REPORT_FD)
         # PID 1 ignores signals it has no handler for, so give SIGTERM one.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
         if source is not None:
             own_server.run(source)  # exits as `python server.py` would
         self.modules[server].serve()
         os._exit(0)
+
+    def _confine(self, uid: int, fds: list[int], *, report: int | None = None, cgroup_procs: list[int] | None = None,
+                 copy_ahead: str | Literal[False] = False) -> None:  # fmt: skip
+        """In a new process, an instance or first_writes' probe: set up, then lock down. `fds` become
+        0 to 2, `report` REPORT_FD; `copy_ahead` names the server whose learnt pages to copy."""
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        cgroups.join(cgroup_procs or [])  # first: whatever it starts from now on is born inside them
+        if copy_ahead:  # inside the cgroup, which is charged for the copies
+            first_writes.copy_ahead(self._first_writes.get(copy_ahead, []))
+        os.setsid()  # own session and process group: the app ends the whole group
+        if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
+            confine.enter_instance_user_namespace(self._proc())
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        if report is not None:
+            os.dup2(report, REPORT_FD)
+        else:  # a probe reports nothing: whatever the fork server had there must not stay open
+            os.closerange(REPORT_FD, REPORT_FD + 1)
+        assert self._life_read is not None
+        os.dup2(self._life_read, LIFE_FD)
+        os.closerange(LIFE_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
+        if self.has("namespaces"):
+            confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
+        self._lock_down(uid)
 
     def _owner(self, uid: int) -> int:
         """Who owns the instance's tmpfs: its uid, or in rootless mode the one uid there is."""
@@ -577,6 +630,17 @@ class ForkServer:
         confine.die_with_fork_server(LIFE_FD)  # after setuid, which would clear the parent-death signal
         if self.has("seccomp") and self.seccomp is not None:
             self.seccomp.load()
+
+
+def _opening(module: ModuleType) -> dict:
+    """The message a learner is likely to open with on a demo: its OPENING, else the first of its
+    warm-up (server/discover on the 2026-07-28 demos), else initialize."""
+    warm_up = getattr(module, "WARM_UP", None)
+    return getattr(module, "OPENING", None) or (warm_up[0] if warm_up else messages.initialize(1))
+
+
+def _open_proc() -> int:
+    return os.open("/proc", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
 
 
 def _pipe_above_instances_fds() -> tuple[int, int]:
