@@ -293,6 +293,7 @@ class ForkServer:
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         self._learn_first_writes()  # last: from the memory every instance will be forked from
+        gc.freeze()  # what learning kept (the runs): not for an instance's collector to touch
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
         selector = self._selector
         selector.register(self.sock, selectors.EVENT_READ, "control")
