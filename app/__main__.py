@@ -38,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         # uvicorn's httptools protocol, leaving no cycle behind an upgrade, and each connection held
         # to its caps and time-outs (app/web/connections.py), as a WebSocket too once upgraded
         # (websockets' sans-I/O protocol: measured a little quicker per message here)
-        http=partial(HttpProtocol, connections=app.state.playground.connections),
-        ws=partial(WebSocketProtocol, connections=app.state.playground.connections),
+        # uvicorn only calls what it is given, so a partial stands in for the class it is typed as
+        http=partial(HttpProtocol, connections=app.state.playground.connections),  # type: ignore[arg-type]
+        ws=partial(WebSocketProtocol, connections=app.state.playground.connections),  # type: ignore[arg-type]
         ws_per_message_deflate=False,  # small JSON messages; a zlib context per connection costs memory
         ws_ping_interval=20, ws_ping_timeout=20, log_level="info", timeout_graceful_shutdown=5,
         log_config=None,  # our handler (app/logs.py) formats uvicorn's lines too

@@ -1,16 +1,19 @@
 """Copy, as an instance starts, the pages its first message would otherwise copy on the learner's clock.
 
 An instance shares the fork server's memory until it writes to it; the first write to each page
-copies it (a fault and 4 KiB). A demo server's first `initialize` writes some 250 pages it shares, and
-those copies were about half of its time to answer (bench/README.md, round 21). Which pages those
-are is learnt once per server in the fork server, from a probe: a child forked as an instance is,
-that serves one `initialize`; the pages whose physical frame then differs from the fork server's are
-the ones it wrote. Every later instance of that server copies those pages as it sets up
-(MADV_POPULATE_WRITE), before a learner waits on it.
+copies it (a fault and 4 KiB). A demo's first `initialize` wrote some 260 pages it shared, about
+half of its time to answer (bench/README.md, round 21). Which pages those are is learnt once per
+demo in the fork server, from a probe: a child forked and confined as an instance is, left to set
+up until it waits in its event loop, then sent the demo's opening. The pages whose physical frame
+moved between those two moments are the ones its answer wrote. Every later instance of that demo
+copies those pages as it starts (MADV_POPULATE_WRITE), before a learner waits on it.
 
-It costs no memory a session would not hold anyway: a live session has written those pages. An idle
-warm instance holds them sooner. Reading frame numbers needs CAP_SYS_ADMIN: without it (rootless
-mode) nothing is learnt and instances copy as they go, as before.
+It costs no memory a session would not hold: a live session has written those pages (2-4 of some
+250 learnt pages are not). The pages of setting up are left out on purpose: an instance writes them
+before anyone reaches it, and its allocator's state there differs from the probe's (round 3 learnt
+them too, and a session held 0.7 MiB more). An idle warm instance holds the pages sooner. Reading
+frame numbers needs CAP_SYS_ADMIN: without it (rootless mode) nothing is learnt and instances copy
+as they go, as before.
 """
 
 from __future__ import annotations
@@ -119,9 +122,8 @@ def learn(serve: Callable[[], None], message: bytes, proc: int, timeout_s: float
     """The pages a child forked now writes to answer `message` (one line), once it has set up.
 
     `serve` runs in the child (made by `fork`) with fd 0 to read and fd 1 to answer on; it must
-    confine itself as an instance would. The pages its setting up writes are left out: an instance writes those before a
-    learner reaches it, and they are most of what it holds. `proc` is a descriptor of the host's
-    /proc. Returns no runs when the child dies, or does not wait in an event loop or answer in time;
+    confine itself as an instance would. The pages its setting up writes are left out (see above).
+    `proc` is a descriptor of the host's /proc. Returns no runs when the child dies, or does not wait in an event loop or answer in time;
     raises Unlearnable when this host hides what is needed (frame numbers need CAP_SYS_ADMIN; where
     the child waits, the kernel's wchan).
     """

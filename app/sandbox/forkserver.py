@@ -185,7 +185,7 @@ class ForkServer:
                     print(f"fork server: warming {name} failed: {exc!r}", file=sys.stderr, flush=True)
 
     def _learn_first_writes(self) -> None:
-        """Learn, for each SDK server, which pages an instance writes to answer its first initialize."""
+        """Learn, for each SDK demo, which pages an instance writes to answer its opening (first_writes)."""
         from mcp.server.mcpserver import MCPServer
 
         if self.proc_fd is None:

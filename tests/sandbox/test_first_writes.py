@@ -260,6 +260,24 @@ def waiting(pid: int) -> bool:
         return handle.read() == "do_epoll_wait"
 
 
+async def first_reply_faults(pool: InstancePool, server: str, opening: dict) -> tuple[dict, int]:
+    """A warm instance of `server`, set up and idle, sent `opening`: its reply, and the page faults
+    it took to answer."""
+    instance = await pool.acquire(server)
+    try:
+        assert instance.pid is not None
+        deadline = time.monotonic() + 30
+        while not waiting(instance.pid):  # set up and idle, as a learner finds it
+            assert time.monotonic() < deadline, "the instance never came to wait for a message"
+            await asyncio.sleep(0.01)
+        before = minor_faults(instance.pid)
+        await instance.write_line(json.dumps(opening))
+        reply = json.loads(await asyncio.wait_for(instance.read_line(), 30) or "null")
+        return reply, minor_faults(instance.pid) - before
+    finally:
+        await pool.release(instance)
+
+
 @as_root
 @pytest.mark.parametrize(("server", "opening"), [("demo-orders", messages.initialize(1)),
                                                  ("demo-stateless", messages.discover(1))])  # fmt: skip
@@ -273,20 +291,28 @@ async def test_an_instance_answers_its_opening_with_its_pages_already_copied(
                         max_output_bytes=1 << 20)  # fmt: skip
     await pool.start()
     try:
-        instance = await pool.acquire(server)
-        try:
-            assert instance.pid is not None
-            deadline = time.monotonic() + 30
-            while not waiting(instance.pid):  # set up and idle, as a learner finds it
-                assert time.monotonic() < deadline, "the instance never came to wait for a message"
-                await asyncio.sleep(0.01)
-            before = minor_faults(instance.pid)
-            await instance.write_line(json.dumps(opening))
-            reply = json.loads(await asyncio.wait_for(instance.read_line(), 30) or "null")
-            faults = minor_faults(instance.pid) - before
-        finally:
-            await pool.release(instance)
+        reply, faults = await first_reply_faults(pool, server, opening)
     finally:
         await pool.stop()
     assert reply["id"] == 1 and "result" in reply, reply
     assert faults < 100, f"{faults} page faults to answer the opening"
+
+
+@as_root
+async def test_a_demo_that_cannot_be_probed_still_serves_and_the_others_are_learnt(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    servers = ["test-unprobed", "demo-orders"]
+    pool = InstancePool(servers=servers, limits=Limits(), sandbox=True, extra_modules=["tests.fixtures.unprobed_server"],
+                        capacity=4, pool_sizes=dict.fromkeys(servers, 1), uid_base=330_000, max_line_bytes=1 << 20,
+                        max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    try:
+        reply, unprobed_faults = await first_reply_faults(pool, "test-unprobed", messages.initialize(1))
+        orders_reply, orders_faults = await first_reply_faults(pool, "demo-orders", messages.initialize(1))
+    finally:
+        await pool.stop()
+    assert "learning test-unprobed's first writes failed: TypeError" in capfd.readouterr().err
+    assert reply["result"]["serverInfo"]["name"] == "test-unprobed"
+    assert unprobed_faults > 150, "nothing was copied ahead for it, so its first answer copies as it goes"
+    assert "result" in orders_reply and orders_faults < 100
