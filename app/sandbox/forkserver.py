@@ -3,8 +3,9 @@
 Run as `python -m app.sandbox.forkserver CONFIG_JSON` by app.sandbox.launcher, never by hand.
 Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
 
-  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 pipe fds (stdin, stdout, stderr)
-                 and, for my-server only, a 4th: a memfd holding the learner's server.py
+  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID, "warm": BOOL}  + 3 pipe fds (stdin,
+                 stdout, stderr) and, for my-server only, a 4th: a memfd holding the learner's server.py;
+                 "warm": the instance will wait in the warm pool (so it copies its first writes ahead)
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
                {"op": "spawned", "id": N, "pid": PID}   the instance's server, leader of its group
@@ -25,6 +26,7 @@ none) and logged on stderr. A learner's file is read here but runs only in the c
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import functools
 import gc
@@ -91,7 +93,7 @@ class ForkServer:
         # The host's /proc, which the fork server's own root no longer shows: for the nested
         # namespaces' id maps (rootless) and the probes' page maps (first_writes).
         self.proc_fd: int | None = None
-        self._first_writes: dict[str, first_writes.Runs] = {}  # server -> what its instances copy ahead
+        self._first_writes: dict[str, ctypes.Array] = {}  # server -> what its warm instances copy ahead
         self.apply_rlimits = False
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
@@ -196,9 +198,10 @@ class ForkServer:
                 continue  # a raw-stdio demo: it waits in a read, not in an event loop
             try:
                 line = (json.dumps(_opening(module)) + "\n").encode()
-                self._first_writes[name] = first_writes.learn(
+                learnt = first_writes.learn(
                     functools.partial(self._serve_probe, name), line, self.proc_fd, fork=fork
                 )
+                self._first_writes[name] = first_writes.prepare(learnt)
             except first_writes.Unlearnable as exc:  # instances copy pages as they write them, as before
                 print(f"fork server: first writes cannot be learnt here: {exc}", file=sys.stderr, flush=True)
                 return
@@ -377,10 +380,12 @@ class ForkServer:
             return request, "truncated (too many descriptors or too long)"
         op = request.get("op")
         if op == "spawn":
-            if set(request) != {"op", "id", "server", "uid"}:
-                return request, "a spawn takes exactly op, id, server and uid"
+            if set(request) != {"op", "id", "server", "uid", "warm"}:
+                return request, "a spawn takes exactly op, id, server, uid and warm"
             if not _is_int(request["id"]):
                 return request, "the id is not an integer"
+            if not isinstance(request["warm"], bool):
+                return request, "warm is not true or false"
             own = request["server"] == MY_SERVER
             if not isinstance(request["server"], str) or not (own or request["server"] in self.modules):
                 return request, f"no registered server {request['server']!r}"
@@ -446,7 +451,9 @@ class ForkServer:
                         self.sock, {"op": "failed", "id": request["id"], "error": f"bad request: {problem}"}
                     )
                     return
-            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source)
+            self._spawn(
+                request["id"], request["server"], request["uid"], fds[:3], source, warm=request["warm"]
+            )
         except OSError as exc:
             _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
         finally:
@@ -528,7 +535,8 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None) -> None:
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None, *,
+               warm: bool) -> None:  # fmt: skip
         """Fork the instance; the "spawned" reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
@@ -546,7 +554,7 @@ class ForkServer:
         if pid == 0:
             try:
                 os.close(report_read)
-                self._instance(server, uid, fds, report_write, procs, source)
+                self._instance(server, uid, fds, report_write, procs, source, warm=warm)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -562,11 +570,12 @@ class ForkServer:
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
     def _instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                  source: str | None) -> None:  # fmt: skip
+                  source: str | None, *, warm: bool) -> None:  # fmt: skip
         """In the new process: set up as root (of a user namespace, rootless), report, lock down, serve."""
-        # A demo copies now what its first message would copy (a learner's server writes its own pages).
+        # A warm demo copies now what its first message would copy. One for a learner waiting would
+        # only pay more for the same copies (first_writes); a learner's server writes its own pages.
         self._confine(
-            uid, fds, report=report, cgroup_procs=cgroup_procs, copy_ahead=source is None and server
+            uid, fds, report=report, cgroup_procs=cgroup_procs, copy_ahead=warm and source is None and server
         )
         # Set up and locked down, filter loaded: only now may the fork server answer the request, as
         # the app hands a reported instance to a learner at once.
@@ -586,8 +595,8 @@ class ForkServer:
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         cgroups.join(cgroup_procs or [])  # first: whatever it starts from now on is born inside them
-        if copy_ahead:  # inside the cgroup, which is charged for the copies
-            first_writes.copy_ahead(self._first_writes.get(copy_ahead, []))
+        if copy_ahead and copy_ahead in self._first_writes:  # inside the cgroup, charged for the copies
+            first_writes.copy_ahead(self._first_writes[copy_ahead])
         os.setsid()  # own session and process group: the app ends the whole group
         if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
             confine.enter_instance_user_namespace(self._proc())

@@ -214,11 +214,28 @@ def test_an_unprivileged_process_learns_nothing_and_says_why() -> None:
 
 
 @as_root
-def test_copying_ahead_makes_the_pages_ones_own_and_skips_what_is_gone() -> None:
-    area, at = touched_area(2)
-    gone = mmap.mmap(-1, PAGE)
-    gone_at = address_of(gone)
-    gone.close()  # unmapped now: a run the fork server's heap no longer has
+@pytest.mark.parametrize("calls", ["one call", "run by run"])
+def test_copying_ahead_makes_the_pages_ones_own_and_skips_what_is_gone(
+    calls: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process_madvise for every run where the kernel takes it (6.13 on); a kernel that refuses
+    it (here: a system call number no kernel has) gets the same, one madvise per run."""
+    if calls == "one call":
+
+        def one_run_at_a_time(*_args: object) -> int:
+            raise AssertionError("a run was copied on its own")
+
+        monkeypatch.setattr(first_writes, "_madvise", one_run_at_a_time)
+    else:
+        monkeypatch.setattr(first_writes, "PROCESS_MADVISE", ctypes.c_long(-1))
+    area, at = touched_area(4)
+    gone_at = []
+    for _ in range(2):
+        gone = mmap.mmap(-1, PAGE)
+        gone_at.append(address_of(gone))
+        gone.close()  # unmapped now: a run the fork server's heap no longer has
+    # A gone run first (the call fails at once) and in the middle (the call stops part way).
+    learnt = first_writes.prepare([(gone_at[0], PAGE), (at, PAGE), (gone_at[1], PAGE), (at + 2 * PAGE, PAGE)])
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -227,23 +244,27 @@ def test_copying_ahead_makes_the_pages_ones_own_and_skips_what_is_gone() -> None
             with open("/proc/self/pagemap", "rb") as pagemap:
                 pagemap.seek(at // PAGE * 8)
                 shared = int.from_bytes(pagemap.read(8), "little") & EXCLUSIVE
-            copied = first_writes.copy_ahead([(gone_at, PAGE), (at, PAGE)])
+            copied = first_writes.copy_ahead(learnt)
             with open("/proc/self/pagemap", "rb") as pagemap:
                 pagemap.seek(at // PAGE * 8)
-                first, second = (int.from_bytes(pagemap.read(8), "little") & EXCLUSIVE for _ in range(2))
-            os.write(write, json.dumps([shared, copied, first, second, area[0], area[PAGE]]).encode())
+                own = [bool(int.from_bytes(pagemap.read(8), "little") & EXCLUSIVE) for _ in range(4)]
+            os.write(write, json.dumps([shared, copied, own, [area[n * PAGE] for n in range(4)]]).encode())
+        except BaseException as exc:
+            os.write(write, json.dumps(repr(exc)).encode())
         finally:
             os._exit(0)
     os.close(write)
     try:
-        shared, copied, first, second, byte_0, byte_1 = json.loads(os.read(read, 4096))
+        outcome = json.loads(os.read(read, 4096))
         os.waitpid(pid, 0)
     finally:
         os.close(read)
+    assert isinstance(outcome, list), outcome
+    shared, copied, own, data = outcome
     assert shared == 0, "after fork the page is the parent's too"
-    assert copied == PAGE, "the gone run is skipped, the mapped one copied"
-    assert first == EXCLUSIVE and second == 0, "only the page asked for became the child's own"
-    assert (byte_0, byte_1) == (1, 1), "copying changes no byte"
+    assert copied == 2 * PAGE, "the gone runs are skipped, the mapped ones copied"
+    assert own == [True, False, True, False], "only the pages asked for became the child's own"
+    assert data == [1, 1, 1, 1], "copying changes no byte"
 
 
 # --- the real pool --------------------------------------------------------------------------------
@@ -260,12 +281,15 @@ def waiting(pid: int) -> bool:
 
 
 async def first_reply_faults(pool: InstancePool, server: str, opening: dict) -> tuple[dict, int]:
-    """A warm instance of `server`, set up and idle, sent `opening`: its reply, and the page faults
-    it took to answer."""
+    """An instance of `server` (a warm one where its pool has any), set up and idle, sent `opening`:
+    its reply, and the page faults it took to answer."""
+    deadline = time.monotonic() + 30
+    while pool.pool_size(server) < pool.pool_sizes.get(server, 0):  # not one started for us instead
+        assert time.monotonic() < deadline, "the warm pool never filled"
+        await asyncio.sleep(0.01)
     instance = await pool.acquire(server)
     try:
         assert instance.pid is not None
-        deadline = time.monotonic() + 30
         while not waiting(instance.pid):  # set up and idle, as a learner finds it
             assert time.monotonic() < deadline, "the instance never came to wait for a message"
             await asyncio.sleep(0.01)
@@ -315,3 +339,19 @@ async def test_a_demo_that_cannot_be_probed_still_serves_and_the_others_are_lear
     assert reply["result"]["serverInfo"]["name"] == "test-unprobed"
     assert unprobed_faults > 150, "nothing was copied ahead for it, so its first answer copies as it goes"
     assert "result" in orders_reply and orders_faults < 100
+
+
+@as_root
+async def test_an_instance_started_for_someone_waiting_copies_nothing_ahead() -> None:
+    """Its first message comes at once: copying ahead first would cost more than the copies it
+    saves (first_writes), so it copies as it writes, as before."""
+    pool = InstancePool(servers=["demo-orders"], limits=Limits(), sandbox=True, extra_modules=[], capacity=4,
+                        pool_sizes={"demo-orders": 0}, uid_base=340_000, max_line_bytes=1 << 20,
+                        max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    try:
+        reply, faults = await first_reply_faults(pool, "demo-orders", messages.initialize(1))
+    finally:
+        await pool.stop()
+    assert reply["id"] == 1 and "result" in reply, reply
+    assert faults > 150, f"only {faults} page faults: its pages were copied ahead"
