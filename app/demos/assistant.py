@@ -5,8 +5,6 @@ Each tool asks the client something mid-call (`sampling/createMessage`, `roots/l
 declare the capability in `initialize`, the tool sends nothing and says plainly what it could not do.
 """
 
-import warnings
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
@@ -21,7 +19,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field, ValidationError
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 
 INFO = {
     "name": "demo-assistant",
@@ -126,12 +124,8 @@ async def book_train(destination: str, ctx: Context) -> str:
     return f"Booked {answer.data.travellers} ticket(s) to {destination}, {seat}."
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    # Sampling and roots are deprecated in 2026-07-28; the SDK warns on stderr, which learners see.
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    serve_stdio(server)
-
+# Sampling and roots are deprecated in 2026-07-28; the SDK warns on stderr, which learners see.
+serve = serving(server, quiet=(MCPDeprecationWarning,))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

@@ -44,7 +44,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 from app.protocol import messages
 
 INFO = {
@@ -452,10 +452,7 @@ WARM_UP = [
 ]
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    serve_stdio(server)
-
+serve = serving(server)  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

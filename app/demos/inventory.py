@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 
 INFO = {
     "name": "demo-inventory",
@@ -89,10 +89,7 @@ async def close_returns_desk(ctx: Context) -> str:
     return f"The returns desk is closed: the tool return_item was removed. {await _announce_change(ctx)}"
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    serve_stdio(server, NotificationOptions(tools_changed=True))
-
+serve = serving(server, NotificationOptions(tools_changed=True))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

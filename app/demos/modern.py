@@ -14,7 +14,6 @@ A dual-era server like the SDK's others: an `initialize` first opens a handshake
 
 from __future__ import annotations
 
-import warnings
 from typing import Annotated, Any, Literal
 
 from mcp.server.apps import Apps, client_supports_apps
@@ -33,7 +32,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 from app.protocol import messages
 
 INFO = {
@@ -216,11 +215,7 @@ WARM_UP = [
 ]
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    serve_stdio(server)
-
+serve = serving(server, quiet=(MCPDeprecationWarning,))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

@@ -5,7 +5,6 @@ change (`notifications/resources/updated`); a long diagnostic reports progress w
 `_meta.progressToken`; log messages (`notifications/message`) respect the level set by `logging/setLevel`.
 """
 
-import warnings
 from typing import Any, get_args
 
 import anyio
@@ -23,7 +22,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 
 INFO = {
     "name": "demo-monitor",
@@ -132,12 +131,8 @@ _lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams,
 _lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, _set_level)
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    # Logging is deprecated in 2026-07-28; the SDK warns on stderr, which learners would see.
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    serve_stdio(server, NotificationOptions())
-
+# Logging is deprecated in 2026-07-28; the SDK warns on stderr, which learners would see.
+serve = serving(server, NotificationOptions(), quiet=(MCPDeprecationWarning,))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

@@ -2,7 +2,7 @@
 
 from mcp.server.mcpserver import MCPServer
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 from app.protocol import messages
 
 INFO = {
@@ -60,10 +60,7 @@ WARM_UP = [
 ]
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    serve_stdio(server)
-
+serve = serving(server)  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

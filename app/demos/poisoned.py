@@ -14,14 +14,12 @@ Everything here is for inspection in the console; nothing is read, kept or sent 
 
 from __future__ import annotations
 
-import warnings
-
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import ToolAnnotations
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 from app.protocol import messages
 
 INFO = {
@@ -133,11 +131,7 @@ WARM_UP = [
 ]
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    serve_stdio(server)
-
+serve = serving(server, quiet=(MCPDeprecationWarning,))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

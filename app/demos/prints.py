@@ -11,8 +11,6 @@ as an `input_required` result, answered by retrying the call.
 
 from __future__ import annotations
 
-import warnings
-
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, UrlElicitationRequiredError
@@ -20,7 +18,7 @@ from mcp_types import ElicitRequestURLParams, ElicitResult, InputRequiredResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 from app.protocol import messages
 
 INFO = {
@@ -186,11 +184,7 @@ WARM_UP = [
 ]
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    serve_stdio(server)
-
+serve = serving(server, quiet=(MCPDeprecationWarning,))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()

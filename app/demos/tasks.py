@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +30,7 @@ from mcp_types import INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, CallTo
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
-from app.demos.stdio import serve_stdio
+from app.demos.stdio import serving
 from app.protocol import messages
 
 INFO = {
@@ -249,11 +248,7 @@ WARM_UP = [
 ]
 
 
-def serve() -> None:
-    """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""
-    warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    serve_stdio(server)
-
+serve = serving(server, quiet=(MCPDeprecationWarning,))  # what the sandbox calls
 
 if __name__ == "__main__":
     serve()
