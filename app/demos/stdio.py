@@ -139,8 +139,8 @@ def serving(server: MCPServer, notifications: NotificationOptions | None = None,
     `notifications`, and showing no warnings of the `quiet` categories (on stderr, which learners see).
 
     Called as the demo's module is imported, so that what every instance would build alike is built
-    once, in the fork server: the initialize options cost an instance 0.5 ms and some 110 copied
-    pages as it started (bench/README.md, round 22). Its registrations must come before.
+    once, in the fork server: building the initialize options copied some 35 pages of a sandboxed
+    instance as it started (bench/README.md, round 22). Its registrations must come before.
     """
     lowlevel = untraced(server)._lowlevel_server  # no public route to the initialize options in SDK 2.3
     options = (
@@ -158,8 +158,8 @@ def serving(server: MCPServer, notifications: NotificationOptions | None = None,
         for category in quiet:
             warnings.filterwarnings("ignore", category=category)
         # A bare asyncio loop, on which anyio runs as it does under any asyncio server: anyio.run's
-        # runner (asyncio.Runner, its signal handling, anyio's bookkeeping of the host task) cost
-        # each instance some 110 more copied pages as it started.
+        # runner (asyncio.Runner, its signal handling, anyio's bookkeeping of the host task) copied
+        # some 40 more pages of a sandboxed instance as it started.
         loop = asyncio.new_event_loop()
         try:
             loop.run_until_complete(main())
