@@ -9,7 +9,7 @@ moved between those two moments are the ones its answer wrote. Every later insta
 that will wait in the warm pool copies those pages as it starts (MADV_POPULATE_WRITE, all of them
 in one process_madvise call where the kernel allows it), before a learner waits on it. One started
 for a learner already waiting does not: its first message follows at once, and copying ahead cost
-more than the copies it saves (3 us a page and a call per run, against 2.6 us a page as it writes).
+more than the copies it saves (3 us a page, against 2.6 us a page as the instance writes it).
 
 It costs no memory a session would not hold: a live session has written those pages (2-4 of some
 250 learnt pages are not). The pages of setting up are left out on purpose: an instance writes them
