@@ -136,9 +136,9 @@ def learn(serve: Callable[[], None], message: bytes, proc: int, timeout_s: float
 
     `serve` runs in the child (made by `fork`) with fd 0 to read and fd 1 to answer on; it must
     confine itself as an instance would. The pages its setting up writes are left out (see above).
-    `proc` is a descriptor of the host's /proc. Returns no runs when the child dies, or does not wait in an event loop or answer in time;
-    raises Unlearnable when this host hides what is needed (frame numbers need CAP_SYS_ADMIN; where
-    the child waits, the kernel's wchan).
+    `proc` is a descriptor of the host's /proc. Returns no runs when the child dies, or does not wait
+    in an event loop or answer in time; raises Unlearnable when this host hides what is needed (frame
+    numbers need CAP_SYS_ADMIN; where the child waits, the kernel's wchan).
     """
     ranges = writable_ranges(_read(os.open("self/maps", os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc)))
     to_child, to_us = os.pipe(), os.pipe()

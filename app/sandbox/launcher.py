@@ -238,7 +238,8 @@ class Launcher:
                     future.set_result({"op": "failed", "error": "the fork server has stopped"})
 
     async def spawn(self, server: str, uid: int, fds: tuple[int, int, int],
-                    on_exit: Callable[[ExitStatus], None], source: str | None = None, *, warm: bool = False) -> int:  # fmt: skip
+                    on_exit: Callable[[ExitStatus], None], source: str | None = None, *,
+                    warm: bool = False) -> int:  # fmt: skip
         """Start one instance with the given stdin/stdout/stderr ends; return its pid (and group).
 
         `source`: the learner's server.py, for my-server only; it goes as a sealed memfd. `warm`: it
