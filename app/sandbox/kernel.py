@@ -23,6 +23,7 @@ for _hook in (_before_fork, _after_fork_child, _after_fork_parent):
 _CLONE_SYSCALL = ctypes.c_long({"x86_64": 56, "aarch64": 220}[os.uname().machine])
 
 CLONE_NEWNS = 0x00020000
+CLONE_PARENT = 0x00008000  # the child's parent is ours: see app/sandbox/template.py
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -49,6 +50,7 @@ _STATVFS_TO_MOUNT = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024
 MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
+MADV_COLLAPSE = 25
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 CAP_LAST_CAP_GUESS = 63
@@ -65,15 +67,20 @@ def fork_in_new_pid_namespace() -> int:
     """os.fork(), but the child is PID 1 of a new PID namespace: 0 in the child, its pid in the parent.
 
     One process where unshare(CLONE_NEWPID) would need two (it moves only the caller's later
-    children, and works once per process). A raw clone() with no new stack returns twice like fork();
-    around it, the interpreter's own fork hooks (documented C API) do what os.fork() does: the import
-    lock, the GIL and thread state, signals, and the os.register_at_fork callbacks (random reseeds).
-    Only for a single-threaded process, as the fork server is: glibc's own fork handlers do not run.
+    children, and works once per process)."""
+    return clone_fork(CLONE_NEWPID)
+
+
+def clone_fork(flags: int) -> int:
+    """os.fork() with clone() `flags` (CLONE_NEWPID, CLONE_PARENT): 0 in the child, its pid in the parent.
+
+    A raw clone() with no new stack returns twice like fork(); around it, the interpreter's own fork
+    hooks (documented C API) do what os.fork() does: the import lock, the GIL and thread state,
+    signals, and the os.register_at_fork callbacks (random reseeds). Only for a single-threaded
+    process, as the fork server and its template are: glibc's own fork handlers do not run.
     """
     _before_fork()
-    pid = _libc_holding_gil.syscall(
-        _CLONE_SYSCALL, ctypes.c_ulong(CLONE_NEWPID | SIGCHLD), None, None, None, None
-    )
+    pid = _libc_holding_gil.syscall(_CLONE_SYSCALL, ctypes.c_ulong(flags | SIGCHLD), None, None, None, None)
     if pid == 0:
         _after_fork_child()
         return 0
@@ -82,6 +89,10 @@ def fork_in_new_pid_namespace() -> int:
     if pid < 0:
         raise OSError(err, f"clone: {os.strerror(err)}")
     return pid
+
+
+def madvise(address: int, length: int, advice: int) -> None:
+    _check(_libc.madvise(ctypes.c_void_p(address), ctypes.c_size_t(length), ctypes.c_int(advice)), "madvise")
 
 
 def unshare(flags: int) -> None:
