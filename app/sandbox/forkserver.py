@@ -13,8 +13,8 @@ Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
                {"op": "exited", "pid": PID, "code": INT | null, "signal": INT | null}
 
 An instance is one process: the server, forked straight into a new PID namespace whose PID 1 it is
-(kernel.clone_fork), our child from start to end. The fork itself is our template's, a copy of us
-that only forks (app/sandbox/template.py, CLONE_PARENT), or ours where it is gone. It sets itself up
+(kernel.clone_fork), our child from start to end. The fork itself is our forker's, a copy of us
+that only forks (app/sandbox/forker.py, CLONE_PARENT), or ours where it is gone. It sets itself up
 (cgroups, a session of its own, whose id is its pid and the group the app signals; the other
 namespaces and its tmpfs), reports, then drops everything and serves. Its pid is the instance's id.
 
@@ -47,7 +47,7 @@ from typing import Literal, NoReturn
 
 from app.demos import MY_SERVER, load_registry
 from app.protocol import messages
-from app.sandbox import cgroups, confine, first_writes, kernel, own_server, template
+from app.sandbox import cgroups, confine, first_writes, forker, kernel, own_server
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
@@ -112,7 +112,7 @@ class ForkServer:
         # server does not wait for them, so instances set up in parallel (namespaces and mounts
         # take milliseconds); a spawn's only serial cost is its cgroup and its fork.
         self._reports: dict[int, tuple[int, int]] = {}
-        self._template: template.Template | None = None  # what forks instances, while it lives
+        self._forker: forker.Forker | None = None  # what forks instances, while it lives
 
     # --- start-up -------------------------------------------------------------------------------
 
@@ -300,11 +300,11 @@ class ForkServer:
         self._learn_first_writes()  # last: from the memory every instance will be forked from
         gc.freeze()  # what learning kept (the runs): not for an instance's collector to touch
         try:
-            self._template = template.Template.start(
-                functools.partial(self._become_template, (wake_read, wake_write))
+            self._forker = forker.Forker.start(
+                functools.partial(self._become_forker, (wake_read, wake_write))
             )
         except OSError as exc:  # instances are forked here, as they can always be
-            print(f"fork server: no template: {exc}", file=sys.stderr, flush=True)
+            print(f"fork server: no forker: {exc}", file=sys.stderr, flush=True)
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
         selector = self._selector
         selector.register(self.sock, selectors.EVENT_READ, "control")
@@ -340,8 +340,8 @@ class ForkServer:
             if exited is None:
                 return
             pid = exited.si_pid
-            if self._template is not None and pid == self._template.pid:
-                self._template_gone("it exited")
+            if self._forker is not None and pid == self._forker.pid:
+                self._forker_gone("it exited")
             if pid in self.instances:
                 self._end_leftovers(pid)
             _, status = os.waitpid(pid, 0)
@@ -525,8 +525,8 @@ class ForkServer:
 
     def _shut_down(self) -> None:
         """End every instance, remove their cgroups, and exit."""
-        if self._template is not None:  # no more forks
-            self._template.close()
+        if self._forker is not None:  # no more forks
+            self._forker.close()
         instances = self.instances | set(self._instance_cgroups)
         for pid in instances:
             self._end_leftovers(pid)
@@ -575,32 +575,32 @@ class ForkServer:
 
     def _fork_instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
                        source: str | None, *, warm: bool) -> int:  # fmt: skip
-        """The new instance's pid: forked by the template, or here where there is none."""
-        if self._template is not None:
+        """The new instance's pid: forked by the forker, or here where there is none."""
+        if self._forker is not None:
             header = {"server": server, "uid": uid, "warm": warm}
             try:
-                return self._template.fork(header, source, [*fds, report, *cgroup_procs])
-            except template.Gone as gone:
-                self._template_gone(str(gone))
+                return self._forker.fork(header, source, [*fds, report, *cgroup_procs])
+            except forker.Gone as gone:
+                self._forker_gone(str(gone))
                 if gone.may_have_forked:  # never two servers on one learner's pipes
-                    raise OSError(f"the fork server's template is gone ({gone})") from gone
+                    raise OSError(f"the fork server's forker is gone ({gone})") from gone
         pid = kernel.fork_in_new_pid_namespace() if self.has("pid_namespace") else os.fork()
         if pid == 0:
             self._run_instance(server, uid, fds, report, cgroup_procs, source, warm=warm)
         return pid
 
-    def _template_gone(self, why: str) -> None:
-        assert self._template is not None
-        self._template.close()
-        self._template = None
+    def _forker_gone(self, why: str) -> None:
+        assert self._forker is not None
+        self._forker.close()
+        self._forker = None
         print(
-            f"fork server: its template is gone ({why}); forking here from now on",
+            f"fork server: its forker is gone ({why}); forking here from now on",
             file=sys.stderr,
             flush=True,
         )
 
-    def _become_template(self, wake: tuple[int, int], sock: socket.socket) -> NoReturn:
-        """In the template, just forked: hold nothing of the fork server's but what instances need."""
+    def _become_forker(self, wake: tuple[int, int], sock: socket.socket) -> NoReturn:
+        """In the forker, just forked: hold nothing of the fork server's but what instances need."""
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
@@ -611,10 +611,10 @@ class ForkServer:
         assert self._life_write is not None
         os.close(self._life_write)  # instances' life pipe: only the fork server may hold it open
         parent = os.getppid()
-        template.serve(sock, parent, self._fork_from_template, self.proc_fd)
+        forker.serve(sock, parent, self._fork_for_forker, self.proc_fd)
 
-    def _fork_from_template(self, header: dict, source: str | None, fds: list[int]) -> int:
-        """In the template: fork one instance (our parent's child) as the fork server would."""
+    def _fork_for_forker(self, header: dict, source: str | None, fds: list[int]) -> int:
+        """In the forker: fork one instance (our parent's child) as the fork server would."""
         flags = kernel.CLONE_PARENT | (kernel.CLONE_NEWPID if self.has("pid_namespace") else 0)
         pid = kernel.clone_fork(flags)
         if pid == 0:

@@ -23,7 +23,7 @@ for _hook in (_before_fork, _after_fork_child, _after_fork_parent):
 _CLONE_SYSCALL = ctypes.c_long({"x86_64": 56, "aarch64": 220}[os.uname().machine])
 
 CLONE_NEWNS = 0x00020000
-CLONE_PARENT = 0x00008000  # the child's parent is ours: see app/sandbox/template.py
+CLONE_PARENT = 0x00008000  # the child's parent is ours: see app/sandbox/forker.py
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -77,7 +77,7 @@ def clone_fork(flags: int) -> int:
     A raw clone() with no new stack returns twice like fork(); around it, the interpreter's own fork
     hooks (documented C API) do what os.fork() does: the import lock, the GIL and thread state,
     signals, and the os.register_at_fork callbacks (random reseeds). Only for a single-threaded
-    process, as the fork server and its template are: glibc's own fork handlers do not run.
+    process, as the fork server and its forker are: glibc's own fork handlers do not run.
     """
     _before_fork()
     pid = _libc_holding_gil.syscall(_CLONE_SYSCALL, ctypes.c_ulong(flags | SIGCHLD), None, None, None, None)

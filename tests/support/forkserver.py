@@ -108,15 +108,15 @@ def pipes() -> tuple[list[int], list[int]]:
     return [in_r, out_w, err_w], [in_w, out_r, err_r]
 
 
-def template_of(fork_server: int) -> int:
-    """The fork server's template (app/sandbox/template.py): of its children with its uid and in its PID
+def forker_of(fork_server: int) -> int:
+    """The fork server's forker (app/sandbox/forker.py): of its children with its uid and in its PID
     namespace (an instance has neither, but in rootless mode without that layer), the first started:
     it is forked as the fork server gets ready, before any instance."""
     processes = {p.pid: p for p in all_processes()}
     server = processes[fork_server]
     children = [p for p in processes.values() if int(p.status["PPid"]) == fork_server]
     alike = [p.pid for p in children if p.uids == server.uids and len(p.nspids) == len(server.nspids)]
-    assert alike, f"fork server {fork_server} has no template"
+    assert alike, f"fork server {fork_server} has no forker"
     return min(alike, key=lambda pid: (started(pid), pid))
 
 

@@ -1,4 +1,4 @@
-"""The template: a copy of the fork server that does nothing but fork instances.
+"""The forker: a copy of the fork server that does nothing but fork instances.
 
 Forking from the fork server itself had two costs (bench/README.md, round 23):
 - Each page the fork server wrote after a fork was still shared with the instance it had just made,
@@ -9,12 +9,12 @@ Forking from the fork server itself had two costs (bench/README.md, round 23):
 So the fork server forks this process once, when it is ready, and hands it every spawn over a
 socket, the request's pipes and cgroup descriptors with it. Its loop is short (receive, fork,
 reply), so it writes few pages after a fork; the fork server shares no page with any instance now,
-so its own writes copy nothing. And the template moves its heap onto 2 MiB pages (MADV_COLLAPSE,
-Linux 6.1): a fork copies one entry for each 2 MiB the template has not written since, not 512.
+so its own writes copy nothing. And the forker moves its heap onto 2 MiB pages (MADV_COLLAPSE,
+Linux 6.1): a fork copies one entry for each 2 MiB the forker has not written since, not 512.
 
 Instances are forked with CLONE_PARENT: their parent is the fork server, as when it forked them
 itself. It reaps them, their parent-death signal follows it, and the pid it reports is theirs. The
-template runs none of a request's code, and lives only as long as the fork server (its own
+forker runs none of a request's code, and lives only as long as the fork server (its own
 parent-death signal, and the end of its socket). Should it die (an instance can reach it only where
 the PID namespace layer is missing), the fork server forks instances itself from then on.
 """
@@ -35,32 +35,32 @@ from app.sandbox import kernel, own_server
 HUGE_PAGE = 2 << 20
 MAX_FDS = 8  # three pipes, the report pipe, a cgroup.procs per hierarchy (v1 has at most three)
 MAX_REQUEST = 1024 + own_server.MAX_SOURCE_BYTES  # a small header, then a learner's file
-# A fork takes a millisecond or two; a template this late is stuck, and is ended.
+# A fork takes a millisecond or two; a forker this late is stuck, and is ended.
 REPLY_TIMEOUT_S = 30.0
 
-# What the template calls to fork one instance: (the request's header, the learner's file or None,
+# What the forker calls to fork one instance: (the request's header, the learner's file or None,
 # its descriptors) -> the instance's pid. In the child it runs the instance and never returns.
 Fork = Callable[[dict, "str | None", list[int]], int]
 
 
 class Gone(Exception):
-    """The template is dead, or stuck and ended. `may_have_forked`: the request had reached it."""
+    """The forker is dead, or stuck and ended. `may_have_forked`: the request had reached it."""
 
     def __init__(self, why: str, *, may_have_forked: bool) -> None:
         super().__init__(why)
         self.may_have_forked = may_have_forked
 
 
-class Template:
-    """The fork server's end: start the template, hand it spawns, end it."""
+class Forker:
+    """The fork server's end: start the forker, hand it spawns, end it."""
 
     def __init__(self, sock: socket.socket, pid: int) -> None:
         self.sock = sock
         self.pid = pid
 
     @classmethod
-    def start(cls, become: Callable[[socket.socket], NoReturn]) -> Template:
-        """Fork the template; in it, `become(its socket)` clears what it must not hold and serves."""
+    def start(cls, become: Callable[[socket.socket], NoReturn]) -> Forker:
+        """Fork the forker; in it, `become(its socket)` clears what it must not hold and serves."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
@@ -76,7 +76,7 @@ class Template:
         return cls(ours, pid)
 
     def fork(self, header: dict, source: str | None, fds: list[int]) -> int:
-        """The pid of an instance the template forked. OSError if its fork failed; Gone if it is dead
+        """The pid of an instance the forker forked. OSError if its fork failed; Gone if it is dead
         or stuck (end it: `close`)."""
         message = json.dumps({**header, "own": source is not None}).encode() + b"\n"
         try:
@@ -103,7 +103,7 @@ class Template:
 
 
 def serve(sock: socket.socket, parent: int, fork: Fork, proc_fd: int | None) -> NoReturn:
-    """The template's life, after the fork server's `become` has cleared what it must not hold."""
+    """The forker's life, after the fork server's `become` has cleared what it must not hold."""
     kernel.prctl(kernel.PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the fork server died before the prctl took hold
         os._exit(0)
@@ -130,7 +130,7 @@ def serve(sock: socket.socket, parent: int, fork: Fork, proc_fd: int | None) -> 
 
 def collapse(proc_fd: int | None) -> int:
     """Move this process's private anonymous memory onto 2 MiB pages where the kernel can; the bytes
-    moved. MADV_COLLAPSE copies what it moves, so the template no longer shares those pages with the
+    moved. MADV_COLLAPSE copies what it moves, so the forker no longer shares those pages with the
     fork server; where it is refused (before Linux 6.1, or no huge page to be had) nothing changes."""
     path = "self/maps" if proc_fd is not None else "/proc/self/maps"
     with open(os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc_fd)) as maps:
@@ -151,5 +151,5 @@ def collapse(proc_fd: int | None) -> int:
         except OSError as exc:
             refused = exc
     if refused is not None and not moved:
-        print(f"fork server: its template stays on 4 KiB pages: {refused}", file=sys.stderr, flush=True)
+        print(f"fork server: its forker stays on 4 KiB pages: {refused}", file=sys.stderr, flush=True)
     return moved

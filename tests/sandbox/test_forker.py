@@ -1,8 +1,8 @@
-"""The fork server's template (app/sandbox/template.py): a copy of it that only forks instances.
+"""The fork server's forker (app/sandbox/forker.py): a copy of it that only forks instances.
 
 From outside, as an operator sees them through /proc: instances stay the fork server's children, the
-fork server stops copying its own pages at every spawn, the template holds none of the fork server's
-ends, and when it dies the fork server forks instances itself. Then the template's loop alone, with
+fork server stops copying its own pages at every spawn, the forker holds none of the fork server's
+ends, and when it dies the fork server forks instances itself. Then the forker's loop alone, with
 a stand-in for the fork, for the requests it refuses and what it closes."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from app.sandbox import template
-from tests.support.forkserver import RawClient, dead, pipes, running_forkserver, template_of
+from app.sandbox import forker
+from tests.support.forkserver import RawClient, dead, forker_of, pipes, running_forkserver
 from tests.support.procs import wait_until
 
 UID_BASE = 3_460_000
@@ -68,12 +68,12 @@ def faults_per_spawn(client: RawClient, first: int, opened: list[int]) -> float:
     return (minor_faults(client.proc.pid) - before) / SPAWNS
 
 
-def test_the_template_forks_every_instance_as_the_fork_servers_child_and_dies_with_it(
+def test_the_forker_forks_every_instance_as_the_fork_servers_child_and_dies_with_it(
     forkserver: RawClient,
 ) -> None:
     server = forkserver.proc.pid
-    forker = template_of(server)
-    assert forker != server
+    forker_pid = forker_of(server)
+    assert forker_pid != server
     instances = []
     try:
         for n in range(3):
@@ -83,29 +83,29 @@ def test_the_template_forks_every_instance_as_the_fork_servers_child_and_dies_wi
             assert int(stat_fields(pid)[1]) == server  # CLONE_PARENT: reaped and reported by it
         forkserver.proc.kill()
         forkserver.proc.wait(30)
-        assert wait_until(lambda: dead(forker) and all(dead(pid) for pid, _ in instances), 30)
+        assert wait_until(lambda: dead(forker_pid) and all(dead(pid) for pid, _ in instances), 30)
     finally:
         for _, ours in instances:
             for fd in ours:
                 os.close(fd)
 
 
-def test_the_fork_server_no_longer_copies_its_pages_at_each_spawn_and_does_once_its_template_dies(
+def test_the_fork_server_no_longer_copies_its_pages_at_each_spawn_and_does_once_its_forker_dies(
     forkserver: RawClient,
 ) -> None:
     """Forking itself, every page its loop writes was shared with the instance just forked: some 250
-    copies a spawn. With the template it shares none with any instance. Once the template is killed,
+    copies a spawn. With the forker it shares none with any instance. Once the forker is killed,
     the fork server says so, forks instances itself, and they work."""
     opened: list[int] = []
     try:
         opened.extend(spawn(forkserver, SPAWNS * 2)[1])  # a first spawn may grow its heap
-        with_template = faults_per_spawn(forkserver, 0, opened)
-        forker = template_of(forkserver.proc.pid)
-        os.kill(forker, signal.SIGKILL)
-        assert wait_until(lambda: not os.path.exists(f"/proc/{forker}"), 30)  # reaped by the fork server
-        assert wait_until(lambda: "its template is gone" in forkserver.stderr.read_text(), 30)
+        with_forker = faults_per_spawn(forkserver, 0, opened)
+        forker_pid = forker_of(forkserver.proc.pid)
+        os.kill(forker_pid, signal.SIGKILL)
+        assert wait_until(lambda: not os.path.exists(f"/proc/{forker_pid}"), 30)  # reaped by the fork server
+        assert wait_until(lambda: "its forker is gone" in forkserver.stderr.read_text(), 30)
         itself = faults_per_spawn(forkserver, SPAWNS, opened)
-        assert with_template < 40 < 120 < itself, (with_template, itself)
+        assert with_forker < 40 < 120 < itself, (with_forker, itself)
         pid, ours = spawn(forkserver, SPAWNS * 2 + 1)
         opened.extend(ours)
         assert ping(ours, 7) == {"jsonrpc": "2.0", "id": 7, "result": {}}
@@ -115,15 +115,15 @@ def test_the_fork_server_no_longer_copies_its_pages_at_each_spawn_and_does_once_
             os.close(fd)
 
 
-def test_the_template_holds_none_of_the_fork_servers_ends(forkserver: RawClient) -> None:
+def test_the_forker_holds_none_of_the_fork_servers_ends(forkserver: RawClient) -> None:
     """Not the app's socket (the app must see the fork server's death at once), and no pipe's write
     end (the instances' life pipe must reach end of file when the fork server dies)."""
-    forker = template_of(forkserver.proc.pid)
+    forker_pid = forker_of(forkserver.proc.pid)
     app_end = os.fstat(forkserver.sock.fileno()).st_ino
     held = []
-    for fd in os.listdir(f"/proc/{forker}/fd"):
-        target = os.readlink(f"/proc/{forker}/fd/{fd}")
-        with open(f"/proc/{forker}/fdinfo/{fd}") as info:
+    for fd in os.listdir(f"/proc/{forker_pid}/fd"):
+        target = os.readlink(f"/proc/{forker_pid}/fd/{fd}")
+        with open(f"/proc/{forker_pid}/fdinfo/{fd}") as info:
             flags = int(next(line for line in info if line.startswith("flags:")).split()[1], 8)
         held.append((target, flags & os.O_ACCMODE))
     sockets = [target for target, _ in held if target.startswith("socket:")]
@@ -138,20 +138,20 @@ def test_the_template_holds_none_of_the_fork_servers_ends(forkserver: RawClient)
                   if Path("/sys/kernel/mm/transparent_hugepage/enabled").exists() else "[never]"),
     reason="no transparent huge pages here",
 )  # fmt: skip
-def test_the_templates_heap_moves_onto_huge_pages(forkserver: RawClient) -> None:
-    forker = template_of(forkserver.proc.pid)
+def test_the_forkers_heap_moves_onto_huge_pages(forkserver: RawClient) -> None:
+    forker_pid = forker_of(forkserver.proc.pid)
 
     def huge_kib() -> int:
-        with open(f"/proc/{forker}/smaps_rollup") as rollup:
+        with open(f"/proc/{forker_pid}/smaps_rollup") as rollup:
             return int(next(line for line in rollup if line.startswith("AnonHugePages:")).split()[1])
 
     assert wait_until(lambda: huge_kib() >= 8 << 10, 30), huge_kib()
 
 
-# --- the template's loop alone ----------------------------------------------------------------
+# --- the forker's loop alone ----------------------------------------------------------------
 
 
-def test_the_templates_loop_replies_with_each_pid_or_why_and_closes_what_it_was_sent() -> None:
+def test_the_forkers_loop_replies_with_each_pid_or_why_and_closes_what_it_was_sent() -> None:
     """Forked here with a stand-in fork that keeps what it was sent: a learner's 64 KiB file arrives
     whole, a failed fork and a request the fork server never sends get "!why", every descriptor is
     closed after its request, and the end of the socket ends the loop."""
@@ -159,7 +159,7 @@ def test_the_templates_loop_replies_with_each_pid_or_why_and_closes_what_it_was_
     report_read, report_write = os.pipe()
     parent = os.getpid()
     pid = os.fork()
-    if pid == 0:  # the template, with a stand-in fork
+    if pid == 0:  # the forker, with a stand-in fork
         try:
             ours.close()
             os.close(report_read)
@@ -172,7 +172,7 @@ def test_the_templates_loop_replies_with_each_pid_or_why_and_closes_what_it_was_
                 os.write(report_write, json.dumps(report).encode() + b"\n")
                 return 4000 + len(fds)
 
-            template.serve(theirs, parent, fork, None)
+            forker.serve(theirs, parent, fork, None)
         finally:
             os._exit(70)
     theirs.close()
@@ -180,7 +180,7 @@ def test_the_templates_loop_replies_with_each_pid_or_why_and_closes_what_it_was_
     reports = os.fdopen(report_read, "rb")
     fds, mine = pipes()
     try:
-        handle = template.Template(ours, pid)
+        handle = forker.Forker(ours, pid)
         assert handle.fork({"server": "demo-orders", "uid": 1, "warm": True}, None, fds) == 4003
         header, length, _, kinds = json.loads(reports.readline())
         assert header == {"server": "demo-orders", "uid": 1, "warm": True} and length == 0 and all(kinds)
@@ -220,7 +220,7 @@ def _no_pipe_shared_with(pid: int, ours: list[int]) -> bool:
     return not inodes & held
 
 
-def test_a_template_that_is_gone_or_stuck_is_reported_so() -> None:
+def test_a_forker_that_is_gone_or_stuck_is_reported_so() -> None:
     """Before its spawn reached it (the fork server may fork itself) or after (it may have forked:
     the spawn fails, so that no two servers share a learner's pipes)."""
     sleeper = os.fork()
@@ -229,13 +229,13 @@ def test_a_template_that_is_gone_or_stuck_is_reported_so() -> None:
         os._exit(0)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     ours.settimeout(0.2)  # as REPLY_TIMEOUT_S, shortened
-    handle = template.Template(ours, sleeper)
+    handle = forker.Forker(ours, sleeper)
     try:
-        with pytest.raises(template.Gone) as stuck:
+        with pytest.raises(forker.Gone) as stuck:
             handle.fork({"server": "demo-orders", "uid": 1, "warm": False}, None, [])
         assert stuck.value.may_have_forked
         theirs.close()
-        with pytest.raises(template.Gone) as gone:
+        with pytest.raises(forker.Gone) as gone:
             handle.fork({"server": "demo-orders", "uid": 1, "warm": False}, None, [])
         assert not gone.value.may_have_forked
         handle.close()  # ends the stuck one
