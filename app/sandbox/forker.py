@@ -2,7 +2,7 @@
 
 Forking from the fork server itself had two costs (bench/README.md, round 23):
 - Each page the fork server wrote after a fork was still shared with the instance it had just made,
-  so its own loop (the request, the cgroups, the replies) copied some 260 pages per spawn: 12,000 in
+  so its own loop (the request, the cgroups, the replies) copied some 250 pages per spawn: 12,000 in
   a burst of 50, on the one process every spawn waits for.
 - A fork copies an entry of the page tables for each page the parent has: 46 MiB of imports.
 

@@ -50,10 +50,11 @@ _STATVFS_TO_MOUNT = {1: MS_RDONLY, 2: MS_NOSUID, 4: MS_NODEV, 8: MS_NOEXEC, 1024
 MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
-MADV_COLLAPSE = 25
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 CAP_LAST_CAP_GUESS = 63
+
+MADV_COLLAPSE = 25  # Linux 6.1: move a range onto huge pages now (app/sandbox/forker.py)
 
 
 def _check(result: int, what: str) -> int:

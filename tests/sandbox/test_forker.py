@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -133,11 +134,16 @@ def test_the_forker_holds_none_of_the_fork_servers_ends(forkserver: RawClient) -
     assert not [t for t, mode in held if t.startswith("pipe:") and mode == os.O_WRONLY], held
 
 
-@pytest.mark.skipif(
-    "[never]" in (Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
-                  if Path("/sys/kernel/mm/transparent_hugepage/enabled").exists() else "[never]"),
-    reason="no transparent huge pages here",
-)  # fmt: skip
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def collapse_available() -> bool:
+    """MADV_COLLAPSE: Linux 6.1, with transparent huge pages not switched off."""
+    release = tuple(int(part) for part in re.findall(r"\d+", os.uname().release)[:2])
+    return release >= (6, 1) and THP.exists() and "[never]" not in THP.read_text()
+
+
+@pytest.mark.skipif(not collapse_available(), reason="no MADV_COLLAPSE here (Linux 6.1, huge pages on)")
 def test_the_forkers_heap_moves_onto_huge_pages(forkserver: RawClient) -> None:
     forker_pid = forker_of(forkserver.proc.pid)
 
