@@ -20,7 +20,7 @@ import pytest
 
 from app.sandbox import forker
 from tests.support.forkserver import RawClient, dead, forker_of, pipes, running_forkserver
-from tests.support.procs import wait_until
+from tests.support.procs import stat_fields, wait_until
 
 UID_BASE = 3_460_000
 RANGE = range(UID_BASE, UID_BASE + 24)  # the probe's uid, then the instances'
@@ -31,11 +31,6 @@ SPAWNS = 8
 def forkserver() -> Iterator[RawClient]:
     with running_forkserver(RANGE) as client:
         yield client
-
-
-def stat_fields(pid: int) -> list[str]:
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().rpartition(")")[2].split()
 
 
 def minor_faults(pid: int) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from app.sandbox import cgroups
 from tests.support.forkserver import RawClient, dead, forker_of, pipes, running_forkserver
-from tests.support.procs import wait_until
+from tests.support.procs import stat_fields, wait_until
 
 UID_BASE = 3_400_000
 RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
@@ -144,12 +144,6 @@ def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserve
     forkserver.sock.close()
     assert forkserver.proc.wait(30) == 0
     assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)
-
-
-def stat_fields(pid: int) -> list[str]:
-    """/proc/PID/stat after the command name: state, ppid, pgrp, session, ..."""
-    with open(f"/proc/{pid}/stat") as handle:
-        return handle.read().rpartition(")")[2].split()
 
 
 def parent_of(pid: int) -> int:

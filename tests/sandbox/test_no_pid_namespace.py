@@ -23,7 +23,7 @@ import pytest
 
 from app.demos import MY_SERVER
 from tests.support.forkserver import RawClient, dead, pipes, running_forkserver
-from tests.support.procs import wait_until
+from tests.support.procs import stat_fields, wait_until
 
 UID_BASE = 3_410_000
 RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
@@ -160,8 +160,7 @@ def ending_what_outlives(forkserver_pid: int) -> Iterator[None]:
 
 
 def in_group(pid: int, group: int) -> bool:
-    with open(f"/proc/{pid}/stat") as handle:
-        return int(handle.read().rpartition(")")[2].split()[2]) == group
+    return int(stat_fields(pid)[2]) == group
 
 
 def test_the_stand_in_host_has_no_pid_namespaces_and_the_layer_says_so() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from app.config import PROJECT_ROOT
 from app.sandbox.launcher import Launcher, child_environment
 from app.sandbox.limits import Limits
-from tests.support.procs import all_processes, wait_until
+from tests.support.procs import all_processes, stat_fields, wait_until
 
 READY_TIMEOUT_S = 120.0  # the fork server imports the SDK and every demo first; a busy machine is slow
 REPLY_TIMEOUT_S = 30.0
@@ -122,8 +122,7 @@ def forker_of(fork_server: int) -> int:
 
 def started(pid: int) -> int:
     """When the process started, in clock ticks since boot (/proc/PID/stat's 22nd field)."""
-    with open(f"/proc/{pid}/stat") as handle:
-        return int(handle.read().rpartition(")")[2].split()[19])
+    return int(stat_fields(pid)[19])
 
 
 def dead(pid: int) -> bool:

@@ -31,6 +31,12 @@ class HostProcess:
             return None
 
 
+def stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name (which may hold spaces): state, ppid, pgrp, session, ..."""
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rpartition(")")[2].split()
+
+
 def all_processes() -> list[HostProcess]:
     """Every process /proc shows now (one that ends while we look is left out)."""
     found = []
