@@ -452,23 +452,24 @@ class ForkServer:
             except ProcessLookupError:
                 pass
             return
+        failure = None
         try:
             source = None
             if request["server"] == MY_SERVER:
                 source, problem = self._read_source(fds[3])
                 if problem:
-                    _send(
-                        self.sock, {"op": "failed", "id": request["id"], "error": f"bad request: {problem}"}
-                    )
-                    return
-            self._spawn(
-                request["id"], request["server"], request["uid"], fds[:3], source, warm=request["warm"]
-            )
+                    failure = f"bad request: {problem}"
+            if failure is None:
+                self._spawn(
+                    request["id"], request["server"], request["uid"], fds[:3], source, warm=request["warm"]
+                )
         except OSError as exc:
-            _send(self.sock, {"op": "failed", "id": request["id"], "error": str(exc)})
+            failure = str(exc)
         finally:
             for fd in fds:
                 os.close(fd)
+        if failure is not None:  # told once nothing of the request is held open any more
+            _send(self.sock, {"op": "failed", "id": request["id"], "error": failure})
 
     @staticmethod
     def _read_source(fd: int) -> tuple[str, str]:
