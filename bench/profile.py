@@ -44,7 +44,12 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),  # fmt: skip
     ("metrics and logs", ("prometheus_client", "logging/", "app/logs")),
-    ("framing (WebSocket and ASGI)", ("websockets", "uvicorn/protocols", "starlette", "fastapi")),
+    # Our WebSocket protocol (app/web/wsprotocol.py) reads whole frames and frames replies itself
+    # (round 24): framing, as uvicorn's and websockets' frames were, with what runs in its callbacks.
+    (
+        "framing (WebSocket and ASGI)",
+        ("websockets", "uvicorn/protocols", "starlette", "fastapi", "app/web/wsprotocol", "(wsprotocol.py:"),
+    ),
     ("relay (sessions and wire)", ("app/relay", "app/web")),
 ]
 # Stacks whose innermost Python frame is the loop's run: uvloop's own C code (callbacks, the system
