@@ -30,7 +30,7 @@ UPGRADE = (
     b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 )
-TEXT, CONT, BINARY = 0x1, 0x0, 0x2
+TEXT, CONT = 0x1, 0x0
 
 
 def frame(payload: bytes, opcode: int = TEXT, *, fin: bool = True, masked: bool = True, rsv: int = 0,
