@@ -18,7 +18,7 @@ from app.protocol.jsonrpc import FrameError, parse_client_text, parse_json, pars
 # Strings with what a reader can trip on: escapes, quotes, control characters, the two line
 # separators JavaScript once took for line breaks, characters outside the BMP, and digits.
 strings = st.text(
-    alphabet=st.characters(blacklist_categories=["Cs"])
+    alphabet=st.characters(exclude_categories=["Cs"])
     | st.sampled_from(list('"\\\n\t\x00\x1f\u2028\u2029😀0123456789')),
     max_size=24,
 )
