@@ -21,33 +21,25 @@ from typing import Any
 
 import uvicorn
 import uvloop
-from websockets.frames import Frame, Opcode, apply_mask
+from websockets.frames import Frame, Opcode
 
 from app.web.wsprotocol import DIRECT, WebSocketProtocol
+from bench import wsframe
+from bench.wsframe import CONTINUATION as CONT
+from bench.wsframe import TEXT
 
 MAX_SIZE = 256 * 1024
 UPGRADE = (
     b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
 )
-TEXT, CONT = 0x1, 0x0
 
 
 def frame(payload: bytes, opcode: int = TEXT, *, fin: bool = True, masked: bool = True, rsv: int = 0,
           mask: bytes | None = None) -> bytes:  # fmt: skip
-    """A client's frame, built by hand: any header an attacker may write."""
-    head = bytes([(0x80 if fin else 0) | rsv << 4 | opcode])
-    bit = 0x80 if masked else 0
-    if len(payload) < 126:
-        head += bytes([bit | len(payload)])
-    elif len(payload) < 1 << 16:
-        head += bytes([bit | 126]) + len(payload).to_bytes(2)
-    else:
-        head += bytes([bit | 127]) + len(payload).to_bytes(8)
-    if not masked:
-        return head + payload
-    mask = os.urandom(4) if mask is None else mask
-    return head + mask + apply_mask(payload, mask)
+    """A client's frame (bench/wsframe.py's), with any first byte an attacker may write."""
+    data = wsframe.frame(opcode, payload, (os.urandom(4) if mask is None else mask) if masked else None)
+    return bytes([(data[0] if fin else data[0] & 0x7F) | rsv << 4]) + data[1:]
 
 
 @dataclass
