@@ -86,11 +86,12 @@ _STRICT = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_
 
 
 # orjson reads a usual message in a quarter of the time the standard library takes and writes it in
-# a ninth, and a message crosses both on its way to the server (bench/README.md, round 24). Its reading refuses
-# what the strict one above refuses, but for two things, kept off its way: it reads an integer of
-# more than 64 bits as a float, and it reads nesting deeper than the standard library may. So a text
-# with a run of 19 digits (strings' included), or with more braces and brackets than below, or that
-# orjson refuses, is read by the standard library, whose verdict and messages are the ones given.
+# a ninth, and a message crosses both on its way to the server (bench/README.md, round 24). Its
+# reading refuses what the strict one above refuses, but for two things, kept off its way: it reads
+# an integer of more than 64 bits as a float, and it reads nesting deeper than the standard library
+# may. So a text with a run of 19 digits (strings' included), or with more braces and brackets than
+# below, or that orjson refuses, is read by the standard library, whose verdict and messages are the
+# ones given.
 _FAST_OPENS = 250  # at most this deep, so orjson writes it again too (it stops at 254)
 # One pass makes every digit a 0 and every bracket a brace: then a run of 19 zeros is a long number,
 # and the braces are all the openings.
