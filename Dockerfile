@@ -9,12 +9,13 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libseccomp2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /srv/playground
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md requirements.lock ./
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
 COPY lessons ./lessons
-RUN pip install --no-cache-dir -e . \
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
+ && pip install --no-cache-dir --no-deps -e . \
  && python -m compileall -q app
 ENV PLAYGROUND_DATA_DIR=/var/lib/playground \
     PYTHONDONTWRITEBYTECODE=1

@@ -11,15 +11,26 @@ TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 BENCH_DEBS := libseccomp2 gcc
 
-.PHONY: install run test lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
+.PHONY: install lock run test lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# Exact versions, with hashes, from the lock files (`make lock` writes them anew from pyproject.toml's
+# ranges, keeping every pin it can); the project itself goes in without its dependencies.
+$(STAMP): pyproject.toml requirements-dev.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --require-hashes -r requirements-dev.lock
+	$(PY) -m pip install -q --no-deps -e .
 	touch $(STAMP)
+
+# requirements.lock: what the app needs (the container installs it); requirements-dev.lock: that and
+# the tests' packages (`make install`). uv runs from a throwaway venv: it is not a dependency.
+LOCK_OPTS := --generate-hashes --python-version 3.11.7 --python-platform x86_64-unknown-linux-gnu --no-annotate
+lock:
+	test -x $(VENV)-uv/bin/uv || ($(PYTHON) -m venv $(VENV)-uv && $(VENV)-uv/bin/pip install -q uv)
+	$(VENV)-uv/bin/uv pip compile -q pyproject.toml $(LOCK_OPTS) -o requirements.lock
+	$(VENV)-uv/bin/uv pip compile -q pyproject.toml --extra test $(LOCK_OPTS) -c requirements.lock -o requirements-dev.lock
 
 # Install missing Debian packages when we can (root); otherwise say what is missing. Installed means
 # "install ok installed": `dpkg -s` also succeeds for a removed package whose config files remain.
@@ -86,4 +97,4 @@ bench: install system-deps-bench
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules
+	rm -rf $(VENV) $(VENV)-uv .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules
