@@ -4,7 +4,7 @@
 // the step's hands-on checks. Server text is shown as text only.
 
 import { inlineCode } from "./console/checks.js";
-import { describe } from "./console/editor.js";
+import { describe } from "./console/message.js";
 import { labels } from "./console/labels.js";
 import { MessageLog } from "./console/log.js";
 import { Pairs } from "./console/pairs.js";

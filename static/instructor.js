@@ -2,7 +2,7 @@
 // console view grows as the learner sends, drawn by the same log as the learner's own console.
 // Polling (not a socket): it works the same behind a load balancer, whichever replica answers.
 
-import { describe } from "./console/editor.js";
+import { describe } from "./console/message.js";
 import { labels } from "./console/labels.js";
 import { MessageLog } from "./console/log.js";
 import { Pairs } from "./console/pairs.js";

@@ -5,7 +5,8 @@
 import { CheckList } from "./checks.js";
 import { Connection } from "./connection.js";
 import { RequestCards } from "./cards.js";
-import { describe, Editor } from "./editor.js";
+import { Editor } from "./editor.js";
+import { describe } from "./message.js";
 import { addTryButtons, takeHandoff } from "./examples.js";
 import { labels } from "./labels.js";
 import { MessageLog } from "./log.js";

@@ -1,7 +1,7 @@
 // The console's bookkeeping of one session, without the DOM: which request a reply answers, the
 // requests still waiting for their reply, the ids used, and whether a reconnect lost the session.
 // `kind` is the message's JSON-RPC kind ("request", "notification", "response", "other") as
-// editor.js `describe` tells it. Unit tests: tests/js/pairs.test.mjs.
+// message.js `describe` tells it. Unit tests: tests/js/pairs.test.mjs.
 
 const idKey = (id) => JSON.stringify(id);
 
