@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -28,6 +29,14 @@ MESSAGES = {
 def error_body(status: int, message: str, **extra: object) -> dict:
     """The one JSON error envelope, for HTTP answers and WebSocket handshake refusals alike."""
     return {"error": {"status": status, "message": message, **extra}}
+
+
+def validation_body(exc: RequestValidationError) -> bytes:
+    """The 422 answer for any input: where and what, never the input itself (it may hold anything, a
+    lone surrogate that cannot become UTF-8 among it); ASCII JSON, so every string can be written."""
+    details = [{"loc": error.get("loc", ()), "msg": error.get("msg", ""), "type": error.get("type", "")}
+               for error in exc.errors()]  # fmt: skip
+    return json.dumps(error_body(422, MESSAGES[422], details=details), default=str).encode("ascii")
 
 
 def wants_json(request: Request) -> bool:
@@ -57,7 +66,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         if wants_json(request):
-            return JSONResponse(error_body(422, MESSAGES[422], details=exc.errors()), status_code=422)
+            return Response(validation_body(exc), status_code=422, media_type="application/json")
         return error_response(request, 422, None)
 
     @app.exception_handler(Exception)

@@ -7,8 +7,8 @@ response, and no state change from another site.
 - A POST, PUT, PATCH or DELETE that a cookie could authenticate must come from a page of this site:
   `Sec-Fetch-Site: same-origin`, or an `Origin` naming this site. Anything else (another site, a
   sandboxed frame's `null`, no word at all) gets 403 before any cookie is read or minted. Exempt:
-  requests with the instructor's Bearer header (no cookie authenticates them), and endpoint URLs
-  (`/mcp/...`, which have an Origin rule of their own).
+  requests with the instructor's Bearer header and no cookie (nothing but the token authenticates
+  them), and endpoint URLs (`/mcp/...`, which have an Origin rule of their own).
 - Every HTTP response carries a Content-Security-Policy without inline script or eval, framing
   refused, `nosniff`, no Referer sent onwards (URLs can hold codes), and HSTS when reached over HTTPS.
 - A request body is never held or parsed past its limit: an endpoint URL's is the hard frame cap
@@ -80,6 +80,12 @@ def from_this_site(headers: Headers) -> bool:
     return origin is not None and same_origin(origin, headers.get("host", ""))
 
 
+def bearer_only(headers: Headers) -> bool:
+    """A request authenticated by its Bearer header alone: it carries no cookie. One that carries both
+    could be a browser's, sent with the learner's cookie, so it meets the cross-site check."""
+    return headers.get("authorization", "").lower().startswith("bearer ") and "cookie" not in headers
+
+
 class GuardMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -107,8 +113,7 @@ class GuardMiddleware:
 
         headers = Headers(scope=scope)
         if scope["method"] in STATE_CHANGING and not scope["path"].startswith(EXEMPT_PREFIXES):
-            bearer = headers.get("authorization", "").lower().startswith("bearer ")
-            if not bearer and not from_this_site(headers):
+            if not bearer_only(headers) and not from_this_site(headers):
                 await _refuse(scope, receive, send_with_headers)
                 return
         limit = body_limit(scope)

@@ -16,12 +16,19 @@ import time
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Depends, Form, HTTPException, Request
+from fastapi import APIRouter, Body, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from app.course.models import Step
 from app.course.render import code_block
 from app.progress import ClassInfo, LearnerProgress
+from app.progress.store import (
+    DEFAULT_CLASS_SIZE,
+    EXPECTED_SIZE,
+    MAX_CLASS_NUMBER,
+    SESSION_CAP,
+    parse_class_number,
+)
 from app.relay.session import RelaySession
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
@@ -31,6 +38,7 @@ from app.web.credentials import retry_words, same_secret
 from app.web.fleet import ENDED_BY_INSTRUCTOR
 from app.web.state import AppState, get_state
 from app.web.templating import templates
+from app.web.workspace import STORED_INT_MAX
 
 router = APIRouter()
 COOKIE = "playground_instructor"
@@ -45,21 +53,22 @@ def _session_key(session_id: str) -> str:
 
 
 def is_instructor(request: Request) -> bool:
-    """A valid Bearer token, or a live sign-in session. Raises 429 while wrong tokens are throttled."""
+    """A valid Bearer token, or a live sign-in session. A wrong token past the address's budget raises
+    429 (a right one always passes)."""
     state = get_state(request)
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
-        _check_throttle(request)
         if same_secret(header[7:].strip(), state.instructor_token or ""):
             return True
-        state.throttle.failed(THROTTLE_KIND, client_key(request.scope))
+        _wrong_token(request)
         return False
     session_id = request.cookies.get(COOKIE)
     return session_id is not None and state.progress.instructor_session_valid(_session_key(session_id))
 
 
-def _check_throttle(request: Request) -> None:
-    wait = get_state(request).throttle.wait(THROTTLE_KIND, client_key(request.scope))
+def _wrong_token(request: Request) -> None:
+    """Count a wrong token from this address; past its budget, 429."""
+    wait = get_state(request).throttle.failed(THROTTLE_KIND, client_key(request.scope))
     if wait is not None:
         raise HTTPException(
             429, f"Too many wrong instructor tokens from your address. Try again in {retry_words(wait)}.",
@@ -95,18 +104,20 @@ def dashboard(request: Request) -> HTMLResponse:
     by_class: dict[str | None, int] = {}
     for item in live:
         by_class[item["class_id"]] = by_class.get(item["class_id"], 0) + 1
-    rows = [(c, len(state.progress.class_learners(c.id)), by_class.get(c.id, 0)) for c in classes]
-    context = {"title": "Instructor", "rows": rows, "live_total": len(live),
-               "max_sessions": state.settings.max_sessions, "default_cap": state.settings.max_sessions_per_class}  # fmt: skip
+    rows = [{"klass": c, "members": state.progress.class_size(c.id), "waiting": len(state.progress.pending_joins(c.id)),
+             "live": by_class.get(c.id, 0), "cap": c.max_sessions or state.settings.max_sessions_per_class}
+            for c in classes]  # fmt: skip
+    context = {"title": "Instructor", "rows": rows, "live_total": len(live), "default_size": DEFAULT_CLASS_SIZE,
+               "max_sessions": state.settings.max_sessions, "default_cap": state.settings.max_sessions_per_class,
+               "max_number": MAX_CLASS_NUMBER}  # fmt: skip
     return templates.TemplateResponse(request, "instructor.html", context)
 
 
 @router.post("/instructor/login")
 def login(request: Request, token: str = Form("")) -> Response:
     state = get_state(request)
-    _check_throttle(request)
     if not same_secret(token.strip(), state.instructor_token or ""):
-        state.throttle.failed(THROTTLE_KIND, client_key(request.scope))
+        _wrong_token(request)
         context = {
             "title": "Instructor",
             "error": "That is not the instructor token. It was printed when the app started.",
@@ -130,20 +141,45 @@ def logout(request: Request) -> Response:
     return response
 
 
+def _class_numbers(max_sessions: str, expected_size: str) -> tuple[int | None, int]:
+    """The two numbers of a class as typed in its form (an empty field: the default); 400 with the
+    reason when one is not a whole number in range."""
+    try:
+        cap = parse_class_number(max_sessions, SESSION_CAP) if max_sessions.strip() else None
+        size = (
+            parse_class_number(expected_size, EXPECTED_SIZE) if expected_size.strip() else DEFAULT_CLASS_SIZE
+        )
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from exc
+    return cap, size
+
+
 @router.post("/instructor/classes")
 def create_class(
     request: Request,
     state: Instructor,
     name: str = Form(""),
     max_sessions: str = Form(""),
+    expected_size: str = Form(""),
 ) -> Response:
+    cap, size = _class_numbers(max_sessions, expected_size)
     try:
-        cap = int(max_sessions) if max_sessions.strip() else None
-        klass = state.progress.create_class(name, cap)
+        klass = state.progress.create_class(name, cap, size)
     except ValueError as exc:
-        message = str(exc) if "invalid literal" not in str(exc) else "The session cap is a whole number."
-        raise HTTPException(400, message) from exc
+        raise HTTPException(400, str(exc)) from exc
     return RedirectResponse(f"/instructor/classes/{klass.id}", status_code=303)
+
+
+@router.post("/instructor/classes/{class_id}/settings")
+def class_settings(
+    state: Instructor, class_id: str, max_sessions: str = Form(""), expected_size: str = Form("")
+) -> Response:
+    """New numbers for the class: members beyond a lowered expected size keep their place, and a raised
+    one lets later joins in (joins already waiting still wait for a decision)."""
+    _klass(state, class_id)
+    cap, size = _class_numbers(max_sessions, expected_size)
+    state.progress.update_class(class_id, cap, size)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
 
 
 def _live_sessions(state: AppState, class_id: str | None = None) -> list[dict]:
@@ -190,8 +226,11 @@ def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     join_link = site_url(request) + f"/join/{klass.join_code}"
     live = sum(len(row["sessions"]) for row in rows)
     cap = klass.max_sessions or state.settings.max_sessions_per_class
+    waiting = [{"row_id": row_id(state, w.learner_id), "name": w.display_name, "at": w.requested_at}
+               for w in state.progress.pending_joins(class_id)]  # fmt: skip
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
-            "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time()}  # fmt: skip
+            "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time(), "waiting": waiting,
+            "default_cap": state.settings.max_sessions_per_class, "max_number": MAX_CLASS_NUMBER}  # fmt: skip
 
 
 @router.get("/instructor/classes/{class_id}", response_class=HTMLResponse)
@@ -231,11 +270,75 @@ def _csv_safe(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@") else text
 
 
-@router.post("/instructor/classes/{class_id}/close")
-def close_class(state: Instructor, class_id: str) -> Response:
+@router.post("/instructor/classes/{class_id}/lock")
+@router.post("/instructor/classes/{class_id}/close")  # the name scripts know: closed to new learners
+def lock_joining(state: Instructor, class_id: str) -> Response:
+    """No new joins at all, waiting or not; members keep their place and their consoles."""
     _klass(state, class_id)
-    state.progress.close_class(class_id)
+    state.progress.lock_joining(class_id, True)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+@router.post("/instructor/classes/{class_id}/unlock")
+def unlock_joining(state: Instructor, class_id: str) -> Response:
+    _klass(state, class_id)
+    state.progress.lock_joining(class_id, False)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+# Joins past the class's expected size: the page's Approve / Deny buttons, and the same as JSON for scripts.
+
+
+def _decide(state: AppState, class_id: str, row: str, approve: bool) -> None:
+    """`row` is the waiting learner's opaque row id (as on the class page); 404 when no such join waits."""
+    _klass(state, class_id)
+    waiting = next(
+        (w for w in state.progress.pending_joins(class_id) if row_id(state, w.learner_id) == row), None
+    )
+    if waiting is None or not state.progress.decide_join(class_id, waiting.learner_id, approve):
+        raise HTTPException(404, "No such join waits in this class (it may have been answered already).")
+
+
+@router.post("/instructor/classes/{class_id}/joins/{row}/approve")
+def approve_join_form(state: Instructor, class_id: str, row: str) -> Response:
+    _decide(state, class_id, row, approve=True)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+@router.post("/instructor/classes/{class_id}/joins/{row}/deny")
+def deny_join_form(state: Instructor, class_id: str, row: str) -> Response:
+    _decide(state, class_id, row, approve=False)
+    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+
+
+@router.get("/api/instructor/classes/{class_id}/joins")
+def pending_joins(state: Instructor, class_id: str) -> JSONResponse:
+    """The class's numbers and the joins waiting for a decision, oldest first."""
+    klass = _klass(state, class_id)
+    waiting = [{"id": row_id(state, w.learner_id), "name": w.display_name, "requested_at": w.requested_at}
+               for w in state.progress.pending_joins(class_id)]  # fmt: skip
+    return JSONResponse({"class": klass.id, "members": state.progress.class_size(class_id),
+                         "expected_size": klass.expected_size, "locked": klass.locked, "pending": waiting})  # fmt: skip
+
+
+@router.post("/api/instructor/classes/{class_id}/joins/{row}/approve")
+def approve_join(state: Instructor, class_id: str, row: str) -> JSONResponse:
+    _decide(state, class_id, row, approve=True)
+    return JSONResponse({"id": row, "status": "member"})
+
+
+@router.post("/api/instructor/classes/{class_id}/joins/{row}/deny")
+def deny_join(state: Instructor, class_id: str, row: str) -> JSONResponse:
+    _decide(state, class_id, row, approve=False)
+    return JSONResponse({"id": row, "status": "denied"})
+
+
+@router.post("/api/instructor/classes/{class_id}/joining")
+def set_joining(state: Instructor, class_id: str, locked: Annotated[bool, Body(embed=True)]) -> JSONResponse:
+    """`{"locked": true}` locks joining, `false` unlocks it."""
+    _klass(state, class_id)
+    state.progress.lock_joining(class_id, locked)
+    return JSONResponse({"class": class_id, "locked": locked})
 
 
 @router.post("/instructor/classes/{class_id}/delete")
@@ -256,7 +359,8 @@ def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
 
 @router.get("/instructor/classes/{class_id}/learners/{row}/server.py", response_class=HTMLResponse)
 def learner_server_file(state: Instructor, request: Request, class_id: str, row: str,
-                        version: int | None = None) -> HTMLResponse:  # fmt: skip
+                        version: Annotated[int | None, Query(ge=0, le=STORED_INT_MAX)] = None,
+                        ) -> HTMLResponse:  # fmt: skip
     """A learner's own server.py, read-only: the newest saved version, or one of the kept ones."""
     klass = _klass(state, class_id)
     learner = _class_learner(state, class_id, row)

@@ -9,10 +9,10 @@ the starter. The last few versions are kept and can be read or restored. The fil
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app import workspace
@@ -27,6 +27,11 @@ from app.web.state import AppState, get_state
 router = APIRouter()
 
 PYTHON_TEXT = "text/x-python; charset=utf-8"
+# The largest integer the progress stores hold (SQLite's INTEGER, PostgreSQL's bigint): a number past
+# it in a request is refused (422) before it reaches a query, which could not even bind it.
+STORED_INT_MAX = 2**63 - 1
+# A saved version's number in a path.
+Version = Annotated[int, Path(ge=0, le=STORED_INT_MAX)]
 
 
 def _refuse(status: int, message: str) -> JSONResponse:
@@ -94,7 +99,7 @@ async def workspace_state(request: Request) -> JSONResponse:
 
 
 @router.get("/api/workspace/history/{version}")
-async def read_version(request: Request, version: int) -> Response:
+async def read_version(request: Request, version: Version) -> Response:
     state = get_state(request)
     saved = await anyio.to_thread.run_sync(state.progress.server_file, learner_id(request), version)
     if saved is None:
@@ -104,7 +109,7 @@ async def read_version(request: Request, version: int) -> Response:
 
 
 @router.post("/api/workspace/history/{version}/restore")
-async def restore_version(request: Request, version: int) -> JSONResponse:
+async def restore_version(request: Request, version: Version) -> JSONResponse:
     """Save an old version again as the newest (the versions after it stay in the history)."""
     state = get_state(request)
     learner = learner_id(request)
