@@ -84,7 +84,16 @@ vendor:
 check-lessons: install
 	$(PY) -m app check-lessons
 
-lint: install
+# Biome (tools/lint, from npm at its locked version) lints the project's JavaScript.
+BIOME_STAMP := tools/lint/node_modules/.installed-stamp
+BIOME := tools/lint/node_modules/.bin/biome
+$(BIOME_STAMP): tools/lint/package-lock.json
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps-node
+	npm ci --prefix tools/lint --no-audit --no-fund --loglevel=error
+	touch $(BIOME_STAMP)
+
+lint: install $(BIOME_STAMP)
+	$(BIOME) lint
 	$(PY) -m ruff check app tests bench scripts
 	$(PY) -m ruff format --check app tests bench scripts
 	$(PY) -m mypy app
@@ -97,4 +106,4 @@ bench: install system-deps-bench
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) $(VENV)-uv .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules
+	rm -rf $(VENV) $(VENV)-uv .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules tools/lint/node_modules

@@ -82,7 +82,7 @@ class EndpointPanel {
   async listMine() {
     const holder = this.$("[data-endpoint-mine]");
     const reply = await fetch("/api/endpoints").catch(() => null);
-    if (!reply || !reply.ok) return;
+    if (!reply?.ok) return;
     const mine = (await reply.json()).filter((item) => !this.endpoint || item.id !== this.endpoint.id);
     holder.hidden = mine.length === 0;
     const list = holder.querySelector("ul");

@@ -16,7 +16,7 @@ const reply = (id, body) => JSON.stringify({ jsonrpc: "2.0", id, ...body }, null
 
 function exampleFor(schema) {
   const content = {};
-  for (const [name, prop] of Object.entries((schema && schema.properties) || {})) {
+  for (const [name, prop] of Object.entries((schema?.properties) || {})) {
     if (prop.default !== undefined) content[name] = prop.default;
     else if (Array.isArray(prop.enum)) content[name] = prop.enum[0];
     else if (prop.type === "integer" || prop.type === "number") content[name] = prop.minimum ?? 1;

@@ -210,7 +210,7 @@ class Console {
       }
       this.editor.check();
     } else if (frame.status === "exited") {
-      const why = (frame.exit_status && frame.exit_status.text) || frame.reason || "it stopped";
+      const why = (frame.exit_status?.text) || frame.reason || "it stopped";
       this.pairs.serverExited();
       this.waits.reset();
       this.log.note(`The server ${why}.`, "error");

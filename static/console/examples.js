@@ -6,7 +6,7 @@ export const HANDOFF_KEY = "mcp-playground:try-it";
 /** `put(text, before)`: `before` lists the messages the example needs sent first (a handshake), or []. */
 export function addTryButtons(root, put) {
   for (const pre of root.querySelectorAll("pre[data-example]")) {
-    if (pre.nextElementSibling && pre.nextElementSibling.classList.contains("try-it")) continue;
+    if (pre.nextElementSibling?.classList.contains("try-it")) continue;
     const text = pre.textContent.trim();
     const figure = pre.closest("figure[data-before]");
     const before = figure ? JSON.parse(figure.dataset.before) : [];

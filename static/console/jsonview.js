@@ -49,7 +49,7 @@ function node(value, key, depth, last) {
   const count = isArray ? `${entries.length} item${entries.length === 1 ? "" : "s"}` : `${entries.length} key${entries.length === 1 ? "" : "s"}`;
   summary.append(el("span", "j-punct", open), el("span", "j-folded", ` ${count} ${close}${comma}`));
   const body = el("div", "j-children");
-  entries.forEach(([k, v], i) => body.append(node(v, isArray ? i : k, depth + 1, i === entries.length - 1)));
+  for (const [i, [k, v]] of entries.entries()) body.append(node(v, isArray ? i : k, depth + 1, i === entries.length - 1));
   details.append(summary, body, el("div", "j-line j-close", close + comma));
   return details;
 }

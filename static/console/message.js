@@ -7,7 +7,7 @@ export function describe(value) {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return { kind: "other", words: Array.isArray(value) ? "an array (a batch): the relay will refuse it" : "not an object: not a JSON-RPC message" };
   }
-  const hasId = Object.prototype.hasOwnProperty.call(value, "id");
+  const hasId = Object.hasOwn(value, "id");
   if (typeof value.method === "string") {
     return hasId
       ? { kind: "request", words: `a request: ${value.method}, id ${JSON.stringify(value.id)}` }

@@ -7,7 +7,7 @@ const idKey = (id) => JSON.stringify(id);
 
 /** "result", or "error <code>" for an error reply: the arrow's label on the diagram. */
 function outcome(message) {
-  return message && "error" in message ? `error ${message.error && message.error.code}` : "result";
+  return message && "error" in message ? `error ${message.error?.code}` : "result";
 }
 
 export class Pairs {

@@ -27,7 +27,7 @@ const SERVERS = await loadServers();
 
 /** A tool, resource and prompt from a server's samples ([{method, params}]), placeholders for the rest. */
 export function samplesFrom(samples = []) {
-  const params = (method) => (samples.find((s) => s.method === method) || {}).params;
+  const params = (method) => samples.find((s) => s.method === method)?.params;
   const tool = params("tools/call");
   const read = params("resources/read");
   const prompt = params("prompts/get");
@@ -52,7 +52,7 @@ function initialize(revision) {
 /** The template list: [{group, items: [{key, label, build(id, context) -> message}]}]; `context.waiting`
  * is the id of the newest request still waiting for its reply, when there is one. */
 export function templateGroups(server, revision, servers = SERVERS) {
-  const s = samplesFrom((servers.find((it) => it.name === server) || {}).samples);
+  const s = samplesFrom(servers.find((it) => it.name === server)?.samples);
   const stateless = revision === STATELESS_REVISION;
   const meta = { "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION, "io.modelcontextprotocol/clientCapabilities": {} };
   const request = (method, params) => (id) => {

@@ -10,7 +10,7 @@ const FILE_URL = "/api/workspace/server.py";
 async function errorText(response) {
   try {
     const body = await response.json();
-    if (body && body.error && body.error.message) return body.error.message;
+    if (body?.error?.message) return body.error.message;
   } catch (_) { /* not JSON: say the status */ }
   return `The playground answered ${response.status}.`;
 }
@@ -117,7 +117,7 @@ class Workspace {
       const first = body.diagnostics[0];
       this.say(`Saved as version ${body.version}, but Python cannot run it: line ${first.line}, column ${first.col}: ${first.message}.`, "warn");
     } else {
-      this.say(`Saved as version ${body.version}.` + (restart ? " Restarting your server with it…" : " Restart the server to run it."));
+      this.say(`Saved as version ${body.version}.${restart ? " Restarting your server with it…" : " Restart the server to run it."}`);
     }
     if (restart) this.restartConsole();
     return true;

@@ -30,6 +30,7 @@ class FakeSocket extends EventTarget {
 globalThis.WebSocket = FakeSocket;
 globalThis.window = new EventTarget();
 globalThis.location = { protocol: "https:", host: "playground.example" };
+globalThis.document = { querySelector: () => null }; // a page whose visitor already has an identity
 const { Connection } = await import("../../static/console/connection.js");
 
 function connect() {
