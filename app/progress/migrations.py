@@ -124,6 +124,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             created_at {time} NOT NULL
         )""",
     ),
+    # 8: a class's expected size (its members; 40 is store.DEFAULT_CLASS_SIZE) and the joins past it,
+    # waiting for the instructor or denied by them (one per learner: their latest).
+    (
+        "ALTER TABLE classes ADD COLUMN expected_size INTEGER NOT NULL DEFAULT 40",
+        """CREATE TABLE join_requests (
+            learner_id TEXT PRIMARY KEY REFERENCES learners(id) ON DELETE CASCADE,
+            class_id TEXT NOT NULL REFERENCES classes(id) ON DELETE CASCADE,
+            display_name TEXT,
+            requested_at {time} NOT NULL,
+            denied_at {time}
+        )""",
+        "CREATE INDEX join_requests_class ON join_requests (class_id, requested_at)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -24,6 +24,18 @@ class QuizRecord:
     ever_correct: bool
 
 
+# A class's expected size (members) unless the instructor gives another; joins past it wait.
+DEFAULT_CLASS_SIZE = 40
+# The largest expected size or session cap a class may have: a sane bound, far above any real class.
+MAX_CLASS_NUMBER = 10_000
+# Joins waiting for the instructor in one class; past it a join is refused (the list stays readable).
+MAX_PENDING_JOINS = 100
+# What the two numbers are called in the sentences that refuse them.
+EXPECTED_SIZE = "The expected class size"
+SESSION_CAP = "The session cap"
+JoinOutcome = Literal["joined", "pending", "locked", "too_many_waiting"]
+
+
 @dataclass(frozen=True)
 class ClassInfo:
     """A class an instructor hosts: learners join it with its short code."""
@@ -32,8 +44,20 @@ class ClassInfo:
     name: str
     join_code: str
     created_at: float
-    closed: bool = False
+    locked: bool = False  # joining is locked: no new member, no new waiting join; members stay
     max_sessions: int | None = None  # live sessions for the whole class; None: only the global caps
+    expected_size: int = DEFAULT_CLASS_SIZE  # members; joins past it wait for the instructor
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    """A join past the class's expected size, waiting for the instructor (or denied by them)."""
+
+    learner_id: str
+    class_id: str
+    display_name: str | None
+    requested_at: float
+    denied: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,7 +172,13 @@ class ProgressStore(Protocol):
         ...
 
     # Classes (hosting).
-    def create_class(self, name: str, max_sessions: int | None = None) -> ClassInfo: ...
+    def create_class(
+        self, name: str, max_sessions: int | None = None, expected_size: int = DEFAULT_CLASS_SIZE
+    ) -> ClassInfo: ...
+
+    def update_class(self, class_id: str, max_sessions: int | None, expected_size: int) -> None:
+        """New numbers for the class; members beyond a lowered expected size keep their place."""
+        ...
 
     def classes(self) -> list[ClassInfo]: ...
 
@@ -156,15 +186,35 @@ class ProgressStore(Protocol):
 
     def class_by_code(self, join_code: str) -> ClassInfo | None: ...
 
-    def close_class(self, class_id: str) -> None: ...
+    def lock_joining(self, class_id: str, locked: bool) -> None: ...
 
     def delete_class(self, class_id: str) -> None:
         """Delete the class and the progress of every learner in it."""
         ...
 
-    def join_class(self, learner_id: str, class_id: str, display_name: str | None) -> None: ...
+    def join_class(self, learner_id: str, class_id: str, display_name: str | None) -> JoinOutcome:
+        """A member already, or one while the class has fewer members than its expected size:
+        "joined"; past it the join waits for the instructor ("pending"), up to MAX_PENDING_JOINS.
+        Decided for one class at a time across replicas."""
+        ...
 
     def class_learners(self, class_id: str) -> list[LearnerProgress]: ...
+
+    def class_size(self, class_id: str) -> int:
+        """How many members the class has."""
+        ...
+
+    def pending_joins(self, class_id: str) -> list[JoinRequest]:
+        """The joins waiting for the instructor, oldest first."""
+        ...
+
+    def decide_join(self, class_id: str, learner_id: str, approve: bool) -> bool:
+        """Approve (the learner becomes a member at once) or deny a waiting join; False when none waits."""
+        ...
+
+    def join_request(self, learner_id: str) -> JoinRequest | None:
+        """The learner's waiting or denied join, if any (an approved one is gone: they are a member)."""
+        ...
 
     # Instructor sign-in sessions: keyed by a hash of the id the cookie holds.
     def start_instructor_session(self, id_hash: str, lifetime_s: float) -> None: ...
@@ -273,6 +323,29 @@ def new_code(length: int) -> str:
 def normalise_code(code: str) -> str:
     """As typed by a person: case, spaces and dashes do not matter."""
     return "".join(ch for ch in code.upper() if ch.isalnum())
+
+
+def clean_class_number(value: int, what: str) -> int:
+    """An expected size or a session cap as stored; ValueError with a sentence when out of range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{what} is a whole number.")
+    if value < 1:
+        raise ValueError(f"{what} is at least 1.")
+    if value > MAX_CLASS_NUMBER:
+        raise ValueError(f"{what} is at most {MAX_CLASS_NUMBER}.")
+    return value
+
+
+def parse_class_number(text: str, what: str) -> int:
+    """A number an instructor typed (a form field), as `clean_class_number` accepts it."""
+    text = text.strip()
+    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
+        raise ValueError(f"{what} is at least 1.")
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{what} is a whole number.")
+    if len(text.lstrip("0")) > len(str(MAX_CLASS_NUMBER)):  # never parse thousands of digits
+        raise ValueError(f"{what} is at most {MAX_CLASS_NUMBER}.")
+    return clean_class_number(int(text), what)
 
 
 def clean_class_name(name: str) -> str:

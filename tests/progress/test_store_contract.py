@@ -11,7 +11,13 @@ import pytest
 from app.progress import ProgressStore, SQLiteProgressStore
 from app.progress.migrations import SCHEMA_VERSION
 from app.progress.postgres import PostgresProgressStore
-from app.progress.store import CODE_ALPHABET, JOIN_CODE_LENGTH
+from app.progress.store import (
+    CODE_ALPHABET,
+    DEFAULT_CLASS_SIZE,
+    JOIN_CODE_LENGTH,
+    MAX_CLASS_NUMBER,
+    MAX_PENDING_JOINS,
+)
 
 ADA, BOB, CY = "learner-ada-0000000000", "learner-bob-0000000000", "learner-cy-00000000000"
 
@@ -82,8 +88,10 @@ def test_classes_codes_and_membership(store) -> None:  # noqa: ANN001
     learners = store.class_learners(first.id)
     assert [p.display_name for p in learners] == ["Ada", "Bob"]
     assert learners[1].checks == {"l/a": {"ping-answered"}}
-    store.close_class(first.id)
-    assert store.get_class(first.id).closed
+    store.lock_joining(first.id, True)
+    assert store.get_class(first.id).locked and not store.get_class(second.id).locked
+    store.lock_joining(first.id, False)
+    assert not store.get_class(first.id).locked
     store.delete_class(first.id)
     assert store.get_class(first.id) is None
     assert store.learner(BOB).checks == {}  # the class's learners went with it
@@ -93,10 +101,118 @@ def test_classes_codes_and_membership(store) -> None:  # noqa: ANN001
 def test_bad_class_input_is_refused_with_a_reason(store) -> None:  # noqa: ANN001
     with pytest.raises(ValueError, match="needs a name"):
         store.create_class("   ")
-    with pytest.raises(ValueError, match="at least 1"):
-        store.create_class("x", max_sessions=0)
+    wrong = {0: "at least 1", -1: "at least 1", MAX_CLASS_NUMBER + 1: "at most", 10**30: "at most",
+             True: "a whole number"}  # fmt: skip
+    for number, why in wrong.items():
+        with pytest.raises(ValueError, match=f"^The session cap is {why}"):
+            store.create_class("x", max_sessions=number)
+        with pytest.raises(ValueError, match=f"^The expected class size is {why}"):
+            store.create_class("x", expected_size=number)
+    klass = store.create_class("y", max_sessions=MAX_CLASS_NUMBER, expected_size=MAX_CLASS_NUMBER)
+    with pytest.raises(ValueError, match="expected class size"):
+        store.update_class(klass.id, None, 10**30)
+    assert store.get_class(klass.id).expected_size == MAX_CLASS_NUMBER
     with pytest.raises(ValueError, match="at most 40"):
-        store.join_class(ADA, store.create_class("y").id, "n" * 41)
+        store.join_class(ADA, klass.id, "n" * 41)
+    assert store.classes() == [klass]
+
+
+@pytest.mark.parametrize(
+    ("typed", "why"),
+    [("", "a whole number"), ("abc", "a whole number"), ("1.5", "a whole number"), ("1e3", "a whole number"),
+     ("٣", "a whole number"), ("²", "a whole number"), ("0", "at least 1"), ("-5", "at least 1"),
+     ("10001", "at most"), ("9" * 5000, "at most"), ("0" * 50 + "7", None), (" 40 ", None)],
+)  # fmt: skip
+def test_a_typed_class_number_is_read_or_refused_with_a_reason(typed: str, why: str | None) -> None:
+    from app.progress.store import parse_class_number
+
+    if why is None:
+        assert parse_class_number(typed, "The expected class size") == int(typed)
+    else:
+        with pytest.raises(ValueError, match=f"^The expected class size is {why}"):
+            parse_class_number(typed, "The expected class size")
+
+
+def test_joins_past_the_expected_size_wait_for_the_instructor(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Small", expected_size=2)
+    assert (klass.expected_size, store.create_class("Default").expected_size) == (2, DEFAULT_CLASS_SIZE)
+    learners = [f"learner-{n:02d}-000000000000" for n in range(6)]
+    outcomes = [store.join_class(learner, klass.id, f"L{n}") for n, learner in enumerate(learners)]
+    assert outcomes == ["joined", "joined", "pending", "pending", "pending", "pending"]
+    assert store.class_size(klass.id) == 2
+    assert [p.display_name for p in store.class_learners(klass.id)] == ["L0", "L1"]
+    assert store.join_class(learners[0], klass.id, "L0 again") == "joined"  # a member stays one
+    waiting = store.pending_joins(klass.id)
+    assert [(w.learner_id, w.display_name, w.denied) for w in waiting] == [
+        (learner, f"L{n}", False) for n, learner in enumerate(learners) if n >= 2
+    ]
+    assert store.learner(learners[2]).class_id is None and store.join_request(learners[0]) is None
+
+    assert store.decide_join(klass.id, learners[2], approve=True)
+    assert store.learner(learners[2]).class_id == klass.id and store.join_request(learners[2]) is None
+    assert store.learner(learners[2]).display_name == "L2"
+    assert store.decide_join(klass.id, learners[3], approve=False)
+    assert store.join_request(learners[3]).denied and store.learner(learners[3]).class_id is None
+    assert not store.decide_join(klass.id, learners[3], approve=True)  # denied: nothing waits
+    assert not store.decide_join(klass.id, learners[0], approve=True)  # a member: nothing waits
+    assert not store.decide_join(store.create_class("Other").id, learners[4], approve=True)
+    assert [w.learner_id for w in store.pending_joins(klass.id)] == learners[4:]
+    assert store.class_size(klass.id) == 3
+
+    store.lock_joining(klass.id, True)
+    late = "learner-late-0000000000"
+    assert store.join_class(late, klass.id, "Late") == "locked"
+    assert store.join_request(late) is None and store.learner(late).class_id is None
+    assert store.join_class(learners[0], klass.id, "L0") == "joined"  # members keep their place
+    assert store.class_size(klass.id) == 3
+    store.lock_joining(klass.id, False)
+    assert store.join_class(late, klass.id, "Late") == "pending"
+    store.update_class(klass.id, max_sessions=9, expected_size=5)
+    assert (store.get_class(klass.id).max_sessions, store.get_class(klass.id).expected_size) == (9, 5)
+    assert store.join_class("learner-next-0000000000", klass.id, "Next") == "joined"
+
+    store.delete_class(klass.id)
+    assert store.join_request(learners[4]) is None and store.join_request(learners[3]) is None
+
+
+def test_waiting_joins_are_bounded_per_class(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Crowded", expected_size=1)
+    assert store.join_class(ADA, klass.id, "Ada") == "joined"
+    for n in range(MAX_PENDING_JOINS):
+        assert store.join_class(f"learner-{n:04d}-0000000000", klass.id, None) == "pending"
+    assert store.join_class(BOB, klass.id, "Bob") == "too_many_waiting"
+    assert store.join_request(BOB) is None
+    assert store.join_class("learner-0000-0000000000", klass.id, "Again") == "pending"  # already waiting
+    assert len(store.pending_joins(klass.id)) == MAX_PENDING_JOINS
+
+
+def test_two_replicas_joining_at_once_fill_the_expected_size_exactly(store, tmp_path: Path) -> None:  # noqa: ANN001
+    """Ten joins at once from two connections (two replicas) into a class of 3: three become members."""
+    import threading
+
+    if isinstance(store, SQLiteProgressStore):
+        other: ProgressStore = SQLiteProgressStore(tmp_path / "p.sqlite3")
+    else:
+        other = PostgresProgressStore(store.url)
+    other.open()
+    klass = store.create_class("Rush", expected_size=3)
+    outcomes: list[str] = []
+    try:
+
+        def join(n: int) -> None:
+            outcomes.append(
+                (store if n % 2 else other).join_class(f"learner-{n:02d}-00000000000", klass.id, None)
+            )
+
+        threads = [threading.Thread(target=join, args=(n,)) for n in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        other.close()
+    assert sorted(outcomes) == ["joined"] * 3 + ["pending"] * 7
+    assert store.class_size(klass.id) == 3 and len(store.pending_joins(klass.id)) == 7
 
 
 def test_resume_codes(store) -> None:  # noqa: ANN001
