@@ -1,0 +1,186 @@
+"""A class from the attacker's side: one address joining again and again with the join code fills the
+class only up to its expected size (the rest wait for the instructor), the instructor approves or denies
+each waiting join, locking joining refuses even the right code, and no number in a class form reaches
+the store unchecked (docs/hosting.md, "Running a class")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from tests.support.appserver import AppProcess
+
+TOKEN = "instructor-token-for-class-joins"
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+JOINED = "/course?joined=1"
+WAITING = "/join/waiting"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    with AppProcess(tmp_path_factory.mktemp("class-joins"), instructor_token=TOKEN, warm_pool_size=1) as app:
+        yield app
+
+
+@pytest.fixture
+def people() -> Iterator[ExitStack]:
+    with ExitStack() as stack:
+        yield stack
+
+
+def teacher(app: AppProcess) -> httpx.Client:
+    return httpx.Client(base_url=app.base, headers=BEARER, timeout=30)
+
+
+def make_class(app: AppProcess, name: str, size: int) -> tuple[str, str]:
+    with teacher(app) as client:
+        made = client.post("/instructor/classes", data={"name": name, "expected_size": str(size)})
+        assert made.status_code == 303, made.text
+        class_id = made.headers["location"].rsplit("/", 1)[1]
+        page = BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        return class_id, page.select_one("[data-join-code]").get_text()
+
+
+def join(app: AppProcess, people: ExitStack, code: str, name: str) -> tuple[httpx.Client, httpx.Response]:
+    """A new identity (a new client, no cookie) joining from the same address as every other."""
+    client = people.enter_context(app.client())
+    return client, client.post("/join", data={"code": code, "display_name": name})
+
+
+def class_page(app: AppProcess, class_id: str) -> BeautifulSoup:
+    with teacher(app) as client:
+        return BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
+
+
+def members(app: AppProcess, class_id: str) -> list[str]:
+    return [row.th.get_text() for row in class_page(app, class_id).select("tr[data-learner]")]
+
+
+def pending(app: AppProcess, class_id: str) -> dict:
+    with teacher(app) as client:
+        reply = client.get(f"/api/instructor/classes/{class_id}/joins")
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+
+def join_status(client: httpx.Client) -> tuple[str, str]:
+    """What the learner's waiting page says: its state and its sentence."""
+    reply = client.get(WAITING)
+    assert reply.status_code == 200, reply.text
+    page = BeautifulSoup(reply.text, "html.parser")
+    return page.select_one("[data-join-status]")["data-join-status"], page.select_one(
+        "[data-join-notice]"
+    ).get_text()
+
+
+def test_one_address_joining_again_and_again_fills_only_the_expected_size(app: AppProcess, people) -> None:  # noqa: ANN001
+    class_id, code = make_class(app, "Crowded", size=3)
+    replies = [join(app, people, code, f"Mallory {n}") for n in range(8)]
+    assert [reply.status_code for _, reply in replies] == [303] * 8
+    assert [reply.headers["location"] for _, reply in replies] == [JOINED] * 3 + [WAITING] * 5
+
+    assert members(app, class_id) == ["Mallory 0", "Mallory 1", "Mallory 2"]
+    listed = pending(app, class_id)
+    assert (listed["members"], listed["expected_size"], listed["locked"]) == (3, 3, False)
+    assert [p["name"] for p in listed["pending"]] == [f"Mallory {n}" for n in range(3, 8)]
+    assert len(class_page(app, class_id).select("li[data-waiting]")) == 5  # the dashboard's list
+
+    state, sentence = join_status(replies[5][0])
+    assert state == "waiting" and "waits for the instructor's approval" in sentence
+    state, _ = join_status(replies[0][0])
+    assert state == "member"  # the positive control: the same page for a member says so
+
+
+def test_the_instructor_approves_one_and_denies_one_and_each_sees_the_answer(app: AppProcess, people) -> None:  # noqa: ANN001
+    class_id, code = make_class(app, "One seat", size=1)
+    join(app, people, code, "Ada")
+    bea, _ = join(app, people, code, "Bea")
+    cy, _ = join(app, people, code, "Cy")
+    waiting = {p["name"]: p["id"] for p in pending(app, class_id)["pending"]}
+    assert set(waiting) == {"Bea", "Cy"}
+    assert httpx.get(f"{app.base}/api/instructor/classes/{class_id}/joins", timeout=30).status_code == 401
+
+    with teacher(app) as client:  # approved through the API
+        approved = client.post(f"/api/instructor/classes/{class_id}/joins/{waiting['Bea']}/approve")
+        assert approved.status_code == 200 and approved.json()["status"] == "member"
+    with app.client() as signed_in:  # denied with the class page's button (a sign-in session)
+        assert signed_in.post("/instructor/login", data={"token": TOKEN}).status_code == 303
+        button = class_page(app, class_id).select_one(
+            f"li[data-waiting='{waiting['Cy']}'] form[action$='/deny']"
+        )
+        assert signed_in.post(button["action"]).status_code == 303
+
+    state, sentence = join_status(bea)  # Bea reloads her page: a member now
+    assert state == "member" and "You are a member of the class “One seat”" in sentence
+    notice = BeautifulSoup(bea.get(JOINED).text, "html.parser").select_one("[data-notice]").get_text()
+    assert "You joined the class “One seat”" in notice
+    state, sentence = join_status(cy)
+    assert state == "denied" and "did not accept your join" in sentence
+    assert members(app, class_id) == ["Ada", "Bea"]
+    assert pending(app, class_id)["pending"] == []
+    with teacher(app) as client:  # answered once: nothing waits any more
+        again = client.post(f"/api/instructor/classes/{class_id}/joins/{waiting['Cy']}/approve")
+        assert again.status_code == 404
+        assert client.post(f"/api/instructor/classes/{class_id}/joins/not-a-row/deny").status_code == 404
+
+
+def test_locked_joining_refuses_the_right_code_and_members_keep_their_place(app: AppProcess, people) -> None:  # noqa: ANN001
+    class_id, code = make_class(app, "Locked", size=1)
+    ada, _ = join(app, people, code, "Ada")
+    with teacher(app) as client:
+        assert client.post(f"/instructor/classes/{class_id}/lock").status_code == 303
+        page = BeautifulSoup(client.get("/instructor").text, "html.parser")
+        assert page.select_one(f"tr[data-class='{class_id}'] [data-joining]").get_text() == "locked"
+
+    _, refused = join(app, people, code, "Mallory")
+    assert refused.status_code == 400
+    error = BeautifulSoup(refused.text, "html.parser").select_one(".form-error").get_text()
+    assert "Joining the class “Locked” is locked" in error and "closed to new learners" in error
+    assert pending(app, class_id)["pending"] == []  # not even a waiting join
+    assert members(app, class_id) == ["Ada"]
+    assert join_status(ada)[0] == "member"
+    again = ada.post("/join", data={"code": code, "display_name": "Ada L."})  # a member is no new join
+    assert again.status_code == 303 and again.headers["location"] == JOINED
+
+    with teacher(app) as client:
+        assert client.post(f"/api/instructor/classes/{class_id}/joining", json={"locked": False}).json() == {
+            "class": class_id, "locked": False}  # fmt: skip
+    _, after = join(app, people, code, "Bea")  # the positive control: unlocked, the code works again
+    assert after.status_code == 303 and after.headers["location"] == WAITING
+    assert members(app, class_id) == ["Ada L."]
+
+
+NOT_NUMBERS = {"9" * 30: "at most", "9" * 5000: "at most", "9223372036854775808": "at most", "10001": "at most",
+               "0": "at least 1", "-3": "at least 1", "abc": "a whole number", "1e3": "a whole number",
+               "4.5": "a whole number", "٣": "a whole number"}  # fmt: skip
+
+
+@pytest.mark.parametrize("field", ["expected_size", "max_sessions"])
+def test_huge_or_wrong_numbers_in_the_class_forms_answer_400(app: AppProcess, field: str) -> None:
+    what = "The expected class size" if field == "expected_size" else "The session cap"
+    class_id, _ = make_class(app, f"Numbers {field}", size=5)
+    with teacher(app) as client:
+        for typed, why in NOT_NUMBERS.items():
+            made = client.post("/instructor/classes", data={"name": f"Bad {field}", field: typed})
+            assert made.status_code == 400, (typed, made.status_code)
+            assert f"{what} is {why}" in made.text, typed
+            edited = client.post(
+                f"/instructor/classes/{class_id}/settings", data={"expected_size": "5", field: typed}
+            )
+            assert edited.status_code == 400, (typed, edited.status_code)
+            assert f"{what} is {why}" in edited.text, typed
+        assert f"Bad {field}" not in client.get("/instructor").text
+        # The positive control: numbers in range are kept and shown.
+        edited = client.post(
+            f"/instructor/classes/{class_id}/settings", data={"expected_size": "7", "max_sessions": "9"}
+        )
+        assert edited.status_code == 303
+        row = BeautifulSoup(client.get("/instructor").text, "html.parser").select_one(
+            f"tr[data-class='{class_id}']"
+        )
+        assert (row.select_one("[data-members]").get_text(), row.select_one("[data-consoles]").get_text()) == (
+            "0 of 7", "0 of 9")  # fmt: skip
