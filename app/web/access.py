@@ -11,7 +11,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.web.client import is_https
 from app.web.credentials import same_secret
 from app.web.errors import error_body
-from app.web.guesses import failed, throttled
+from app.web.guesses import wrong
 from app.web.learner import MAX_AGE_S
 from app.web.state import get_state
 from app.web.templating import page
@@ -36,15 +36,14 @@ async def access_form(request: Request, next: str = "/") -> HTMLResponse:
 @router.post("/access")
 def access(request: Request, code: str = Form(""), next: str = Form("/")) -> Response:
     expected = get_state(request).settings.access_code
-    if (refusal := throttled(request, "access")) is not None:
-        return refusal
     if not expected or same_secret(code.strip(), expected):
         response = RedirectResponse(_safe_next(next), status_code=303)
         if expected:
             response.set_cookie(ACCESS_COOKIE, access_token(expected), max_age=MAX_AGE_S, path="/", httponly=True,
                                 samesite="lax", secure=is_https(request.scope))  # fmt: skip
         return response
-    failed(request, "access")
+    if (refusal := wrong(request, "access")) is not None:
+        return refusal
     return page(request, "access.html", status=403, title="Access code", next=_safe_next(next),
                  error="That is not the access code. Ask whoever runs this playground.")  # fmt: skip
 

@@ -1,9 +1,12 @@
 """Secrets that people type or send (the instructor token, the access code, join and resume codes):
-compared safely whatever bytes arrive, and guessing throttled per client address.
+compared safely whatever bytes arrive, and wrong guesses counted per client address.
 
-Only failures count, per kind of secret and client address, in a sliding window: a class behind one
-NAT address, where a few learners mistype their join code once, all get in; a script trying codes
-gets 429 with Retry-After after a burst.
+A presented secret is checked first, and a right one always passes: a class behind one school's NAT
+address gets in even while someone behind the same address guesses. Only wrong ones count, per kind
+of secret and client address, in a sliding window; past the budget, each further wrong one is
+answered 429 at once (nothing is held open), with Retry-After. Guessing then goes no faster than the
+address's requests (PLAYGROUND_REQUESTS_PER_S_PER_ADDRESS): the codes are long enough for that
+(docs/hosting.md, "Security").
 """
 
 from __future__ import annotations
@@ -29,31 +32,33 @@ def same_secret(presented: str, expected: str) -> bool:
 
 
 class FailureThrottle:
-    """Failed attempts per (kind, address); past `limit` in the window, the next attempt waits."""
+    """Wrong attempts per (kind, address): `limit` in the window are answered as wrong; past it, 429."""
 
     def __init__(self, limit: int, window_s: float = FAILURE_WINDOW_S) -> None:
         self.limit = limit
         self.window_s = window_s
+        # The newest `limit` failures of each key: enough to tell whether one more is past the budget.
         self._failures: dict[tuple[str, str], deque[float]] = {}
 
-    def wait(self, kind: str, address: str) -> float | None:
-        """None when an attempt may be made now, else the seconds until one may."""
-        failures = self._failures.get((kind, address))
-        if not failures:
-            return None
+    def failed(self, kind: str, address: str) -> float | None:
+        """Count a wrong attempt. None while the address is within its budget; past it, the seconds
+        until it is within it again (the attempt is answered 429)."""
         now = time.monotonic()
-        while failures and now - failures[0] > self.window_s:
-            failures.popleft()
-        if len(failures) < self.limit:
+        key = (kind, address)
+        failures = self._failures.get(key)
+        if failures is None:
+            if len(self._failures) >= ADDRESSES_KEPT:
+                self._forget_quiet(now)
+            failures = self._failures[key] = deque(maxlen=max(self.limit, 1))
+        over = len(failures) >= self.limit and (not failures or now - failures[0] <= self.window_s)
+        failures.append(now)
+        if not over:
             return None
         return max(self.window_s - (now - failures[0]), 1.0)
 
-    def failed(self, kind: str, address: str) -> None:
-        now = time.monotonic()
-        if len(self._failures) >= ADDRESSES_KEPT:
-            for key in [k for k, t in self._failures.items() if not t or now - t[-1] > self.window_s]:
-                del self._failures[key]
-        self._failures.setdefault((kind, address), deque()).append(now)
+    def _forget_quiet(self, now: float) -> None:
+        for key in [k for k, t in self._failures.items() if not t or now - t[-1] > self.window_s]:
+            del self._failures[key]
 
 
 def retry_words(wait_s: float) -> str:

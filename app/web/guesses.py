@@ -1,4 +1,7 @@
-"""Wrong codes people type, per client address: the request side of credentials.FailureThrottle."""
+"""Wrong codes people type, per client address: the request side of credentials.FailureThrottle.
+
+A route checks the code first (a right one always passes) and calls `wrong()` only when it is wrong.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ from app.web.errors import error_response
 from app.web.state import get_state
 
 
-def throttled(request: Request, kind: str) -> Response | None:
-    """429 while this address has sent too many wrong codes of this kind, else None."""
-    wait = get_state(request).throttle.wait(kind, client_key(request.scope))
+def wrong(request: Request, kind: str) -> Response | None:
+    """Count a wrong code of this kind from this address: None while it is within its budget (answer
+    as for any wrong code), else the 429 to answer with."""
+    wait = get_state(request).throttle.failed(kind, client_key(request.scope))
     if wait is None:
         return None
     response = error_response(
@@ -21,7 +25,3 @@ def throttled(request: Request, kind: str) -> Response | None:
     )
     response.headers["Retry-After"] = str(int(wait) + 1)
     return response
-
-
-def failed(request: Request, kind: str) -> None:
-    get_state(request).throttle.failed(kind, client_key(request.scope))

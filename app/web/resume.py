@@ -6,7 +6,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.web.client import is_https, site_url
-from app.web.guesses import failed, throttled
+from app.web.guesses import wrong
 from app.web.learner import learner_id
 from app.web.state import get_state
 from app.web.templating import page
@@ -30,11 +30,10 @@ def _resume_page(request: Request, status: int = 200, error: str | None = None) 
 
 
 def _switch_to(request: Request, code: str) -> Response:
-    if (refusal := throttled(request, "resume")) is not None:
-        return refusal
     learner = get_state(request).progress.learner_for_resume_code(code)
     if learner is None:
-        failed(request, "resume")
+        if (refusal := wrong(request, "resume")) is not None:
+            return refusal
         return _resume_page(request, 404, "No progress has that resume code. Check it and try again.")
     response = RedirectResponse("/course?resumed=1", status_code=303)
     identity = get_state(request).identity
@@ -47,11 +46,9 @@ def _switch_to(request: Request, code: str) -> Response:
 def resume_link(request: Request, code: str) -> Response:
     """A link only asks: switching who you are takes a click, so a link planted elsewhere cannot."""
     progress = get_state(request).progress
-    if (refusal := throttled(request, "resume")) is not None:
-        return refusal
     learner = progress.learner_for_resume_code(code)
     if learner is None:
-        return _switch_to(request, code)  # says the code is unknown
+        return _switch_to(request, code)  # counts the wrong code, says it is unknown
     name = progress.learner(learner).display_name
     return page(request, "resume_confirm.html", title="Continue on this device", code=code, name=name)
 

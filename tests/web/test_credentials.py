@@ -60,13 +60,69 @@ def test_wrong_tokens_are_throttled_per_address(app: AppProcess) -> None:
     with app.client(headers=where(3)) as client:
         for _ in range(LIMIT):
             assert client.post("/instructor/login", data={"token": "guess"}).status_code == 401
-        refused = client.post("/instructor/login", data={"token": TOKEN})  # even the right one, for now
+        refused = client.post("/instructor/login", data={"token": "guess"})
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
         assert "Too many wrong instructor tokens" in refused.text
         bearer = client.get("/instructor", headers={"Authorization": "Bearer guess"})
         assert bearer.status_code == 429
     with app.client(headers=where(4)) as other:  # another address is not affected
-        assert other.post("/instructor/login", data={"token": TOKEN}).status_code == 303
+        assert other.post("/instructor/login", data={"token": "guess"}).status_code == 401
+
+
+def class_code(app: AppProcess, name: str) -> str:
+    with app.client(headers={"Authorization": f"Bearer {TOKEN}", **where(250)}) as teacher:
+        made = teacher.post("/instructor/classes", data={"name": name})
+        page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
+        return page.select_one("[data-join-code]").get_text()
+
+
+def resume_code_of(app: AppProcess, address: dict[str, str]) -> str:
+    """A learner's resume code, as they read it on /resume (after a first action made them a learner)."""
+    with app.client(headers=address) as learner:
+        learner.post("/api/identity")
+        return (
+            BeautifulSoup(learner.get("/resume").text, "html.parser")
+            .select_one("[data-resume-code]")
+            .get_text()
+        )
+
+
+def test_a_guesser_behind_a_shared_address_locks_nobody_out(app: AppProcess) -> None:
+    """A school's NAT address: one guesser sends 20+ wrong tokens and codes. Before, the right instructor
+    token, join codes and resume codes from that address then answered 429 for 10 minutes."""
+    nat = where(20)
+    code = class_code(app, "Behind the NAT")
+    resume = resume_code_of(app, where(21))
+    guesses = 25
+    with app.client(headers=nat) as guesser:
+        for n in range(guesses):
+            guesser.post("/instructor/login", data={"token": f"guess-{n}"})
+            guesser.get("/instructor", headers={"Authorization": f"Bearer guess-{n}"})
+            guesser.post("/join", data={"code": f"WRONG{n:04d}", "display_name": "Mallory"})
+            guesser.post("/resume", data={"code": f"WRONGCODE{n:04d}"})
+        for attempt in (
+            lambda: guesser.post("/instructor/login", data={"token": "guess-again"}),
+            lambda: guesser.get("/instructor", headers={"Authorization": "Bearer guess-again"}),
+            lambda: guesser.post("/join", data={"code": "WRONGAGAIN", "display_name": "Mallory"}),
+            lambda: guesser.post("/resume", data={"code": "WRONGCODEAGAIN"}),
+            lambda: guesser.get("/resume/WRONGCODEAGAIN"),
+        ):
+            refused = attempt()
+            assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+            assert refused.elapsed.total_seconds() < 5  # answered at once, nothing held open
+    # The right credentials from the same address pass, each from a browser of its own.
+    with app.client(headers=nat) as teacher:
+        assert teacher.post("/instructor/login", data={"token": TOKEN}).status_code == 303
+        assert teacher.get("/instructor").status_code == 200
+    assert httpx.get(app.base + "/instructor", headers={"Authorization": f"Bearer {TOKEN}", **nat},
+                     timeout=30).status_code == 200  # fmt: skip
+    with app.client(headers=nat) as learner:
+        joined = learner.post("/join", data={"code": code, "display_name": "Grace"})
+        assert joined.status_code == 303 and joined.headers["location"].startswith("/course")
+    with app.client(headers=nat) as moving:
+        assert moving.get(f"/resume/{resume}").status_code == 200  # asks first
+        switched = moving.post("/resume", data={"code": resume})
+        assert switched.status_code == 303 and switched.headers["location"] == "/course?resumed=1"
 
 
 def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(app: AppProcess) -> None:
@@ -116,14 +172,16 @@ def test_wrong_join_and_resume_codes_are_throttled(app: AppProcess) -> None:
         assert throttled.status_code == 429 and throttled.headers["Retry-After"]
 
 
-def test_wrong_access_codes_are_throttled(tmp_path) -> None:  # noqa: ANN001
+def test_wrong_access_codes_are_throttled_and_the_right_one_passes(tmp_path) -> None:  # noqa: ANN001
     with AppProcess(
         tmp_path, access_code="open sesame", failed_attempts_per_address=2, warm_pool_size=1
     ) as guarded:
         with guarded.client() as visitor:
             for _ in range(2):
                 assert visitor.post("/access", data={"code": "nope", "next": "/"}).status_code == 403
-            assert visitor.post("/access", data={"code": "open sesame", "next": "/"}).status_code == 429
+            refused = visitor.post("/access", data={"code": "nope", "next": "/"})
+            assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
+            assert visitor.post("/access", data={"code": "open sesame", "next": "/"}).status_code == 303
             odd = guarded.post("/access", data={"code": "ñ" * 50, "next": "/"}, headers=where(9))
             assert odd.status_code == 403
 
