@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import INSTRUCTOR_TOKEN
+from tests.support.appserver import AppProcess
 
 STEP = "/course/initialize-handshake/request"
 
@@ -82,3 +83,44 @@ def test_destructive_actions_ask_first(browser_app, browser) -> None:  # noqa: A
         expect(teacher.locator("body")).not_to_contain_text("Keep me")
     finally:
         context.close()
+
+
+def test_joins_past_the_expected_size_wait_for_approve_or_deny(
+    page: Page, second_page: Page, browser: Browser, browser_app: AppProcess, artifacts: Path
+) -> None:
+    teacher, ada = page, second_page
+    teacher.goto("/instructor")
+    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
+    teacher.get_by_role("button", name="Open the dashboard").click()
+    teacher.get_by_label("Name").fill("One seat")
+    teacher.get_by_label("Expected class size").fill("1")
+    teacher.get_by_role("button", name="Create the class").click()
+    code = teacher.locator("[data-join-code]").inner_text()
+    ada.goto(f"/join/{code}")
+    ada.get_by_label("Your name", exact=True).fill("Ada")
+    ada.get_by_role("button", name="Join").click()
+    expect(ada).to_have_url(re.compile(r"/course\?joined=1$"))
+
+    late = {name: browser.new_context(base_url=browser_app.base).new_page() for name in ("Bea", "Cy")}
+    try:
+        for name, learner in late.items():
+            learner.goto(f"/join/{code}")
+            learner.get_by_label("Your name", exact=True).fill(name)
+            learner.get_by_role("button", name="Join").click()
+            expect(learner).to_have_url(re.compile(r"/join/waiting$"))
+            expect(learner.locator("[data-join-notice]")).to_contain_text(
+                "waits for the instructor's approval"
+            )
+        waiting = teacher.locator("li[data-waiting]")  # the class page's grid follows by itself
+        expect(waiting).to_have_count(2)
+        waiting.filter(has_text="Bea").get_by_role("button", name="Approve").click()
+        expect(teacher.locator("tr[data-learner] th")).to_have_text(["Ada", "Bea"])
+        teacher.locator("li[data-waiting]").filter(has_text="Cy").get_by_role("button", name="Deny").click()
+        expect(teacher.locator("li[data-waiting]")).to_have_count(0)
+        for name, answer in (("Bea", "member"), ("Cy", "denied")):
+            late[name].reload()
+            expect(late[name].locator("[data-join-status]")).to_have_attribute("data-join-status", answer)
+        teacher.screenshot(path=str(artifacts / "instructor-joins.png"), full_page=True)
+    finally:
+        for learner in late.values():
+            learner.context.close()
