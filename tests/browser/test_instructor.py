@@ -111,12 +111,12 @@ def test_joins_past_the_expected_size_wait_for_approve_or_deny(
             expect(learner.locator("[data-join-notice]")).to_contain_text(
                 "waits for the instructor's approval"
             )
-        waiting = teacher.locator("li[data-waiting]")  # the class page's grid follows by itself
+        waiting = teacher.locator("tr[data-waiting]")  # the class page's grid follows by itself
         expect(waiting).to_have_count(2)
         waiting.filter(has_text="Bea").get_by_role("button", name="Approve").click()
         expect(teacher.locator("tr[data-learner] th")).to_have_text(["Ada", "Bea"])
-        teacher.locator("li[data-waiting]").filter(has_text="Cy").get_by_role("button", name="Deny").click()
-        expect(teacher.locator("li[data-waiting]")).to_have_count(0)
+        teacher.locator("tr[data-waiting]").filter(has_text="Cy").get_by_role("button", name="Deny").click()
+        expect(teacher.locator("tr[data-waiting]")).to_have_count(0)
         for name, answer in (("Bea", "member"), ("Cy", "denied")):
             late[name].reload()
             expect(late[name].locator("[data-join-status]")).to_have_attribute("data-join-status", answer)

@@ -87,7 +87,7 @@ def test_one_address_joining_again_and_again_fills_only_the_expected_size(app: A
     listed = pending(app, class_id)
     assert (listed["members"], listed["expected_size"], listed["locked"]) == (3, 3, False)
     assert [p["name"] for p in listed["pending"]] == [f"Mallory {n}" for n in range(3, 8)]
-    assert len(class_page(app, class_id).select("li[data-waiting]")) == 5  # the dashboard's list
+    assert len(class_page(app, class_id).select("tr[data-waiting]")) == 5  # the dashboard's list
 
     state, sentence = join_status(replies[5][0])
     assert state == "waiting" and "waits for the instructor's approval" in sentence
@@ -110,7 +110,7 @@ def test_the_instructor_approves_one_and_denies_one_and_each_sees_the_answer(app
     with app.client() as signed_in:  # denied with the class page's button (a sign-in session)
         assert signed_in.post("/instructor/login", data={"token": TOKEN}).status_code == 303
         button = class_page(app, class_id).select_one(
-            f"li[data-waiting='{waiting['Cy']}'] form[action$='/deny']"
+            f"tr[data-waiting='{waiting['Cy']}'] form[action$='/deny']"
         )
         assert signed_in.post(button["action"]).status_code == 303
 
