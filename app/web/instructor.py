@@ -1,4 +1,5 @@
-"""The instructor dashboard: classes, per-learner progress, live sessions, transcripts, CSV, resets.
+"""The instructor dashboard: classes (their numbers, joins waiting for approval, locking joining),
+per-learner progress, live sessions, transcripts, CSV, resets.
 
 Protected by the instructor token, sent once to /instructor/login, which starts a sign-in session
 kept in the progress store (every replica knows it): the HttpOnly, SameSite=Strict cookie holds the
