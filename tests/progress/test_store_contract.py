@@ -354,3 +354,41 @@ def test_a_class_cap_holds_when_replicas_open_at_once(
         other.close()
     assert results.count(None) == 3 and len(results) == 10
     assert len(store.live_sessions(30, "c1")) == 3
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_class_from_before_expected_sizes_gets_the_default_and_keeps_its_members(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import ExitStack
+    from functools import partial
+
+    from app.progress import migrations
+
+    with ExitStack() as stack:
+        if kind == "sqlite":
+            make = partial(SQLiteProgressStore, tmp_path / "old.sqlite3")
+        else:
+            url = stack.enter_context(request.getfixturevalue("postgres_server").fresh_database())
+            make = partial(PostgresProgressStore, url)
+        with monkeypatch.context() as before:  # the schema as it was: version 7
+            before.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:7])
+            before.setattr(migrations, "SCHEMA_VERSION", 7)
+            old = make()
+            old.open()
+            with old._write() as db:
+                old._exec(db, "INSERT INTO classes (id, name, join_code, created_at) VALUES (?, ?, ?, ?)",
+                          ("c-old", "Before", "OLDCDE", time.time()))  # fmt: skip
+            old.close()
+        new = stack.enter_context(closing_store(make()))
+        assert new.schema_version == SCHEMA_VERSION
+        klass = new.get_class("c-old")
+        assert klass is not None and (klass.expected_size, klass.locked) == (DEFAULT_CLASS_SIZE, False)
+        assert new.join_class(ADA, "c-old", "Ada") == "joined"
+
+
+def closing_store(store):  # noqa: ANN001, ANN201
+    from contextlib import closing
+
+    store.open()
+    return closing(store)
