@@ -161,7 +161,20 @@ class Settings(BaseSettings):
         200_000, description="First uid of the reserved range: each live instance runs under its own uid."
     )
     memory_limit_mb: int = Field(
-        512, description="Address-space limit of one demo server process (RLIMIT_AS)."
+        512,
+        description=(
+            "Memory one demo server may use: its cgroup's limit (all its processes together) and its "
+            "Python process's address space (RLIMIT_AS)."
+        ),
+    )
+    memory_budget_mb: int | None = Field(
+        None,
+        ge=64,
+        description=(
+            "Memory every demo server together may use (their parent cgroup's limit): past it the "
+            "largest is ended, and no new session starts while they use nearly all of it. Default: "
+            "half the host's memory (or of the app's own cgroup limit, if lower)."
+        ),
     )
     cpu_limit_s: int = Field(120, description="CPU seconds one demo server process may use (RLIMIT_CPU).")
     max_open_files: int = Field(64, description="Open descriptors one demo server process may hold.")

@@ -7,6 +7,8 @@ Caps, each checked in this order so that the refusal names the most specific one
 - global;
 - outside classes: owners in no class together hold at most a share of the global cap, so the
   rest is kept for classes (a class member is never refused because visitors filled the playground);
+- memory: every instance together uses less than the budget (their parent cgroup's limit) minus a
+  headroom for the new one, as the kernel counts it now (one small read; not the sum of the limits);
 - how often: one owner opens at most so many new sessions a minute, exercise runs included, since
   each starts a sandboxed server (checked last, so only a session that is admitted is counted).
 
@@ -21,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from app.relay.rates import KeyedRate
+from app.sandbox.cgroups import MemoryGauge
 from app.sandbox.errors import CapacityError
 
 # Seconds a refused client is told to wait, by cap: a tab closed frees a place at once, others churn.
@@ -29,6 +32,10 @@ RETRY_SHARED_S = 60
 RETRY_EXERCISE_S = 5
 # New sessions per owner are counted over this window (PLAYGROUND_NEW_SESSIONS_PER_MIN).
 OPENS_WINDOW_S = 60.0
+# What a new instance needs free below the memory budget to start and answer (an idle one holds about
+# 8 MiB of its own), with room to spare: past budget minus this, no new session starts.
+MEMORY_HEADROOM_BYTES = 64 * 1024 * 1024
+RETRY_MEMORY_S = 30
 
 
 @dataclass(frozen=True)
@@ -80,8 +87,9 @@ class Slot:
 
 
 class Admission:
-    def __init__(self, caps: Caps) -> None:
+    def __init__(self, caps: Caps, memory: MemoryGauge | None = None) -> None:
         self.caps = caps
+        self.memory = memory  # every instance's memory together, where it has a budget
         self.total = 0
         self._by_owner: Counter[str] = Counter()
         self._by_class: Counter[str] = Counter()
@@ -121,6 +129,7 @@ class Admission:
             )  # fmt: skip
         if self.total >= self.caps.total:
             raise playground_full(self.caps.total)
+        self._check_memory()
         self._count_opening(owner)
         self.total += 1
         self._exercises[owner.key] += 1
@@ -150,6 +159,21 @@ class Admission:
                 "The places for visitors outside a class are all taken right now (the rest are kept for "
                 "classes).", advice="If you are in a class, join it with its code",
                 reason="visitors_full", retry_after_s=RETRY_SHARED_S,
+            )  # fmt: skip
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        if self.memory is None:
+            return
+        try:
+            used = self.memory.usage_bytes()
+        except (OSError, ValueError):  # unreadable for a moment: the kernel's limit still holds
+            return
+        if used is not None and used + MEMORY_HEADROOM_BYTES > self.memory.limit_bytes:
+            raise CapacityError(
+                "The servers running here are using nearly all the memory set aside for them right "
+                "now, so a new one cannot start.", advice="Close a console you no longer need",
+                reason="memory_full", retry_after_s=RETRY_MEMORY_S,
             )  # fmt: skip
 
     def _count_opening(self, owner: Owner) -> None:

@@ -11,6 +11,8 @@ Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
                {"op": "spawned", "id": N, "pid": PID}   the instance's server, leader of its group
                {"op": "failed", "id": N, "error": TEXT}
                {"op": "exited", "pid": PID, "code": INT | null, "signal": INT | null}
+                 + "memory": "own" | "shared" when the OOM killer ended it (its own limit, or the budget
+                 of every instance together)
 
 An instance is one process: the server, forked straight into a new PID namespace whose PID 1 it is
 (kernel.clone_fork), our child from start to end. The fork itself is our forker's, a copy of us
@@ -366,6 +368,8 @@ class ForkServer:
         self.instances.discard(instance)
         self._instance_uids.pop(instance, None)
         name = self._instance_cgroups.pop(instance, None)
+        killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        memory = self.cgroups.ended_by_memory(name) if killed and name and self.cgroups else None
         if name is not None:
             self._remove_cgroups([name])
         _send(
@@ -375,6 +379,7 @@ class ForkServer:
                 "pid": instance,
                 "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                 "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                **({"memory": memory} if memory else {}),  # read before its cgroup is gone
             },
         )
 
@@ -658,7 +663,7 @@ class ForkServer:
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        cgroups.join(cgroup_procs or [])  # first: whatever it starts from now on is born inside them
+        cgroups.join(cgroup_procs or [], self.proc_fd)  # first: whatever it starts is born inside them
         if copy_ahead and copy_ahead in self._first_writes:  # inside the cgroup, charged for the copies
             first_writes.copy_ahead(self._first_writes[copy_ahead])
         os.setsid()  # own session and process group: the app ends the whole group

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from app.sandbox.cgroups import SERVICE_OOM_SCORE_ADJ, MemoryGauge, set_oom_score_adj
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 
@@ -87,11 +88,15 @@ def subordinate_id_overlap(ids: range, files: tuple[str, ...] = ("/etc/subuid", 
 
 
 class ExitStatus:
-    """How an instance ended: an exit code or a signal, in words for the learner."""
+    """How an instance ended: an exit code or a signal, in words for the learner. `memory`: the OOM
+    killer ended it, at its own limit ("own", of `limit_mib`) or at every instance's together ("shared")."""
 
-    def __init__(self, code: int | None, signal: int | None) -> None:
+    def __init__(self, code: int | None, signal: int | None, memory: str | None = None,
+                 limit_mib: int | None = None) -> None:  # fmt: skip
         self.code = code
         self.signal = signal
+        self.memory = memory
+        self.limit_mib = limit_mib
 
     def __str__(self) -> str:
         if self.signal is not None:
@@ -101,11 +106,17 @@ class ExitStatus:
                 name = signals.Signals(self.signal).name
             except ValueError:
                 name = f"signal {self.signal}"
+            if self.memory == "own":
+                most = f" ({self.limit_mib} MiB)" if self.limit_mib else ""
+                return f"killed by {name}: it used all the memory one server may have{most}"
+            if self.memory == "shared":
+                return (f"killed by {name}: the servers running here together ran out of memory, and "
+                        "this one was using the most")  # fmt: skip
             return f"killed by {name}"
         return f"exited with status {self.code}"
 
     def to_json(self) -> dict[str, int | str | None]:
-        return {"code": self.code, "signal": self.signal, "text": str(self)}
+        return {"code": self.code, "signal": self.signal, "memory": self.memory, "text": str(self)}
 
 
 class Launcher:
@@ -143,6 +154,8 @@ class Launcher:
         self._send_lock = asyncio.Lock()
         self._background: set[asyncio.Task] = set()
         self.closed = asyncio.Event()
+        # Every instance's memory together, where their parent cgroup has a limit (the budget).
+        self.memory: MemoryGauge | None = None
 
     def command(self, fd: int) -> list[str]:
         """The fork server's command line; it talks over the SOCK_SEQPACKET socket `fd`."""
@@ -173,6 +186,12 @@ class Launcher:
             start_new_session=True,  # a Ctrl+C in the terminal is the app's to handle, not ours
         )
         theirs.close()
+        # As root, while the app still is: the OOM killer ends any instance (each raises its own standing
+        # as it starts) before the fork server or this process, either of which would end every session.
+        if not (set_oom_score_adj(SERVICE_OOM_SCORE_ADJ)
+                and set_oom_score_adj(SERVICE_OOM_SCORE_ADJ, str(self.process.pid))):  # fmt: skip
+            log.info("the web process and the fork server keep the OOM killer's default standing (no "
+                     "CAP_SYS_RESOURCE here); every instance still stands before them")  # fmt: skip
         ours.setblocking(False)
         self._sock = ours
         loop = asyncio.get_running_loop()
@@ -192,6 +211,8 @@ class Launcher:
             raise SandboxError("The demo servers could not be started.", reason="forkserver",
                                log_message="the fork server exited during start-up (see its stderr above)")  # fmt: skip
         self.layers = ready["layers"]
+        if self.layers.get("cgroups") == "ok":
+            self.memory = MemoryGauge.open(self.process.pid)  # opened while the app is root
         if self.layers.get("uid") == "ok":
             overlap = subordinate_id_overlap(self.uid_range)
             if overlap:
@@ -219,7 +240,9 @@ class Launcher:
                     if future is not None and not future.done():
                         future.set_result(message)
                 elif op == "exited":
-                    status = ExitStatus(message["code"], message["signal"])
+                    memory = message.get("memory") if message.get("memory") in ("own", "shared") else None
+                    status = ExitStatus(message["code"], message["signal"], memory,
+                                        self.limits.memory_bytes // (1024 * 1024))  # fmt: skip
                     handler = self._exit_handlers.pop(message["pid"], None)
                     if handler is not None:
                         handler(status)
@@ -344,4 +367,6 @@ class Launcher:
                               self.process.pid)  # fmt: skip
                 else:
                     await asyncio.to_thread(self.process.wait)
+        if self.memory is not None:
+            self.memory.close()
         self.closed.set()

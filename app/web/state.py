@@ -139,7 +139,8 @@ class AppState:
                 s.max_sessions_per_learner,
                 s.outside_class_share,
                 new_per_owner_per_min=s.new_sessions_per_min,
-            )
+            ),
+            memory=self.pool.launcher.memory,
         )
         self.sessions = Sessions(
             self.pool, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.appserver import AppProcess
+from app.sandbox.cgroups import host_memory_bytes, memory_budget_bytes
+from tests.support.appserver import ROOT, AppProcess
 from tests.support.procs import descendants, processes_in_uid_range, wait_until
 from tests.support.wsclient import McpClient
 
@@ -163,3 +166,40 @@ async def test_a_fork_bomb_stops_at_the_pids_limit(app: AppProcess) -> None:
     assert forked < PROCESSES and error == 11, outcome  # EAGAIN
     if app.mode == "rootless":  # type: ignore[attr-defined]
         assert max(events) > 0  # no per-uid process limit there: the cgroup stopped it
+
+
+def test_the_default_memory_budget_is_half_of_the_apps_own_cgroup_limit_where_that_is_lower(
+    tmp_path: Path,
+) -> None:
+    """An app in a container (a memory cgroup of 1 GiB on a larger host) must not promise its instances
+    half the host: its default budget is half of what its own cgroup allows."""
+    own = next(line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text().splitlines()
+               if "memory" in line.split(":", 2)[1].split(","))  # fmt: skip
+    box = V1 / "memory" / own.lstrip("/") / f"budget-test-{os.getpid()}"
+    box.mkdir()
+    try:
+        (box / "memory.limit_in_bytes").write_text(str(1024 * 1024 * 1024))
+        code = (
+            f"open({str(box / 'cgroup.procs')!r}, 'w').write('0');"
+            "from app.sandbox.cgroups import memory_budget_bytes;"
+            "print(memory_budget_bytes(None), memory_budget_bytes(300))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             cwd=ROOT, check=True).stdout.split()  # fmt: skip
+    finally:
+        wait_until(lambda: _removed(box), 30)
+    assert [int(n) for n in out] == [512 * 1024 * 1024, 300 * 1024 * 1024]
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    host = int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1]) * 1024
+    assert memory_budget_bytes(None) == min(host, host_memory_bytes()) // 2
+    assert memory_budget_bytes(None) > 512 * 1024 * 1024  # here, outside the box: the host's half
+
+
+def _removed(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,198 @@
+"""The memory budget of every instance together, at a small scale and from the attacker's side: a
+learner's server.py that takes memory until it is stopped is ended (the largest instance goes first)
+and its console says why, while a small instance beside it still answers; no new session starts while
+the instances use nearly all of the budget; the web process and the fork server are the OOM killer's
+last choice. Real app, real sandboxed instances, real WebSockets."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.relay.admission import MEMORY_HEADROOM_BYTES
+from app.sandbox.cgroups import INSTANCE_OOM_SCORE_ADJ, PARENT_PREFIX, SERVICE_OOM_SCORE_ADJ
+from app.sandbox.launcher import ExitStatus
+from app.web.learner import COOKIE
+from tests.support.appserver import AppProcess
+from tests.support.procs import descendants, wait_until
+from tests.support.wsclient import EnvelopeClient, McpClient
+
+MIB = 1024 * 1024
+BUDGET_MB = 384
+# Above the budget, so that the budget, not an instance's own limit, is what a hog meets first.
+INSTANCE_MB = 1024
+CAP_SYS_RESOURCE = 24
+
+# A learner's server.py that takes memory, 8 MiB at a time and every page touched, until it is stopped.
+HOG = """
+chunks = []
+while True:
+    chunks.append(bytearray(b"x") * (8 * 1024 * 1024))
+"""
+
+# One that takes HOLD_MB and keeps it, then serves as a server should.
+HOLDER = """
+import sys
+from mcp.server.mcpserver import MCPServer
+
+held = bytearray(b"x") * ({hold_mb} * 1024 * 1024)
+print("holding", len(held), file=sys.stderr, flush=True)
+mcp = MCPServer("holder")
+
+if __name__ == "__main__":
+    mcp.run()
+"""
+
+
+def memory_parent() -> Path | None:
+    """The instances' memory parent of the app this test started (its child, so in this process's
+    cgroup), or None on a host without a memory cgroup."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            found = glob.glob(f"/sys/fs/cgroup/memory{path.rstrip('/')}/{PARENT_PREFIX}*")
+            return Path(found[0]) if len(found) == 1 else None
+        if controllers == "" and os.path.exists(f"/sys/fs/cgroup{path.rstrip('/')}/memory.max"):
+            found = glob.glob(f"/sys/fs/cgroup{path.rstrip('/')}/{PARENT_PREFIX}*")
+            return Path(found[0]) if len(found) == 1 else None
+    return None
+
+
+def usage(parent: Path) -> int:
+    for name in ("memory.usage_in_bytes", "memory.current"):
+        if (parent / name).exists():
+            return int((parent / name).read_text())
+    raise AssertionError(f"no usage file in {parent}")
+
+
+def limit(parent: Path) -> int:
+    for name in ("memory.limit_in_bytes", "memory.max"):
+        if (parent / name).exists():
+            return int((parent / name).read_text())
+    raise AssertionError(f"no limit file in {parent}")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    if os.geteuid() != 0:
+        pytest.skip("the memory budget is a cgroup's limit: the app must be able to make cgroups (root)")
+    settings = {"memory_budget_mb": BUDGET_MB, "memory_limit_mb": INSTANCE_MB, "warm_pool_size": 1}
+    with AppProcess(tmp_path_factory.mktemp("memory-budget"), **settings) as app:
+        layers = httpx.get(app.base + "/healthz", timeout=30).json()["sandbox"]["layers"]
+        parent = memory_parent()
+        if layers["cgroups"] != "ok" or parent is None:
+            pytest.skip(f"this host gives the app no memory cgroup: cgroups {layers['cgroups']}")
+        app.parent = parent  # type: ignore[attr-defined]
+        yield app
+
+
+def save(app: AppProcess, name: str, source: str) -> None:
+    with app.client(cookies={COOKIE: app.learner_cookie(name)}) as page:
+        page.put("/api/workspace/server.py", content=source.encode()).raise_for_status()
+
+
+async def console(app: AppProcess, name: str) -> EnvelopeClient:
+    return await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                        additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie(name)}"})  # fmt: skip
+
+
+def test_the_budget_is_the_parent_cgroups_limit(app: AppProcess) -> None:
+    assert limit(app.parent) == BUDGET_MB * MIB  # type: ignore[attr-defined]
+
+
+async def test_the_largest_instance_is_ended_and_told_why_while_a_small_one_still_answers(
+    app: AppProcess,
+) -> None:
+    small = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base)
+    try:
+        await small.initialize()
+        save(app, "hog", HOG)
+        hog = await console(app, "hog")
+        try:
+            state = await hog.recv_type("state")
+            while state["status"] != "exited":  # starting, ready, then ended by the OOM killer
+                state = await hog.recv_type("state", timeout=120)
+            assert state["exit_status"]["signal"] == 9, state
+            assert state["exit_status"]["memory"] == "shared", state
+            assert "ran out of memory" in state["reason"] and "using the most" in state["reason"], state
+        finally:
+            await hog.close()
+        assert (await small.call(5, "ping"))["result"] == {}  # the small one lives on, and answers
+        assert (await small.call(6, "tools/list"))["result"]["tools"]
+    finally:
+        await small.close()
+    assert httpx.get(app.base + "/healthz", timeout=30).status_code == 200  # the app and fork server too
+    assert usage(app.parent) < (BUDGET_MB * MIB) // 2  # type: ignore[attr-defined]  # the memory came back
+
+
+async def test_no_new_session_starts_while_the_instances_use_nearly_all_the_budget(app: AppProcess) -> None:
+    parent: Path = app.parent  # type: ignore[attr-defined]
+    # Enough to cross budget minus headroom, well short of the budget itself (no one is ended).
+    threshold = BUDGET_MB * MIB - MEMORY_HEADROOM_BYTES
+    hold_mb = (threshold - usage(parent)) // MIB + 24
+    assert usage(parent) + hold_mb * MIB + 16 * MIB < BUDGET_MB * MIB, "the warm pool alone is too large"
+    save(app, "holder", HOLDER.format(hold_mb=hold_mb))
+    holder = await console(app, "holder")
+    try:
+        await holder.recv_type("state")
+        assert "holding" in (await holder.recv_type("stderr", timeout=120))["text"]
+        assert wait_until(lambda: usage(parent) > threshold, 60), usage(parent)
+        late = await console(app, "late")
+        try:
+            refused = await late.recv_type("full", "state")
+            assert refused["type"] == "full", refused
+            assert refused["reason"] == "memory_full" and "nearly all the memory" in refused["message"]
+        finally:
+            await late.close()
+        await holder.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert (await holder.recv_type("received"))["message"]["result"] == {}  # the holder was not ended
+    finally:
+        await holder.close()
+    # Its memory given back, the same learner is admitted again: only the usage refused them.
+    assert wait_until(lambda: usage(parent) < threshold - 32 * MIB, 60), usage(parent)
+    again = await console(app, "late")
+    try:
+        assert (await again.recv_type("full", "state"))["type"] == "state"
+    finally:
+        await again.close()
+
+
+def may_lower_oom_score_adj() -> bool:
+    effective = next(line for line in Path("/proc/self/status").read_text().splitlines()
+                     if line.startswith("CapEff:"))  # fmt: skip
+    return bool(int(effective.split()[1], 16) & (1 << CAP_SYS_RESOURCE))
+
+
+def oom_score_adj(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/oom_score_adj").read_text())
+
+
+async def test_the_web_process_and_the_fork_server_are_the_oom_killers_last_choice(app: AppProcess) -> None:
+    assert app.proc is not None
+    web = app.proc.pid
+    [fork_server] = [p for p in descendants(web) if int(p.status["PPid"]) == web]
+    # Lowering a standing needs CAP_SYS_RESOURCE, which a container's root may lack (the app runs with
+    # this test's capabilities): there they keep the default, and the instances' standing does the rest.
+    service = SERVICE_OOM_SCORE_ADJ if may_lower_oom_score_adj() else 0
+    assert oom_score_adj(web) == service
+    assert oom_score_adj(fork_server.pid) == service
+    members = [int(pid) for child in app.parent.iterdir() if child.is_dir()  # type: ignore[attr-defined]
+               for pid in (child / "cgroup.procs").read_text().split()]  # fmt: skip
+    assert members  # the warm pool's instances
+    assert all(oom_score_adj(pid) == INSTANCE_OOM_SCORE_ADJ for pid in members)
+
+
+def test_an_exit_for_memory_is_told_in_words() -> None:
+    """What the console shows for each of the fork server's memory reports, and for none."""
+    assert (
+        str(ExitStatus(None, 9, "own", 512))
+        == "killed by SIGKILL: it used all the memory one server may have (512 MiB)"
+    )
+    assert "ran out of memory" in str(ExitStatus(None, 9, "shared", 512))
+    assert str(ExitStatus(None, 9)) == "killed by SIGKILL"
+    assert ExitStatus(None, 9, "shared").to_json()["memory"] == "shared"
