@@ -75,7 +75,8 @@ class Settings(BaseSettings):
         20,
         description=(
             "Wrong instructor tokens, access codes, join codes or resume codes one client address may send "
-            "in 10 minutes (each kind counted apart) before it must wait (429)."
+            "in 10 minutes (each kind counted apart); past it, each further wrong one is answered 429 at "
+            "once. A right one always passes."
         ),
     )
     new_learners_per_address: int = Field(
@@ -146,6 +147,17 @@ class Settings(BaseSettings):
         description=(
             "Share of PLAYGROUND_MAX_SESSIONS that learners outside any class may hold together; "
             "the rest is kept for classes."
+        ),
+    )
+    max_sessions_per_address: int = Field(
+        40,
+        ge=1,
+        description=(
+            "Most live sessions learners outside any class may hold together from one client address "
+            "(IPv6: one /64), whatever identities they use: identities are free to make, so without it "
+            "one address takes every visitors' place. Sized for a school's NAT: 40 people trying the "
+            "playground before their class starts, one console each; class members are not counted "
+            "(their class has its own cap)."
         ),
     )
     warm_pool_size: int = Field(

@@ -308,10 +308,12 @@ def clean_display_name(name: str | None) -> str | None:
     return name
 
 
-# Codes a person types: no 0/O, 1/I/L, so a code read aloud or from a projector is not mistyped.
+# Codes a person types: no 0/O, 1/I/L, so a code read aloud or from a projector is not mistyped. A right
+# code always passes the guessing throttle, so an address guesses at its request rate: long enough that
+# a hit stays implausible for as long as a code lives (docs/hosting.md, "Security").
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-JOIN_CODE_LENGTH = 6
-RESUME_CODE_LENGTH = 10
+JOIN_CODE_LENGTH = 12  # 59 bits
+RESUME_CODE_LENGTH = 16  # 79 bits
 
 
 def new_code(length: int) -> str:

@@ -3,6 +3,8 @@
 Caps, each checked in this order so that the refusal names the most specific one:
 - per owner: a learner (signed cookie), or, for a client without an identity, its address (all
   such connections from one address are one owner);
+- per address, outside classes: every owner in no class from one client address together, whatever
+  identities they hold (identities are cheap to make; class members count in their class instead);
 - per class: the class's own cap;
 - global;
 - outside classes: owners in no class together hold at most a share of the global cap, so the
@@ -57,6 +59,9 @@ class Caps:
     total: int  # every live session
     per_owner: int  # one learner, or one address without identity
     outside_classes: int  # every session of owners in no class, together
+    # Sessions of owners in no class from one client address, whatever their identities (the app
+    # passes PLAYGROUND_MAX_SESSIONS_PER_ADDRESS; this default is for Caps made by hand).
+    per_address_outside: int = 1_000_000
     exercises_per_owner: int = 1  # exercise runs at once, apart from the owner's consoles
     # Sessions and exercise runs one owner may start in OPENS_WINDOW_S (the app passes
     # PLAYGROUND_NEW_SESSIONS_PER_MIN; this default is for Caps made by hand).
@@ -94,6 +99,7 @@ class Admission:
         self._by_owner: Counter[str] = Counter()
         self._by_class: Counter[str] = Counter()
         self._outside = 0
+        self._outside_by_address: Counter[str] = Counter()  # sessions of owners in no class, by address
         self._exercises: Counter[str] = Counter()  # exercise runs by owner
         self._opened = KeyedRate(caps.new_per_owner_per_min, OPENS_WINDOW_S)  # new sessions by owner
 
@@ -115,6 +121,7 @@ class Admission:
         self._by_owner[owner.key] += 1
         if owner.class_id is None:
             self._outside += 1
+            self._outside_by_address[owner.address] += 1
         else:
             self._by_class[owner.class_id] += 1
         return Slot(self, owner)
@@ -148,6 +155,13 @@ class Admission:
             raise CapacityError(
                 f"{who} {_plural(caps.per_owner, 'console')} open, the most one person may have.",
                 advice="Close one (another tab?)", reason="owner_full", retry_after_s=RETRY_OWNER_S,
+            )  # fmt: skip
+        if owner.class_id is None and self._outside_by_address[owner.address] >= caps.per_address_outside:
+            raise CapacityError(
+                f"Your network address already has {_plural(caps.per_address_outside, 'console')} open "
+                "outside a class, the most one address may have.",
+                advice="If you are in a class, join it with its code", reason="address_full",
+                retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
         if owner.class_id is not None and owner.class_cap is not None:
             if self._by_class[owner.class_id] >= owner.class_cap:
@@ -196,6 +210,9 @@ class Admission:
             del self._by_owner[owner.key]
         if owner.class_id is None:
             self._outside -= 1
+            self._outside_by_address[owner.address] -= 1
+            if self._outside_by_address[owner.address] <= 0:
+                del self._outside_by_address[owner.address]
         else:
             self._by_class[owner.class_id] -= 1
             if self._by_class[owner.class_id] <= 0:

@@ -42,6 +42,12 @@ class KeyedRate:
         times.append(now)
         return None
 
+    def refund(self, key: str) -> None:
+        """Take back the latest time `key` was counted (what it did came to nothing)."""
+        times = self._times.get(key)
+        if times:
+            times.pop()
+
     def __len__(self) -> int:
         return len(self._times)
 

@@ -1,12 +1,16 @@
 """Who a request is: the learner id in a cookie the server signed, and the client's address.
 
 - A signed cookie (`<id>.<signature>`, HMAC-SHA256 with a secret shared through the progress store)
-  is an identity; anything else the browser sends is not.
-- A cookie from before signing (a bare id) that names a learner the store knows is re-issued signed,
-  so nobody loses progress; any other unsigned value is ignored.
-- A page request without an identity gets a new one (a new cookie), at most so many per client
-  address in a window; a WebSocket cannot set a cookie, so it goes on without one and is counted by
-  its address (app/relay/admission.py).
+  is an identity; anything else the browser sends (a bare id, an edited cookie) is none.
+- Reading never makes an identity: a page, a progress read or a 404 without one is served as to a
+  fresh visitor (empty progress, nothing stored). The first *action* makes one: a POST, PUT, PATCH or
+  DELETE (answering a quiz, saving a file, creating an endpoint, joining a class) runs under a new id,
+  which becomes the visitor's identity, with its cookie, when the answer is a success (below 400): a
+  wrong join code or a refused request makes none. At most so many per client address in a window
+  (PLAYGROUND_NEW_LEARNERS_PER_ADDRESS; past it an action without an identity answers 429).
+- A WebSocket cannot set a cookie before it opens: the console's page asks for an identity first
+  (`POST /api/identity`, static/console/connection.js); a WebSocket without one (a script) goes on
+  without, counted by its address (app/relay/admission.py).
 - The client's address comes from app/web/client.py (trusted proxies taken into account).
 """
 
@@ -18,22 +22,21 @@ import hmac
 import re
 import secrets
 
-import anyio
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import Response
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.progress import ProgressStore
 from app.relay.rates import KeyedRate
 from app.web.client import client_key, is_https
 
 COOKIE = "playground_learner"
 MAX_AGE_S = 365 * 24 * 3600
 SECRET_NAME = "learner-cookie"
-_LEGACY_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
-# Paths that need no identity: nobody is minted one for fetching a stylesheet or a probe, nor an MCP
+_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+# Paths that need no identity: nobody is given one for fetching a stylesheet or a probe, nor an MCP
 # client on an endpoint (the URL's token names whose it is; a client without a cookie jar would
-# otherwise mint one per request, and spend its whole address's allowance of new learners).
+# otherwise make one per request).
 ANONYMOUS_PATHS = (
     "/mcp/",
     "/static/",
@@ -44,8 +47,14 @@ ANONYMOUS_PATHS = (
     "/openapi.json",
     "/favicon",
 )
+# Actions that make no learner identity: they sign someone in or switch who the visitor is, each with a
+# cookie of its own.
+OWN_COOKIE_PATHS = ("/access", "/instructor", "/resume")
+READING = frozenset({"GET", "HEAD", "OPTIONS"})
 # New identities per client address are counted over this window (PLAYGROUND_NEW_LEARNERS_PER_ADDRESS).
 MINT_WINDOW_S = 600.0
+
+router = APIRouter()
 
 
 def new_id() -> str:
@@ -53,10 +62,24 @@ def new_id() -> str:
 
 
 def learner_id(request: Request) -> str:
-    """This request's learner id (the middleware gives one to every page and API request)."""
+    """This request's learner id. For a visitor without an identity it is a new id that nothing is
+    stored under (scope["learner_minted"]): it reads as empty progress, and becomes the visitor's
+    identity only if the request is an action that succeeds."""
     value = request.scope.get("learner_id")
     assert value, f"{request.url.path} is served without a learner identity"
     return value
+
+
+def has_identity(request: Request) -> bool:
+    """Whether the request carries the visitor's identity (a signed cookie), not a new id."""
+    return bool(request.scope.get("learner_id")) and not request.scope.get("learner_minted")
+
+
+@router.post("/api/identity", status_code=204)
+def identity_please() -> Response:
+    """Make sure this browser has a learner identity: a console's page asks before it opens its
+    WebSocket, whose handshake cannot set a cookie. Nothing changes for a visitor who has one."""
+    return Response(status_code=204)
 
 
 class CookieSigner:
@@ -77,7 +100,7 @@ class CookieSigner:
 
     def verify(self, value: str) -> str | None:
         learner, dot, signature = value.rpartition(".")
-        if not dot or not _LEGACY_ID.match(learner):
+        if not dot or not _ID.match(learner):
             return None
         return learner if hmac.compare_digest(signature.encode(), self._signature(learner).encode()) else None
 
@@ -85,22 +108,13 @@ class CookieSigner:
 class Identity:
     """Built at start-up, once the progress store (which keeps the signing secret) is open."""
 
-    def __init__(self, store: ProgressStore, secret: str, mint_limit: int) -> None:
-        self.store = store
+    def __init__(self, secret: str, mint_limit: int) -> None:
         self.signer = CookieSigner(secret)
         self.minting = KeyedRate(mint_limit, MINT_WINDOW_S)
 
-    async def learner_of(self, value: str | None) -> tuple[str | None, bool]:
-        """(the learner this cookie value proves, whether the cookie must be re-issued signed)."""
-        if not value:
-            return None, False
-        learner = self.signer.verify(value)
-        if learner is not None:
-            return learner, False
-        if _LEGACY_ID.match(value) is None:
-            return None, False
-        known = await anyio.to_thread.run_sync(self.store.learner_exists, value)
-        return (value, True) if known else (None, False)
+    def learner_of(self, value: str | None) -> str | None:
+        """The learner a cookie value proves: only a value this server signed proves anyone."""
+        return self.signer.verify(value) if value else None
 
     def cookie(self, learner: str, secure: bool) -> str:
         flags = "; Secure" if secure else ""
@@ -116,26 +130,35 @@ class LearnerMiddleware:
         if scope["type"] not in ("http", "websocket") or identity is None:
             await self.app(scope, receive, send)
             return
-        learner, reissue = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
-        if learner is None and scope["type"] == "http" and not scope["path"].startswith(ANONYMOUS_PATHS):
-            wait = identity.minting.wait(client_key(scope))
-            if wait is not None:
-                await _too_many_visitors(scope, receive, send, wait)
-                return
-            learner, reissue = new_id(), True
-            scope["learner_minted"] = True  # no identity until this response: a GET records nothing
+        learner = identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
         scope["learner_id"] = learner
-        if not reissue or scope["type"] != "http" or learner is None:
+        if learner is not None or scope["type"] != "http" or scope["path"].startswith(ANONYMOUS_PATHS):
             await self.app(scope, receive, send)
             return
-        cookie = identity.cookie(learner, secure=is_https(scope))
+        scope["learner_id"], scope["learner_minted"] = new_id(), True
+        if scope["method"] in READING or scope["path"].startswith(OWN_COOKIE_PATHS):
+            await self.app(scope, receive, send)
+            return
+        address = client_key(scope)
+        wait = identity.minting.wait(address)
+        if wait is not None:
+            await _too_many_visitors(scope, receive, send, wait)
+            return
+        cookie = identity.cookie(scope["learner_id"], secure=is_https(scope)).encode()
+        succeeded = False
 
         async def send_with_cookie(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", []).append((b"set-cookie", cookie.encode()))
+            nonlocal succeeded
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                succeeded = True
+                message.setdefault("headers", []).append((b"set-cookie", cookie))
             await send(message)
 
-        await self.app(scope, receive, send_with_cookie)
+        try:
+            await self.app(scope, receive, send_with_cookie)
+        finally:
+            if not succeeded:  # a failed action (a wrong code, a refusal) makes no identity
+                identity.minting.refund(address)
 
 
 async def _too_many_visitors(scope: Scope, receive: Receive, send: Send, wait: float) -> None:
@@ -153,4 +176,5 @@ async def _too_many_visitors(scope: Scope, receive: Receive, send: Send, wait: f
 
 
 def install(app: FastAPI) -> None:
+    app.include_router(router)
     app.add_middleware(LearnerMiddleware)

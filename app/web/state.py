@@ -102,9 +102,7 @@ class AppState:
             self.instructor_token = secrets.token_urlsafe(24)
             print(f"Instructor dashboard token: {self.instructor_token}", file=sys.stderr, flush=True)
         self.identity = Identity(
-            self.progress,
-            s.cookie_secret or self.progress.shared_secret(SECRET_NAME),
-            s.new_learners_per_address,
+            s.cookie_secret or self.progress.shared_secret(SECRET_NAME), s.new_learners_per_address
         )
         self.pool = InstancePool(
             servers=list(self.demos),
@@ -139,6 +137,7 @@ class AppState:
                 s.max_sessions_per_learner,
                 s.outside_class_share,
                 new_per_owner_per_min=s.new_sessions_per_min,
+                per_address_outside=s.max_sessions_per_address,
             ),
             memory=self.pool.launcher.memory,
         )

@@ -5,6 +5,18 @@ const BACKOFF_MS = [300, 1000, 2000, 4000, 8000]; // then every 8 s until it wor
 // Closes that are final: server exited (1011), ended on purpose (1000), playground full (1013).
 const FINAL_CLOSES = new Set([1000, 1011, 1013]);
 
+// A WebSocket's handshake cannot set a cookie: on a page served to a visitor without a learner
+// identity (`data-identity="none"`), the first console asks for one (POST /api/identity) before it
+// opens, once per page, so that its session and the checks it passes are the visitor's own. If that
+// fails, the console still opens, counted by the visitor's address.
+let identityReady = document.querySelector("[data-identity=none]") === null;
+let identityAsked = null;
+
+function identityFirst() {
+  identityAsked ??= fetch("/api/identity", { method: "POST" }).then(() => {}, () => {});
+  return identityAsked.then(() => { identityReady = true; });
+}
+
 export class Connection {
   /**
    * @param {string} server demo server name
@@ -39,6 +51,10 @@ export class Connection {
   /** Open a connection: resume the current session when there is one, else a new server. */
   open(resume = false) {
     clearTimeout(this.timer);
+    if (!identityReady) {
+      identityFirst().then(() => this.open(resume));
+      return;
+    }
     this.finished = false;
     if (!resume) {
       this.session = null;

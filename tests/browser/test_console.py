@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from tests.browser.conftest import PageProbe
+from tests.support.procs import wait_until
 
 INITIALIZE_STEP = "/course/initialize-handshake/request"
 
@@ -41,6 +42,26 @@ def test_send_the_prefilled_initialize_and_the_check_turns_green(page: Page, art
     expect(page.locator('[data-fact="revision"]')).to_have_text("2025-06-18")
     page.screenshot(path=artifacts / "step-initialize-after-send.png")
     page.locator("section.console").screenshot(path=artifacts / "console-after-initialize.png")
+
+
+def test_a_new_visitor_gets_an_identity_as_the_console_opens_and_the_check_is_theirs(page: Page) -> None:
+    """Reading makes no identity; the console's page asks for one before its WebSocket opens (whose
+    handshake cannot set a cookie), so the check passed in it is recorded as this visitor's progress."""
+    reply = page.goto(INITIALIZE_STEP)
+    assert reply is not None and "set-cookie" not in reply.all_headers()  # the page itself made none
+    expect(page.locator("section.console")).to_have_attribute("data-identity", "none")
+    ready(page)
+    assert [c["name"] for c in page.context.cookies()] == ["playground_learner"]
+    page.locator("#console-message").press("Control+Enter")
+    check = page.locator('li.check[data-check="initialize-answered"]')
+    expect(check).to_have_attribute("data-passed", "true")
+    step = INITIALIZE_STEP.removeprefix("/course/")
+    assert wait_until(  # recorded off the event loop, moments after the check's frame
+        lambda: page.request.get("/api/progress").json()["steps"][step]["checks"]["initialize-answered"], 30
+    )
+    page.reload()
+    ready(page)
+    expect(page.locator("section.console")).not_to_have_attribute("data-identity", "none")
 
 
 def send(page: Page, text: str) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 
+from app.progress.store import JOIN_CODE_LENGTH
 from tests.browser.conftest import INSTRUCTOR_TOKEN
 from tests.support.appserver import AppProcess
 
@@ -23,7 +24,7 @@ def test_a_class_from_creation_to_the_learners_progress(
     teacher.get_by_label("Name").fill("Browser lab")
     teacher.get_by_role("button", name="Create the class").click()
     code = teacher.locator("[data-join-code]").inner_text()
-    assert len(code) == 6
+    assert len(code) == JOIN_CODE_LENGTH
     expect(teacher.locator("[data-class-grid]")).to_contain_text("No learner has joined yet")
 
     learner.goto(f"/join/{code}")

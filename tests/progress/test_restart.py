@@ -19,7 +19,7 @@ STEP = "initialize-handshake/versions"
 def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with AppProcess(data, warm_pool_size=1) as first, first.client() as client:
-        client.get("/").raise_for_status()  # the first page gives an identity; it records nothing
+        client.post("/api/identity").raise_for_status()  # an identity, as a console page asks
         assert client.get(f"/course/{STEP}").status_code == 200
         cookie = client.cookies[COOKIE]
         client.put("/api/progress/name", json={"display_name": "Ada"}).raise_for_status()

@@ -181,3 +181,29 @@ def test_every_refusal_says_what_is_taken_apart_from_when_to_try_again() -> None
         "again in 10 s."
     )
     assert errors[2].message == "The playground is full right now (1 console open). Try again in 60 s."
+
+
+def test_one_address_fills_no_more_than_its_cap_across_identities() -> None:
+    """Identities are free to make: before, 33 of them x 4 consoles from one address took all 125
+    visitors' places of a default playground. Now the address stops at its own cap."""
+    admission = Admission(Caps.from_share(total=250, per_owner=4, outside_share=0.5, per_address_outside=40))
+    taken, refusals = 0, []
+    for n in range(33):
+        for _ in range(4):
+            try:
+                admission.admit(visitor(n, "203.0.113.7"))
+                taken += 1
+            except CapacityError as exc:
+                refusals.append(exc)
+    assert taken == 40 and admission.outside_classes == 40
+    error = refusals[0]
+    assert error.reason == "address_full" and error.retry_after_s == 60
+    assert error.message == (
+        "Your network address already has 40 consoles open outside a class, the most one address may have. "
+        "If you are in a class, join it with its code, then try again in 60 s."
+    )
+    admission.admit(visitor(99, "203.0.113.8"))  # another address still gets a place
+    assert refusal(admission, Owner(None, "203.0.113.7")).reason == "address_full"  # a script there too
+    for n in range(4):  # class members behind the same address are counted by their class instead
+        admission.admit(Owner(f"member-{n:04d}-0123456789", "203.0.113.7", "class-a", 50))
+    assert admission.count_for_class("class-a") == 4

@@ -19,7 +19,7 @@ from bs4 import BeautifulSoup
 from app.progress.sqlite import SQLiteProgressStore
 from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
-from tests.support.appserver import AppProcess, learner_id_of
+from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until_async
 from tests.support.wsclient import EnvelopeClient, McpClient
 
@@ -47,8 +47,8 @@ def headers(address: str, cookie: str | None = None) -> dict[str, str]:
 
 
 def mint(app: AppProcess, address: str) -> str:
-    """A fresh learner identity, as a browser gets one from a first page."""
-    reply = httpx.get(app.base + "/course", headers={"X-Forwarded-For": address}, timeout=30)
+    """A fresh learner identity, as a console's page gets one before it opens a WebSocket."""
+    reply = app.post("/api/identity", headers={"X-Forwarded-For": address})
     reply.raise_for_status()
     return reply.cookies[COOKIE]
 
@@ -353,34 +353,29 @@ def strict_app(tmp_path_factory: pytest.TempPathFactory):
 def test_new_identities_per_address_are_limited_and_forwarded_for_is_ignored_from_strangers(
     strict_app,
 ) -> None:  # noqa: ANN001
-    made = [httpx.get(strict_app.base + "/course", headers={"X-Forwarded-For": f"203.0.113.{n}"}, timeout=30)
-            for n in range(3)]  # fmt: skip
-    assert all(reply.status_code == 200 and COOKIE in reply.cookies for reply in made)
-    refused = httpx.get(strict_app.base + "/course", headers={"X-Forwarded-For": "203.0.113.99"}, timeout=30)
+    made = [strict_app.post("/api/identity", headers={"X-Forwarded-For": f"203.0.113.{n}"}) for n in range(3)]
+    assert all(reply.status_code == 204 and COOKIE in reply.cookies for reply in made)
+    refused = strict_app.post("/api/identity", headers={"X-Forwarded-For": "203.0.113.99"})
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
-    assert "Too many new visitors" in BeautifulSoup(refused.text, "html.parser").get_text()
-    api = httpx.get(strict_app.base + "/api/progress", timeout=30)
-    assert api.status_code == 429 and "Too many new visitors" in api.json()["error"]["message"]
-    known = httpx.get(strict_app.base + "/course", cookies={COOKIE: made[0].cookies[COOKIE]}, timeout=30)
-    assert known.status_code == 200  # a learner who has an identity is not affected
+    assert "Too many new visitors" in refused.json()["error"]["message"]
+    form = strict_app.post("/course/name", data={"display_name": "Eve"})
+    assert form.status_code == 429
+    assert "Too many new visitors" in BeautifulSoup(form.text, "html.parser").get_text()
+    assert httpx.get(strict_app.base + "/course", timeout=30).status_code == 200  # reading makes no identity
+    with strict_app.client(cookies={COOKIE: made[0].cookies[COOKIE]}) as learner:
+        named = learner.put("/api/progress/name", json={"display_name": "Ada"})
+        assert named.status_code == 200  # a learner who has an identity is not affected
     assert httpx.get(strict_app.base + "/static/style.css", timeout=30).status_code == 200
 
 
-def test_an_old_unsigned_cookie_keeps_its_progress_and_a_made_up_one_gets_nothing(app: AppProcess) -> None:
+def test_an_unsigned_cookie_is_no_identity_even_for_a_known_learner(app: AppProcess) -> None:
     old = "an-old-learner-id-0123456789"
     store = SQLiteProgressStore(app.data_dir / PROGRESS_DB)
     store.open()
     store.record_seen(old, STEP)
     store.close()
     where = {"X-Forwarded-For": "198.51.100.10"}
-    reply = httpx.get(app.base + "/api/progress", cookies={COOKIE: old}, headers=where, timeout=30)
-    assert reply.status_code == 200 and reply.json()["steps"][STEP]["seen"] is True
-    assert learner_id_of(reply.cookies[COOKIE]) == old  # re-issued, signed
-    again = httpx.get(
-        app.base + "/api/progress", cookies={COOKIE: reply.cookies[COOKIE]}, headers=where, timeout=30
-    )
-    assert again.json()["steps"][STEP]["seen"] is True and COOKIE not in again.cookies
-    made_up = httpx.get(app.base + "/api/progress", cookies={COOKIE: "made-up-learner-0123456789"}, headers=where,
-                        timeout=30)  # fmt: skip
-    assert learner_id_of(made_up.cookies[COOKIE]) != "made-up-learner-0123456789"
-    assert made_up.json()["steps"][STEP]["seen"] is False
+    for value in (old, "made-up-learner-0123456789"):
+        reply = httpx.get(app.base + "/api/progress", cookies={COOKIE: value}, headers=where, timeout=30)
+        assert reply.status_code == 200 and reply.json()["steps"][STEP]["seen"] is False
+        assert COOKIE not in reply.cookies  # nothing re-issued, nothing made by a read

@@ -21,7 +21,7 @@ def test_sigkill_and_restart_keeps_progress_and_leaves_no_orphans(tmp_path: Path
     first.start()
     try:
         with first.client() as client:
-            client.get("/").raise_for_status()  # the first page gives an identity; it records nothing
+            client.post("/api/identity").raise_for_status()  # as a console page asks
             client.get(f"/course/{STEP}").raise_for_status()
             learner = client.cookies[COOKIE]
             client.post(

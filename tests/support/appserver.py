@@ -110,12 +110,13 @@ class AppProcess:
         return httpx.post(self.base + path, **kwargs)
 
     def learner_cookie(self, name: str = "learner") -> str:
-        """A learner identity as a browser gets one: the signed cookie from a first page, made once per
-        `name` and kept, so a test can be the same learner again (or a different one)."""
+        """A learner identity as a browser gets one: the signed cookie from a console page's first
+        request for one (reading pages makes none), made once per `name` and kept, so a test can be
+        the same learner again (or a different one)."""
         if name not in self._learners:
             from app.web.learner import COOKIE
 
-            response = httpx.get(self.base + "/course", timeout=30)
+            response = self.post("/api/identity")
             response.raise_for_status()
             self._learners[name] = response.cookies[COOKIE]
         return self._learners[name]

@@ -173,7 +173,7 @@ def test_origin_token_and_ownership(app: AppProcess) -> None:
 
 async def test_endpoint_sessions_count_against_the_owners_cap(app: AppProcess) -> None:
     with app.client() as browser:
-        browser.get("/")
+        browser.post("/api/identity")  # as the console's page does before it opens a WebSocket
         cookie = browser.cookies["playground_learner"]
         endpoint = make_endpoint(app, browser=browser)
         sessions = [initialize(endpoint["url"]) for _ in range(2)]

@@ -100,7 +100,7 @@ def test_every_response_carries_the_security_headers(app: AppProcess, path: str)
 
 
 def test_hsts_only_over_https_as_a_trusted_proxy_says(app: AppProcess) -> None:
-    secure = httpx.get(app.base + "/course", headers={"X-Forwarded-Proto": "https"}, timeout=30)
+    secure = app.post("/api/identity", headers={"X-Forwarded-Proto": "https"})
     assert secure.headers["strict-transport-security"].startswith("max-age=")
     assert "secure" in secure.headers["set-cookie"].lower()
 
