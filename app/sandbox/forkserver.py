@@ -6,6 +6,7 @@ Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
   app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID, "warm": BOOL}  + 3 pipe fds (stdin,
                  stdout, stderr) and, for my-server only, a 4th: a memfd holding the learner's server.py;
                  "warm": the instance will wait in the warm pool (so it copies its first writes ahead)
+                 (never read here: the instance reads it after the fork, see `_instance`)
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
                {"op": "spawned", "id": N, "pid": PID}   the instance's server, leader of its group
@@ -14,17 +15,20 @@ Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
                  + "memory": "own" | "shared" when the OOM killer ended it (its own limit, or the budget
                  of every instance together)
 
-An instance is one process: the server, forked straight into a new PID namespace whose PID 1 it is
-(kernel.clone_fork), our child from start to end. The fork itself is our forker's, a copy of us
-that only forks (app/sandbox/forker.py, CLONE_PARENT), or ours where it is gone. It sets itself up
-(cgroups, a session of its own, whose id is its pid and the group the app signals; the other
-namespaces and its tmpfs), reports, then drops everything and serves. Its pid is the instance's id.
+An instance is one process: the server, forked by us straight into a new PID namespace whose PID 1 it
+is (kernel.clone_fork), our child from start to end. It sets itself up (cgroups, a session of its
+own, whose id is its pid and the group the app signals; the other namespaces and its tmpfs), reports,
+then drops everything and serves. Its pid is the instance's id.
+
+Nothing a learner wrote is ever read, decoded, copied or logged here: whatever this process held
+would stay in its heap, and every instance forked afterwards would inherit a copy. A learner's file
+passes through as a descriptor, and the instance reads it after the fork (own_server.run_file).
 
 The web process drops root once this process is up (app/privileges.py), so a request here may come
 from a compromised, unprivileged process: every one is checked (`check_request`), exactly these
-keys, a registered server, a uid inside the reserved range, three pipes (and for my-server a file of
-at most 64 KiB of UTF-8 text); anything else is refused with a "failed" reply (id null when it had
-none) and logged on stderr. A learner's file is read here but runs only in the confined server process.
+keys, a registered server, a uid inside the reserved range, three pipes (and for my-server a regular
+file of at most 64 KiB, by fstat); anything else is refused with a "failed" reply (id null when it had
+none) and logged on stderr.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from typing import Literal, NoReturn
 
 from app.demos import MY_SERVER, load_registry
 from app.protocol import messages
-from app.sandbox import cgroups, confine, first_writes, forker, kernel, own_server
+from app.sandbox import cgroups, confine, first_writes, kernel, own_server
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
@@ -59,9 +63,11 @@ CGROUP_RETRY_S = 0.2
 SHUTDOWN_CGROUP_WAIT_S = 2.0
 # Where an instance puts the read end of the life pipe (only this process writes to it: at end of
 # file, we have died) while it sets up; its report pipe (closed once it is set up, or as it dies
-# setting up: its exit, reported next, tells which) is fd 3, its stdio 0 to 2.
+# setting up: its exit, reported next, tells which) is fd 3, its stdio 0 to 2; a learner's file,
+# for my-server, fd 5 (read and closed by the instance itself).
 REPORT_FD = 3
 LIFE_FD = 4
+SOURCE_FD = 5
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -114,7 +120,6 @@ class ForkServer:
         # server does not wait for them, so instances set up in parallel (namespaces and mounts
         # take milliseconds); a spawn's only serial cost is its cgroup and its fork.
         self._reports: dict[int, tuple[int, int]] = {}
-        self._forker: forker.Forker | None = None  # what forks instances, while it lives
 
     # --- start-up -------------------------------------------------------------------------------
 
@@ -301,12 +306,6 @@ class ForkServer:
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
         self._learn_first_writes()  # last: from the memory every instance will be forked from
         gc.freeze()  # what learning kept (the runs): not for an instance's collector to touch
-        try:
-            self._forker = forker.Forker.start(
-                functools.partial(self._become_forker, (wake_read, wake_write))
-            )
-        except OSError as exc:  # instances are forked here, as they can always be
-            print(f"fork server: no forker: {exc}", file=sys.stderr, flush=True)
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
         selector = self._selector
         selector.register(self.sock, selectors.EVENT_READ, "control")
@@ -342,8 +341,6 @@ class ForkServer:
             if exited is None:
                 return
             pid = exited.si_pid
-            if self._forker is not None and pid == self._forker.pid:
-                self._forker_gone("it exited")
             if pid in self.instances:
                 self._end_leftovers(pid)
             _, status = os.waitpid(pid, 0)
@@ -459,15 +456,10 @@ class ForkServer:
             return
         failure = None
         try:
-            source = None
-            if request["server"] == MY_SERVER:
-                source, problem = self._read_source(fds[3])
-                if problem:
-                    failure = f"bad request: {problem}"
-            if failure is None:
-                self._spawn(
-                    request["id"], request["server"], request["uid"], fds[:3], source, warm=request["warm"]
-                )
+            source = fds[3] if request["server"] == MY_SERVER else None  # passed on, never read here
+            self._spawn(
+                request["id"], request["server"], request["uid"], fds[:3], source, warm=request["warm"]
+            )
         except OSError as exc:
             failure = str(exc)
         finally:
@@ -475,13 +467,6 @@ class ForkServer:
                 os.close(fd)
         if failure is not None:  # told once nothing of the request is held open any more
             _send(self.sock, {"op": "failed", "id": request["id"], "error": failure})
-
-    @staticmethod
-    def _read_source(fd: int) -> tuple[str, str]:
-        """The learner's file from its memfd: (text, "") or ("", what is wrong with it). Never run here."""
-        data = os.pread(fd, own_server.MAX_SOURCE_BYTES + 1, 0)
-        problem = own_server.problem_with(data)
-        return ("", problem) if problem else (data.decode("utf-8"), "")
 
     def _report(self, pid: int) -> None:
         """The instance `pid` has set up and closed its report pipe (or died): tell the app.
@@ -531,8 +516,6 @@ class ForkServer:
 
     def _shut_down(self) -> None:
         """End every instance, remove their cgroups, and exit."""
-        if self._forker is not None:  # no more forks
-            self._forker.close()
         instances = self.instances | set(self._instance_cgroups)
         for pid in instances:
             self._end_leftovers(pid)
@@ -553,9 +536,10 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: str | None, *,
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: int | None, *,
                warm: bool) -> None:  # fmt: skip
-        """Fork the instance; the "spawned" reply goes out when its report arrives."""
+        """Fork the instance (`source`: the descriptor of a learner's file, for my-server); the "spawned"
+        reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
             cgroup = f"i{next(self._cgroup_ids)}"
@@ -580,56 +564,15 @@ class ForkServer:
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
     def _fork_instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                       source: str | None, *, warm: bool) -> int:  # fmt: skip
-        """The new instance's pid: forked by the forker, or here where there is none."""
-        if self._forker is not None:
-            header = {"server": server, "uid": uid, "warm": warm}
-            try:
-                return self._forker.fork(header, source, [*fds, report, *cgroup_procs])
-            except forker.Gone as gone:
-                self._forker_gone(str(gone))
-                if gone.may_have_forked:  # never two servers on one learner's pipes
-                    raise OSError(f"the fork server's forker is gone ({gone})") from gone
+                       source: int | None, *, warm: bool) -> int:  # fmt: skip
+        """The new instance's pid."""
         pid = kernel.fork_in_new_pid_namespace() if self.has("pid_namespace") else os.fork()
         if pid == 0:
             self._run_instance(server, uid, fds, report, cgroup_procs, source, warm=warm)
         return pid
 
-    def _forker_gone(self, why: str) -> None:
-        assert self._forker is not None
-        self._forker.close()
-        self._forker = None
-        print(
-            f"fork server: its forker is gone ({why}); forking here from now on",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def _become_forker(self, wake: tuple[int, int], sock: socket.socket) -> NoReturn:
-        """In the forker, just forked: hold nothing of the fork server's but what instances need."""
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
-        self._selector.close()
-        for fd in wake:
-            os.close(fd)
-        self.sock.close()  # the app's end must see the fork server's death, not wait for ours
-        assert self._life_write is not None
-        os.close(self._life_write)  # instances' life pipe: only the fork server may hold it open
-        parent = os.getppid()
-        forker.serve(sock, parent, self._fork_for_forker, self.proc_fd)
-
-    def _fork_for_forker(self, header: dict, source: str | None, fds: list[int]) -> int:
-        """In the forker: fork one instance (our parent's child) as the fork server would."""
-        flags = kernel.CLONE_PARENT | (kernel.CLONE_NEWPID if self.has("pid_namespace") else 0)
-        pid = kernel.clone_fork(flags)
-        if pid == 0:
-            self._run_instance(header["server"], header["uid"], fds[:3], fds[3], fds[4:], source,
-                               warm=header["warm"])  # fmt: skip
-        return pid
-
     def _run_instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                      source: str | None, *, warm: bool) -> NoReturn:  # fmt: skip
+                      source: int | None, *, warm: bool) -> NoReturn:  # fmt: skip
         """In the new process: the instance, until it exits."""
         try:
             self._instance(server, uid, fds, report, cgroup_procs, source, warm=warm)
@@ -639,27 +582,27 @@ class ForkServer:
             os._exit(70)
 
     def _instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                  source: str | None, *, warm: bool) -> None:  # fmt: skip
+                  source: int | None, *, warm: bool) -> None:  # fmt: skip
         """In the new process: set up as root (of a user namespace, rootless), report, lock down, serve."""
         # A warm demo copies now what its first message would copy. One for a learner waiting would
         # only pay more for the same copies (first_writes); a learner's server writes its own pages.
-        self._confine(
-            uid, fds, report=report, cgroup_procs=cgroup_procs, copy_ahead=warm and source is None and server
-        )
+        self._confine(uid, fds, report=report, cgroup_procs=cgroup_procs, source=source,
+                      copy_ahead=warm and source is None and server)  # fmt: skip
         # Set up and locked down, filter loaded: only now may the fork server answer the request, as
         # the app hands a reported instance to a learner at once.
         os.close(REPORT_FD)
         # PID 1 ignores signals it has no handler for, so give SIGTERM one.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
-        if source is not None:
-            own_server.run(source)  # exits as `python server.py` would
+        if source is not None:  # read only now, confined: never in the process that forks
+            own_server.run_file(SOURCE_FD)  # exits as `python server.py` would
         self.modules[server].serve()
         os._exit(0)
 
     def _confine(self, uid: int, fds: list[int], *, report: int | None = None, cgroup_procs: list[int] | None = None,
-                 copy_ahead: str | Literal[False] = False) -> None:  # fmt: skip
+                 source: int | None = None, copy_ahead: str | Literal[False] = False) -> None:  # fmt: skip
         """In a new process, an instance or first_writes' probe: set up, then lock down. `fds` become
-        0 to 2, `report` REPORT_FD; `copy_ahead` names the server whose learnt pages to copy."""
+        0 to 2, `report` REPORT_FD, `source` SOURCE_FD; `copy_ahead` names the server whose learnt
+        pages to copy."""
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
@@ -669,6 +612,8 @@ class ForkServer:
         os.setsid()  # own session and process group: the app ends the whole group
         if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
             confine.enter_instance_user_namespace(self._proc())
+        if source is not None:  # clear of every number the moves below write to
+            source = fcntl.fcntl(source, fcntl.F_DUPFD, SOURCE_FD + 1)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         if report is not None:
@@ -677,7 +622,10 @@ class ForkServer:
             os.closerange(REPORT_FD, REPORT_FD + 1)
         assert self._life_read is not None
         os.dup2(self._life_read, LIFE_FD)
-        os.closerange(LIFE_FD + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
+        if source is not None:
+            os.dup2(source, SOURCE_FD)
+        last = LIFE_FD if source is None else SOURCE_FD
+        os.closerange(last + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         if self.has("namespaces"):
             confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
         self._lock_down(uid)
@@ -723,9 +671,9 @@ def _open_proc() -> int:
 
 
 def _pipe_above_instances_fds() -> tuple[int, int]:
-    """A pipe whose read end is clear of the fds an instance fills (0 to LIFE_FD), so it survives there."""
+    """A pipe whose read end is clear of the fds an instance fills (0 to SOURCE_FD), so it survives there."""
     read, write = os.pipe()
-    moved = fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, LIFE_FD + 1)
+    moved = fcntl.fcntl(read, fcntl.F_DUPFD_CLOEXEC, SOURCE_FD + 1)
     os.close(read)
     return moved, write
 

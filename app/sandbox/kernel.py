@@ -23,7 +23,6 @@ for _hook in (_before_fork, _after_fork_child, _after_fork_parent):
 _CLONE_SYSCALL = ctypes.c_long({"x86_64": 56, "aarch64": 220}[os.uname().machine])
 
 CLONE_NEWNS = 0x00020000
-CLONE_PARENT = 0x00008000  # the child's parent is ours: see app/sandbox/forker.py
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
@@ -54,8 +53,6 @@ PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 CAP_LAST_CAP_GUESS = 63
 
-MADV_COLLAPSE = 25  # Linux 6.1: move a range onto huge pages now (app/sandbox/forker.py)
-
 
 def _check(result: int, what: str) -> int:
     if result < 0:
@@ -73,12 +70,12 @@ def fork_in_new_pid_namespace() -> int:
 
 
 def clone_fork(flags: int) -> int:
-    """os.fork() with clone() `flags` (CLONE_NEWPID, CLONE_PARENT): 0 in the child, its pid in the parent.
+    """os.fork() with clone() `flags` (CLONE_NEWPID): 0 in the child, its pid in the parent.
 
     A raw clone() with no new stack returns twice like fork(); around it, the interpreter's own fork
     hooks (documented C API) do what os.fork() does: the import lock, the GIL and thread state,
     signals, and the os.register_at_fork callbacks (random reseeds). Only for a single-threaded
-    process, as the fork server and its forker are: glibc's own fork handlers do not run.
+    process, as the fork server is: glibc's own fork handlers do not run.
     """
     _before_fork()
     pid = _libc_holding_gil.syscall(_CLONE_SYSCALL, ctypes.c_ulong(flags | SIGCHLD), None, None, None, None)
@@ -90,10 +87,6 @@ def clone_fork(flags: int) -> int:
     if pid < 0:
         raise OSError(err, f"clone: {os.strerror(err)}")
     return pid
-
-
-def madvise(address: int, length: int, advice: int) -> None:
-    _check(_libc.madvise(ctypes.c_void_p(address), ctypes.c_size_t(length), ctypes.c_int(advice)), "madvise")
 
 
 def unshare(flags: int) -> None:

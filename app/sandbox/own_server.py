@@ -1,8 +1,9 @@
 """Running a learner's own server.py inside a confined instance, as `python server.py` would.
 
 Called only in the instance's server process (app/sandbox/forkserver.py), after every sandbox layer
-is in force: the file never runs in the fork server or the web process. The source arrives already
-read (the fork server reads the sealed memfd the app sends, and closes it before forking).
+is in force: the file never runs in the fork server or the web process. Nor is it read there: the
+sealed memfd the app sends passes through the fork server as a descriptor, and the instance reads
+and checks it here, after the fork (`run_file`), so that no later instance inherits a copy.
 """
 
 from __future__ import annotations
@@ -15,15 +16,22 @@ import traceback
 from typing import NoReturn
 
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
-# it saves and by the fork server before it runs: one number for both.
+# it saves and by the instance before it runs: one number for both.
 MAX_SOURCE_BYTES = 64 * 1024
 FILE_NAME = "server.py"
+# The exit status of an instance whose file cannot be run (too long, not UTF-8 text): EX_DATAERR of
+# sysexits.h, which no Python exception gives; the reason goes to its stderr.
+BAD_FILE_EXIT = 65
 
 
-def problem_with(data: bytes) -> str:
-    """Why these bytes cannot be a learner's server file, or "" when they can."""
-    if len(data) > MAX_SOURCE_BYTES:
-        return f"the file is {len(data)} bytes, over the limit of {MAX_SOURCE_BYTES} bytes (64 KiB)"
+def problem_with(data: bytes, size: int | None = None) -> str:
+    """Why these bytes (the start of a file of `size` bytes, if given) cannot be a learner's server
+    file, or "" when they can."""
+    size = len(data) if size is None else size
+    if size > MAX_SOURCE_BYTES or len(data) > MAX_SOURCE_BYTES:
+        return (
+            f"the file is {max(size, len(data))} bytes, over the limit of {MAX_SOURCE_BYTES} bytes (64 KiB)"
+        )
     nul = data.find(b"\x00")
     if nul >= 0:
         return f"the file holds a NUL byte (at byte {nul}): save it as text"
@@ -32,6 +40,24 @@ def problem_with(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         return f"the file is not UTF-8 text (byte {exc.start} cannot be read as UTF-8)"
     return ""
+
+
+def run_file(fd: int) -> NoReturn:
+    """Read the learner's file from `fd` (then close it), check it and run it; a file that cannot be
+    run is explained on stderr, and the process exits with BAD_FILE_EXIT."""
+    size = os.fstat(fd).st_size
+    chunks, done = [], 0
+    # From the start: the app's writes left the file's offset, shared with this descriptor, at its end.
+    while done <= MAX_SOURCE_BYTES and (chunk := os.pread(fd, MAX_SOURCE_BYTES + 1 - done, done)):
+        chunks.append(chunk)
+        done += len(chunk)
+    os.close(fd)
+    data = b"".join(chunks)
+    problem = problem_with(data, size)
+    if problem:
+        print(f"{FILE_NAME} cannot be run: {problem}.", file=sys.stderr, flush=True)
+        os._exit(BAD_FILE_EXIT)
+    run(data.decode("utf-8"))
 
 
 def run(source: str) -> NoReturn:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from app.sandbox import cgroups
-from tests.support.forkserver import RawClient, dead, forker_of, pipes, running_forkserver
+from tests.support.forkserver import RawClient, dead, pipes, running_forkserver
 from tests.support.procs import stat_fields, wait_until
 
 UID_BASE = 3_400_000
@@ -244,10 +244,9 @@ def test_spawns_sent_back_to_back_overlap_and_each_gets_its_own_reply(forkserver
     not Path("/sys/fs/cgroup/pids/cgroup.procs").exists(), reason="a cgroup v1 pids hierarchy"
 )
 def test_a_spawn_the_kernel_refuses_fails_cleanly_and_the_fork_server_goes_on(forkserver: RawClient) -> None:
-    """No process to be had (here: the pids cgroup of the fork server and its forker is full): the
+    """No process to be had (here: the pids cgroup of the fork server is full): the
     spawn gets a "failed" reply, and leaves no descriptor open and no instance cgroup behind."""
     server = forkserver.proc.pid
-    forker_pid = forker_of(server)  # whose cgroup its instances are forked in
     parent = Path(f"{cgroups.CGROUP_MOUNT}/pids/{cgroups.PARENT_PREFIX}{server}")  # the instances'
     own = Path("/sys/fs/cgroup/pids") / Path(f"/proc/{server}/cgroup").read_text().split("pids:", 1)[
         1
@@ -255,9 +254,8 @@ def test_a_spawn_the_kernel_refuses_fails_cleanly_and_the_fork_server_goes_on(fo
     full = Path(f"/sys/fs/cgroup/pids/test-full-{os.getpid()}")
     full.mkdir()
     try:
-        (full / "pids.max").write_text("2")  # the fork server and its forker, and no more
+        (full / "pids.max").write_text("1")  # the fork server, and no more
         (full / "cgroup.procs").write_text(str(server))
-        (full / "cgroup.procs").write_text(str(forker_pid))
         descriptors = sorted(os.listdir(f"/proc/{server}/fd"))
         fds, ours = pipes()
         forkserver.send(spawn(), fds)
@@ -269,7 +267,6 @@ def test_a_spawn_the_kernel_refuses_fails_cleanly_and_the_fork_server_goes_on(fo
         assert not [p.name for p in parent.iterdir() if p.is_dir()]  # its instance cgroup is gone
     finally:
         (own / "cgroup.procs").write_text(str(server))
-        (own / "cgroup.procs").write_text(str(forker_pid))
         full.rmdir()
     fds, ours = pipes()  # room again: the next spawn works
     forkserver.send(spawn(id_=2), fds)

@@ -18,7 +18,7 @@ from typing import Any
 from app.config import PROJECT_ROOT
 from app.sandbox.launcher import Launcher, child_environment
 from app.sandbox.limits import Limits
-from tests.support.procs import all_processes, stat_fields, wait_until
+from tests.support.procs import wait_until
 
 READY_TIMEOUT_S = 120.0  # the fork server imports the SDK and every demo first; a busy machine is slow
 REPLY_TIMEOUT_S = 30.0
@@ -106,23 +106,6 @@ def pipes() -> tuple[list[int], list[int]]:
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     return [in_r, out_w, err_w], [in_w, out_r, err_r]
-
-
-def forker_of(fork_server: int) -> int:
-    """The fork server's forker (app/sandbox/forker.py): of its children with its uid and in its PID
-    namespace (an instance has neither, but in rootless mode without that layer), the first started:
-    it is forked as the fork server gets ready, before any instance."""
-    processes = {p.pid: p for p in all_processes()}
-    server = processes[fork_server]
-    children = [p for p in processes.values() if int(p.status["PPid"]) == fork_server]
-    alike = [p.pid for p in children if p.uids == server.uids and len(p.nspids) == len(server.nspids)]
-    assert alike, f"fork server {fork_server} has no forker"
-    return min(alike, key=lambda pid: (started(pid), pid))
-
-
-def started(pid: int) -> int:
-    """When the process started, in clock ticks since boot (/proc/PID/stat's 22nd field)."""
-    return int(stat_fields(pid)[19])
 
 
 def dead(pid: int) -> bool:
