@@ -35,13 +35,13 @@ while True:
     chunks.append(bytearray(b"x") * (8 * 1024 * 1024))
 """
 
-# One that takes HOLD_MB and keeps it, then serves as a server should.
+# One that takes hold_mb, 8 MiB at a time, keeps it, then serves as a server should.
 HOLDER = """
 import sys
 from mcp.server.mcpserver import MCPServer
 
-held = bytearray(b"x") * ({hold_mb} * 1024 * 1024)
-print("holding", len(held), file=sys.stderr, flush=True)
+held = [bytearray(b"x") * (8 * 1024 * 1024) for _ in range(-(-{hold_mb} // 8))]
+print("holding", len(held) * 8, "MiB", file=sys.stderr, flush=True)
 mcp = MCPServer("holder")
 
 if __name__ == "__main__":
@@ -128,6 +128,31 @@ async def test_the_largest_instance_is_ended_and_told_why_while_a_small_one_stil
         await small.close()
     assert httpx.get(app.base + "/healthz", timeout=30).status_code == 200  # the app and fork server too
     assert usage(app.parent) < (BUDGET_MB * MIB) // 2  # type: ignore[attr-defined]  # the memory came back
+
+
+async def test_the_largest_instance_goes_first_not_the_one_that_asks_last(app: AppProcess) -> None:
+    """A large idle instance and a smaller one that takes its memory after it: together past the budget,
+    each alone well within it. The OOM killer ends the largest, though the smaller one asked last."""
+    room = BUDGET_MB * MIB - usage(app.parent)  # type: ignore[attr-defined]
+    save(app, "large", HOLDER.format(hold_mb=room * 60 // 100 // MIB))
+    save(app, "smaller", HOLDER.format(hold_mb=room * 45 // 100 // MIB))
+    large = await console(app, "large")
+    try:
+        assert "holding" in (await large.recv_type("stderr", timeout=120))["text"]
+        smaller = await console(app, "smaller")
+        try:
+            assert "holding" in (await smaller.recv_type("stderr", timeout=120))["text"]
+            state = await large.recv_type("state", timeout=120)
+            while state["status"] != "exited":
+                state = await large.recv_type("state", timeout=120)
+            assert state["exit_status"]["memory"] == "shared", state
+            await smaller.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            assert (await smaller.recv_type("received"))["message"]["result"] == {}
+            assert all(f["type"] != "state" or f["status"] != "exited" for f in smaller.frames)
+        finally:
+            await smaller.close()
+    finally:
+        await large.close()
 
 
 async def test_no_new_session_starts_while_the_instances_use_nearly_all_the_budget(app: AppProcess) -> None:
