@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -79,60 +78,18 @@ def _finite_float(text: str) -> float:
     return value
 
 
-# Made once: json.dumps and json.loads with options build a new encoder or decoder on every call. They
-# read and write what orjson (below) leaves to them.
+# Made once: json.dumps and json.loads with options build a new encoder or decoder on every call.
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _STRICT = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-# orjson reads a usual message in a quarter of the time the standard library takes and writes it in
-# a ninth, and a message crosses both on its way to the server (bench/README.md, round 24). Its
-# reading refuses what the strict one above refuses, but for two things, kept off its way: it reads
-# an integer of more than 64 bits as a float, and it reads nesting deeper than the standard library
-# may. So a text with a run of 19 digits (strings' included), or with more braces and brackets than
-# below, or that orjson refuses, is read by the standard library, whose verdict and messages are the
-# ones given.
-_FAST_OPENS = 250  # at most this deep, so orjson writes it again too (it stops at 254)
-# One pass makes every digit a 0 and every bracket a brace: then a run of 19 zeros is a long number,
-# and the braces are all the openings.
-_DIGITS_AND_OPENS = bytes.maketrans(b"123456789[", b"000000000{")
-_LONG_NUMBER = b"0" * 19
-_SLOW: Any = object()
-
-
 def to_line(message: Any) -> str:
-    """One compact line; U+2028/U+2029 escaped so no reader can take them for line breaks. `message`
-    is what `parse_json` read, or a reply of ours: no NaN, which orjson would write as null."""
-    try:
-        line = orjson.dumps(message).decode()
-    except TypeError:  # an integer past 64 bits, a lone surrogate, deep nesting: the standard library's
-        line = _COMPACT.encode(message)
-    return line.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-
-
-def _parse_fast(text: str) -> Any:
-    """`text` read by orjson, or _SLOW where only the standard library's reading may be taken."""
-    # Bytes, not the str: orjson would keep a UTF-8 copy inside a str that is not ASCII.
-    data = text.encode("utf-8", "surrogatepass")
-    marks = data.translate(_DIGITS_AND_OPENS)
-    if marks.count(b"{") > _FAST_OPENS or marks.find(_LONG_NUMBER) >= 0:
-        return _SLOW
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:  # refused: the standard library says why, or reads it after all
-        return _SLOW
+    """One compact line; U+2028/U+2029 escaped so no reader can take them for line breaks."""
+    return _COMPACT.encode(message).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def parse_json(text: str) -> tuple[Any, FrameError | None]:
-    """Parse `text` as strict RFC 8259 JSON."""
-    value = _parse_fast(text)
-    if value is not _SLOW:
-        return value, None
-    return parse_json_strictly(text)
-
-
-def parse_json_strictly(text: str) -> tuple[Any, FrameError | None]:
-    """`parse_json` by the standard library alone: what orjson's reading must agree with."""
+    """Parse `text` as strict RFC 8259 JSON: no NaN or Infinity, no number that overflows a float."""
     try:
         if text.startswith("\ufeff"):  # as json.loads says it
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
@@ -181,15 +138,28 @@ def json_items(text: str, limit: int) -> int:
     crude = crude_items(text)
     if crude <= limit:
         return crude
-    # An escaped backslash, then an escaped quote, taken out left to right as a reader takes them:
-    # the quotes left are those that open and close strings.
-    plain = text.replace("\\\\", "").replace('\\"', "") if "\\" in text else text
+    plain = _without_escapes(text)
     quotes = plain.count('"')
     # Each string is a key or a value: at most 2 * items + 1 of them in valid JSON. More quotes than
     # that answer the question without splitting the text into that many pieces.
     if quotes > 4 * limit + 2:
         return (quotes + 1) // 4  # items >= (strings - 1) / 2, rounded up
     return crude_items("".join(plain.split('"')[0::2]))
+
+
+def _without_escapes(text: str) -> str:
+    """`text` less its escaped backslashes, then its escaped quotes, taken out left to right as a reader
+    takes them: the quotes left are those that open and close strings."""
+    return text.replace("\\\\", "").replace('\\"', "") if "\\" in text else text
+
+
+def brackets_close(text: str) -> bool:
+    """Whether every string, brace and bracket of `text` closes, as in any JSON text. Linear and without
+    parsing, for a text too big to parse: one where they do not is not JSON at all (a parse error)."""
+    pieces = _without_escapes(text).split('"')
+    outside = "".join(pieces[0::2])
+    balanced = outside.count("{") == outside.count("}") and outside.count("[") == outside.count("]")
+    return len(pieces) % 2 == 1 and balanced
 
 
 def _valid_id(value: Any) -> bool:
@@ -278,6 +248,13 @@ def parse_client_text(text: str, max_bytes: int, max_items: int = MAX_ITEMS) -> 
         )
     items = json_items(text, max_items)
     if items > max_items:  # before parsing: that is what it would cost
+        if not brackets_close(text):
+            return FrameError(
+                PARSE_ERROR,
+                "its strings, braces or brackets do not all close",
+                "This is not valid JSON: some of its strings, braces or brackets never close. "
+                "Nothing was sent to the server.",
+            )
         return too_many_items_error(max_items, edge_id(text))
     if not text.strip():
         return FrameError(

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from app.protocol.jsonrpc import (
     INVALID_REQUEST,
+    PARSE_ERROR,
     Frame,
     FrameError,
     edge_id,
@@ -66,7 +67,10 @@ def test_a_message_of_many_values_is_refused_before_it_is_parsed() -> None:
     assert refused.reason == "message holds more than 10000 JSON values"
     assert "at most 10000" in refused.explanation and "Nothing was sent" in refused.explanation
     # Not valid JSON past the values, and still refused for them: nothing was parsed.
-    assert parse_client_text(many[:-2], 1 << 20, max_items=10_000) == refused
+    assert parse_client_text(many.replace('"method":', '"method"'), 1 << 20, max_items=10_000) == refused
+    # But a text whose brackets never close is not JSON at all: a parse error, found without parsing.
+    unclosed = parse_client_text(many[:-2], 1 << 20, max_items=10_000)
+    assert isinstance(unclosed, FrameError) and unclosed.code == PARSE_ERROR
 
 
 def test_a_long_string_of_commas_and_brackets_is_one_value() -> None:
