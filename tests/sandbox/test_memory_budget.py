@@ -14,8 +14,14 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.config import Settings
 from app.relay.admission import MEMORY_HEADROOM_BYTES
-from app.sandbox.cgroups import INSTANCE_OOM_SCORE_ADJ, PARENT_PREFIX, SERVICE_OOM_SCORE_ADJ
+from app.sandbox.cgroups import (
+    INSTANCE_OOM_SCORE_ADJ,
+    PARENT_PREFIX,
+    SERVICE_OOM_SCORE_ADJ,
+    memory_budget_bytes,
+)
 from app.sandbox.launcher import ExitStatus
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
@@ -221,3 +227,33 @@ def test_an_exit_for_memory_is_told_in_words() -> None:
     assert "ran out of memory" in str(ExitStatus(None, 9, "shared", 512))
     assert str(ExitStatus(None, 9)) == "killed by SIGKILL"
     assert ExitStatus(None, 9, "shared").to_json()["memory"] == "shared"
+
+
+async def test_the_default_capacity_fits_the_default_budget(tmp_path: Path) -> None:
+    """PLAYGROUND_MAX_SESSIONS idle sessions, each costing what an idle one costs here (the parent's
+    usage over a batch of sessions of the learner's starter, the larger kind), fit this host's default
+    budget with the admission headroom to spare."""
+    if os.geteuid() != 0:
+        pytest.skip("the memory budget is a cgroup's limit: the app must be able to make cgroups (root)")
+    settings = {"warm_pool_size": 1, "max_sessions_per_learner": 100, "max_sessions_per_address": 100,
+                "new_sessions_per_min": 1000}  # fmt: skip
+    batch = 20
+    with AppProcess(tmp_path, **settings) as app:
+        parent = memory_parent()
+        if parent is None:
+            pytest.skip("this host gives the app no memory cgroup")
+        assert limit(parent) == memory_budget_bytes(None)
+        before = usage(parent)
+        clients = []
+        try:
+            for _ in range(batch):
+                client = await McpClient.connect(app.ws_base + "/ws/my-server", origin=app.base)
+                clients.append(client)
+                await client.initialize()
+                assert (await client.call(2, "ping"))["result"] == {}
+            each = (usage(parent) - before) / batch
+        finally:
+            for client in clients:
+                await client.close()
+    assert 2 * MIB < each < 32 * MIB, each  # a real reading: a session costs something, not much
+    assert Settings().max_sessions * each + MEMORY_HEADROOM_BYTES <= memory_budget_bytes(None), each / MIB
