@@ -6,7 +6,6 @@ last choice. Real app, real sandboxed instances, real WebSockets."""
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,17 +54,24 @@ if __name__ == "__main__":
 """
 
 
-def memory_parent() -> Path | None:
-    """The instances' memory parent of the app this test started (its child, so in this process's
+def fork_server_of(app: AppProcess) -> int:
+    assert app.proc is not None
+    [fork_server] = [p for p in descendants(app.proc.pid) if int(p.status["PPid"]) == app.proc.pid]
+    return fork_server.pid
+
+
+def memory_parent(app: AppProcess) -> Path | None:
+    """The instances' memory parent of `app` (started by this test, so beside this process's own
     cgroup), or None on a host without a memory cgroup."""
+    name = f"{PARENT_PREFIX}{fork_server_of(app)}"
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            found = glob.glob(f"/sys/fs/cgroup/memory{path.rstrip('/')}/{PARENT_PREFIX}*")
-            return Path(found[0]) if len(found) == 1 else None
-        if controllers == "" and os.path.exists(f"/sys/fs/cgroup{path.rstrip('/')}/memory.max"):
-            found = glob.glob(f"/sys/fs/cgroup{path.rstrip('/')}/{PARENT_PREFIX}*")
-            return Path(found[0]) if len(found) == 1 else None
+        for base in (f"/sys/fs/cgroup/memory{path.rstrip('/')}", f"/sys/fs/cgroup{path.rstrip('/')}"):
+            if (controllers == "" or "memory" in controllers.split(",")) and os.path.isdir(f"{base}/{name}"):
+                if os.path.exists(f"{base}/{name}/memory.usage_in_bytes") or os.path.exists(
+                    f"{base}/{name}/memory.current"
+                ):
+                    return Path(f"{base}/{name}")
     return None
 
 
@@ -90,7 +96,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
     settings = {"memory_budget_mb": BUDGET_MB, "memory_limit_mb": INSTANCE_MB, "warm_pool_size": 1}
     with AppProcess(tmp_path_factory.mktemp("memory-budget"), **settings) as app:
         layers = httpx.get(app.base + "/healthz", timeout=30).json()["sandbox"]["layers"]
-        parent = memory_parent()
+        parent = memory_parent(app)
         if layers["cgroups"] != "ok" or parent is None:
             pytest.skip(f"this host gives the app no memory cgroup: cgroups {layers['cgroups']}")
         app.parent = parent  # type: ignore[attr-defined]
@@ -205,13 +211,12 @@ def oom_score_adj(pid: int) -> int:
 
 async def test_the_web_process_and_the_fork_server_are_the_oom_killers_last_choice(app: AppProcess) -> None:
     assert app.proc is not None
-    web = app.proc.pid
-    [fork_server] = [p for p in descendants(web) if int(p.status["PPid"]) == web]
+    web, fork_server = app.proc.pid, fork_server_of(app)
     # Lowering a standing needs CAP_SYS_RESOURCE, which a container's root may lack (the app runs with
     # this test's capabilities): there they keep the default, and the instances' standing does the rest.
     service = SERVICE_OOM_SCORE_ADJ if may_lower_oom_score_adj() else 0
     assert oom_score_adj(web) == service
-    assert oom_score_adj(fork_server.pid) == service
+    assert oom_score_adj(fork_server) == service
     members = [int(pid) for child in app.parent.iterdir() if child.is_dir()  # type: ignore[attr-defined]
                for pid in (child / "cgroup.procs").read_text().split()]  # fmt: skip
     assert members  # the warm pool's instances
@@ -239,7 +244,7 @@ async def test_the_default_capacity_fits_the_default_budget(tmp_path: Path) -> N
                 "new_sessions_per_min": 1000}  # fmt: skip
     batch = 20
     with AppProcess(tmp_path, **settings) as app:
-        parent = memory_parent()
+        parent = memory_parent(app)
         if parent is None:
             pytest.skip("this host gives the app no memory cgroup")
         assert limit(parent) == memory_budget_bytes(None)
