@@ -15,7 +15,7 @@ from app.course.models import Lesson, Quiz, Step
 from app.course.quiz import AnswerError, Outcome, grade
 from app.course.render import render_inline
 from app.progress.store import LearnerProgress, StepStatus
-from app.web.learner import learner_id
+from app.web.learner import has_identity, learner_id
 from app.web.state import get_state
 from app.web.templating import templates
 
@@ -102,7 +102,7 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
     state = get_state(request)
     lesson, step = _find(request, lesson_slug, step_slug)
     who = learner_id(request)
-    if not request.scope.get("learner_minted"):  # a visitor without an identity yet leaves no rows
+    if has_identity(request):  # a visitor without one is shown a fresh learner's page and leaves no rows
         state.progress.record_seen(who, step.slug)
     progress = state.progress.learner(who)
     previous, following = state.catalog.neighbours(step)

@@ -7,7 +7,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.web.client import is_https, site_url
 from app.web.guesses import wrong
-from app.web.learner import learner_id
+from app.web.learner import has_identity, learner_id
 from app.web.state import get_state
 from app.web.templating import page
 
@@ -22,7 +22,7 @@ def resume_page(request: Request) -> HTMLResponse:
 def _resume_page(request: Request, status: int = 200, error: str | None = None) -> HTMLResponse:
     """The learner's own code and link; a visitor without an identity yet gets none (a GET makes no rows)."""
     code = link = None
-    if not request.scope.get("learner_minted"):
+    if has_identity(request):
         code = get_state(request).progress.resume_code(learner_id(request))
         link = site_url(request) + f"/resume/{code}"
     return page(request, "resume.html", status=status, title="Continue on another device", code=code, link=link,
