@@ -1,9 +1,11 @@
 """No learner's file reaches another learner: tried from the attacker's side through the real app.
 
-Learner A's server.py holds a random marker and runs; other sessions open and close; then learner B's
-server.py scans its whole readable address space for A's marker. Whatever the process that forks
-instances ever held is inherited by every instance forked after it, so the fork server must never
-read a learner's file: each instance reads its own, after the fork.
+Learner A's server.py holds a random marker and runs; then learner B's server.py scans its whole
+readable address space for A's marker, at once and again after other sessions have opened and
+closed. Whatever the process that forks instances ever held is inherited by every instance forked
+after it, so the fork server must never read a learner's file: each instance reads its own, after
+the fork. (When it did, what a scan found depended on how the heap's free blocks were reused: one
+right after A's run found A's file in about half the rounds, so a test runs several.)
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from tests.support.wsclient import McpClient
 # that saw less than this missed most of the process.
 SCANNED_FLOOR = 32 * 1024 * 1024
 SESSIONS_BETWEEN = 5
+ROUNDS = 5  # of A's run then B's scan
+# Learner A's file: a server of this many tools, the marker in each one's description.
+HOLDER_TOOLS = 60
 UID_BASE = 3_500_000
 RANGE = range(UID_BASE, UID_BASE + 8)  # the probe's uid, then the instances'
-# Learner A's file: longer than B's scanner, as a real server is.
-HOLDER_TOOLS = 100
 
 
 ECHO_TOOL = """
@@ -229,12 +232,14 @@ async def test_a_learners_file_is_nowhere_in_another_learners_server(app: AppPro
     mine = f"learner-b-own-{secrets.token_hex(16)}"
     save(app, "learner-a", holder(theirs, HOLDER_TOOLS))
     save(app, "learner-b", SCANNER.format(own=mine, wanted=[theirs.encode().hex(), mine.encode().hex()]))
-    client = await own_server(app, "learner-a")
-    try:
-        assert json.loads(await client.tool(2, "key_length")) == len(theirs)
-    finally:
-        await client.close()
-    scans = [await scanned(app, "learner-b")]  # at once
+    scans = []
+    for _ in range(ROUNDS):  # A's server runs, then B's scans a fresh instance of its own at once
+        client = await own_server(app, "learner-a")
+        try:
+            assert json.loads(await client.tool(2, "key_length")) == len(theirs)
+        finally:
+            await client.close()
+        scans.append(await scanned(app, "learner-b"))
     for index in range(SESSIONS_BETWEEN):  # then after other people's sessions have come and gone
         between = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base,
                                           additional_headers=cookie(app, f"bystander-{index}"))  # fmt: skip
@@ -248,7 +253,7 @@ async def test_a_learners_file_is_nowhere_in_another_learners_server(app: AppPro
         theirs_hits, own_hits = found["hits"]
         # The same scan finds B's own marker (its file, read into its own process), over enough memory.
         assert own_hits >= 1 and found["scanned"] > SCANNED_FLOOR, found
-        assert theirs_hits == 0, scans
+        assert theirs_hits == 0, [scan["hits"] for scan in scans]
 
 
 # --- the process that forks, seen from outside --------------------------------------------------
