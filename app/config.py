@@ -206,10 +206,11 @@ class Settings(BaseSettings):
         4 * 1024 * 1024,
         gt=0,
         description=(
-            "How fast the relay reads one session's server output, stdout and stderr together, on "
-            "average past a first second's worth: bytes a second, each JSON value counted as 128 bytes "
-            "more (reading one takes about as long). A server that writes faster waits; no session can "
-            "take the web process's time from the others."
+            "How fast the relay reads one learner's server output, all their sessions, stdout and stderr "
+            "together (and so one session's), on average past a first second's worth: bytes a second, "
+            "each line and stderr piece counted as 4096 bytes more and each JSON value as 128 more "
+            "(handling one takes about as long). A server that writes faster waits; one that goes on "
+            "writing faster for 10 s is stopped; no learner can take the web process's time from the others."
         ),
     )
     client_read_bytes_per_s: int = Field(

@@ -3,7 +3,9 @@ HTTP requests come and go (see docs/http.md).
 
 A POSTed request waits for its response here: as one JSON body, or as an SSE stream that also carries
 what the server sends meanwhile (its own requests and notifications). Whatever the server sends while
-no SSE request is waiting goes to the session's GET stream (bounded: the oldest go first).
+no SSE request is waiting goes to the session's GET stream (bounded: the oldest go first). While no
+request waits and no GET stream is open, nobody hears the session: its server is read no further
+than a small buffer (RelaySession).
 """
 
 from __future__ import annotations
@@ -115,12 +117,28 @@ class HttpListener(Door):
         self._waiting: dict[str, Waiter] = {}
         self._stream: deque[str] = deque(maxlen=STREAM_KEPT)
         self._stream_ready = asyncio.Event()
-        self.stream_open = False
+        self._stream_open = False
         # Called once the session has ended or its server exited: an MCP session has no console to
         # restart it, so whoever holds the listener lets it go (and ends the session).
         self.on_gone: Callable[[], None] | None = None
 
     # --- what the HTTP side asks ------------------------------------------------------------------
+
+    @property
+    def listening(self) -> bool:
+        """Someone hears the session: a request waits for its response, or the GET stream is open."""
+        return self._stream_open or any(not waiter.gone for waiter in self._waiting.values())
+
+    @property
+    def stream_open(self) -> bool:
+        return self._stream_open
+
+    def open_stream(self) -> None:
+        self._stream_open = True
+        self.session.listener_changed()
+
+    def close_stream(self) -> None:
+        self._stream_open = False
 
     def waiting_for(self, request_id: Any) -> bool:
         """Whether a request with this id waits for its response (another would take its answer)."""
@@ -130,6 +148,7 @@ class HttpListener(Door):
         """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""
         waiter = Waiter(sse)
         self._waiting[_key(frame.message["id"])] = waiter
+        self.session.listener_changed()
         try:
             await self.session.send(frame)
         except BaseException:

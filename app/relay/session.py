@@ -35,6 +35,10 @@ class Listener(Protocol):
     # is unread. True once the line is on its way; then `on_server_line` is not called for it.
     def server_line_now(self, line: str) -> bool: ...
     async def on_server_entry(self, entry: Entry) -> None: ...
+    # Whether anyone hears the server now (an HTTP session's listener: only while a request waits or
+    # its GET stream is open). A session nobody hears is read no further than a small buffer.
+    @property
+    def listening(self) -> bool: ...
     async def on_stderr(self, text: str, at_ms: float) -> None: ...
     async def on_state(self) -> None: ...
     async def on_ended(self, code: int, reason: str) -> None: ...
@@ -52,34 +56,69 @@ NOT_SERVING = (
     "running but has not started serving. Does server.py end with `mcp.run()`, and does nothing before "
     "it wait forever?"
 )
-# How fast one session's server output is read by default, in bytes a second with each JSON value
-# counted as `PARSED_ITEM_BYTES` more (the setting `server_read_bytes_per_s`). A server writing lines
-# of 3000 values as fast as it could took 29% of the web process's core unpaced, 1% at this pace; a
-# demo server's answers come to kilobytes a second.
+# How fast one learner's server output is read by default, all their sessions together (and so one
+# session's), in bytes a second with each line and stderr piece counted as `LINE_BYTES` more and
+# each JSON value as `PARSED_ITEM_BYTES` more (the setting `server_read_bytes_per_s`). A server
+# writing lines of 3000 values as fast as it could took 29% of the web process's core unpaced, 1% at
+# this pace; one writing `x` lines, 4%; a demo server's answers come to kilobytes a second.
 READ_BYTES_PER_S = 4 * 1024 * 1024
+# What handling one line (or stderr piece) costs beyond its bytes: reading, classifying, recording,
+# counting and framing an `x` line took the web process 38 us on the envelope wire, as long as 3.2 KiB
+# of a long line's bytes (20 us on the mcp wire). At least a JSON value's cost, whatever the line.
+LINE_BYTES = 4096
+# A server whose output kept its session waiting on the pace more than FLOOD_SHARE of the time, for
+# FLOOD_S (all of it), is flooding: it is stopped. A legitimate burst (a big resource) waits seconds.
+FLOOD_S = 10.0
+FLOOD_SHARE = 0.5
+# What is read of a session nobody hears (no WebSocket attached; an HTTP session with no request
+# waiting and no GET stream open) before its pumps stop reading until someone does, counted as
+# `output_cost` counts (64 `x` lines, or 192 KiB of long ones): its server then waits on its full
+# pipes. Beyond this, only the pipe reader's own buffer (twice the longest line) is read from them.
+UNHEARD_BYTES = 256 * 1024
+# Work done without a pace's wait gives the loop a turn this often (in the pace's units, about 0.7 ms
+# of work), so a burst of output never holds every other session up for long.
+YIELD_BYTES = 64 * 1024
 # How fast one session's client messages are read by default, counted the same way (the setting
 # `client_read_bytes_per_s`). A console sending valid 1 MiB messages at the frame rate limit took 17%
 # of the web process's core (the echo of each, a parse, a check); four of them, one visitor's cap,
 # 66%. A learner types messages of a few kilobytes.
 CLIENT_READ_BYTES_PER_S = 1024 * 1024
 TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the session was ended."
+FLOODED = (
+    "The server kept writing faster than the playground reads output (each line counts as {line} bytes "
+    "more than its text; {rate} bytes a second for all of one learner's servers) for {seconds:g} s, "
+    "and was stopped. Does it print in a loop? Restart it once it does not."
+)
 
 
 @dataclass(frozen=True)
 class SessionLimits:
     """What one session may cost the web process. Its server's output: a line's JSON values (the same
-    limit a client's message has), and how fast it is read, its lines counted as `line_cost` says and
-    its stderr by the byte. Its client's messages: how fast they are read, counted the same way, on
-    every door the session has had (a console that reconnects finds its debt where it left it). A
-    server that writes faster waits on its full pipe, a client on its unread socket or its unanswered
-    request, and every other session goes on meanwhile."""
+    limit a client's message has), and how fast it is read, each line and stderr piece counted as
+    `output_cost` says, by the session and by its owner's sessions together; how long it may go on
+    writing faster (`flood_s`); and how much of it is read while nobody hears it (`unheard_bytes`).
+    Its client's messages: how fast they are read, counted as `line_cost` says, on every door the
+    session has had (a console that reconnects finds its debt where it left it). A server that writes
+    faster waits on its full pipe, a client on its unread socket or its unanswered request, and every
+    other session goes on meanwhile."""
 
     max_items: int = MAX_ITEMS
     read_bytes_per_s: int = READ_BYTES_PER_S
     client_read_bytes_per_s: int = CLIENT_READ_BYTES_PER_S
+    flood_s: float = FLOOD_S
+    unheard_bytes: int = UNHEARD_BYTES
 
     def pace(self) -> Pace:
+        """A session's output pace, or its owner's (all their sessions'): the same figure."""
         return Pace(self.read_bytes_per_s, burst=self.read_bytes_per_s)  # up to a second's worth at once
+
+    def flood_pace(self) -> Pace:
+        """Seconds a session's output waits on its pace: FLOOD_SHARE of the time goes on for ever, all
+        of it for `flood_s`."""
+        return Pace(FLOOD_SHARE, burst=self.flood_s * (1 - FLOOD_SHARE))
+
+    def flooded(self) -> str:
+        return FLOODED.format(line=LINE_BYTES, rate=self.read_bytes_per_s, seconds=self.flood_s)
 
     def client_pace(self) -> Pace:
         return Pace(self.client_read_bytes_per_s, burst=self.client_read_bytes_per_s)
@@ -93,6 +132,11 @@ def line_cost(line: str, items: int) -> int:
     return len(line) + PARSED_ITEM_BYTES * items
 
 
+def output_cost(text: str, items: int = 0) -> int:
+    """What a server's line or stderr piece costs the relay: `line_cost` and its handling."""
+    return LINE_BYTES + len(text) + PARSED_ITEM_BYTES * items
+
+
 # Called by the stdout pump when the process has exited: (session, process, why we ended it or None).
 ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"], Awaitable[None]]
 
@@ -100,7 +144,8 @@ ExitHandler = Callable[["RelaySession", ServerProcess, "tuple[int, str] | None"]
 class RelaySession:
     def __init__(self, server: str, owner: Owner, slot: Slot, metrics: Metrics, *,
                  new_transcript: Callable[[], Transcript], on_exit: ExitHandler,
-                 watch_serving: bool = False, limits: SessionLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
+                 watch_serving: bool = False, limits: SessionLimits = DEFAULT_LIMITS,
+                 owner_pace: Pace | None = None) -> None:  # fmt: skip
         self.id = secrets.token_urlsafe(12)
         self.server = server
         self.owner = owner
@@ -123,6 +168,12 @@ class RelaySession:
         self._serving_watch: asyncio.Task | None = None
         self.limits = limits
         self._pace = limits.pace()  # the session's, across restarts
+        self._owner_pace = owner_pace or limits.pace()  # shared by the owner's sessions (Sessions)
+        self._flood = limits.flood_pace()  # across restarts: a restarted flooder is stopped sooner
+        self._flooded: tuple[int, str] | None = None  # why the current process was stopped, if it flooded
+        self._unyielded = 0  # output work done since the pumps last gave the loop a turn
+        self._unheard = 0  # output read since anyone last heard the session (`output_cost`)
+        self._heard = asyncio.Event()  # set when someone may hear it again
         self.client_pace = limits.client_pace()  # across restarts and reconnects
 
     @property
@@ -157,11 +208,23 @@ class RelaySession:
     def touch(self) -> None:
         self.last_active = time.monotonic()
 
+    @property
+    def heard(self) -> bool:
+        """Whether anyone hears the server now (see `Listener.listening`)."""
+        return self.listener is not None and self.listener.listening
+
+    def listener_changed(self) -> None:
+        """A listener came or went, or began or ceased listening: a paused pump may read again."""
+        if self.heard:
+            self._unheard = 0
+            self._heard.set()
+
     def run(self, process: ServerProcess) -> None:
         """Relay `process` from now on (a fresh one: after open or restart)."""
         self.process = process
         self.status, self.exit_status, self.reason = "ready", None, None
         self.answered = False
+        self._flooded = None
         self.touch()
         process.take_lines(self._line_now)
         self._pumps = [
@@ -230,16 +293,59 @@ class RelaySession:
                 await self.listener.on_state()
 
     def _line_now(self, line: str) -> bool:
+        # Taken only within the paces, and charged here for what the pump does not do for it.
         listener = self.listener
-        return listener is not None and listener.server_line_now(line)
+        if listener is None or self._owed() or not listener.server_line_now(line):
+            return False
+        self._charge(output_cost(line))
+        return True
+
+    def _charge(self, cost: int) -> float:
+        """Count output work done now against the session's pace and its owner's; the seconds the
+        pumps wait before reading more."""
+        return max(self._pace.charge(cost), self._owner_pace.charge(cost))
+
+    def _owed(self) -> float:
+        return self._charge(0)
+
+    async def _paid(self, process: ServerProcess, cost: int) -> bool:
+        """Charge output work done, and wait while it is owed: the server's pipe fills meanwhile, and
+        it waits. False, with the process killed, once it has kept the session waiting too long."""
+        if not (wait := self._charge(cost)):
+            self._unyielded += cost
+            if self._unyielded >= YIELD_BYTES:
+                self._unyielded = 0
+                await asyncio.sleep(0)
+            return True
+        self._unyielded = 0
+        if self._flood.charge(wait):
+            self._flooded = self._flooded or (1011, self.limits.flooded())
+            log.info("session %s: flooded", self.id, extra={"session": self.id, "server": self.server})
+            process.kill()
+            return False
+        await asyncio.sleep(wait)
+        return True
+
+    async def _may_read(self, process: ServerProcess) -> bool:
+        """Before a pump reads more: once the unheard buffer is spent, wait for someone to hear. False
+        once the process has been stopped for flooding (the other pump found it)."""
+        while not self.heard and self._unheard >= self.limits.unheard_bytes:
+            self._heard.clear()
+            await self._heard.wait()
+        return self._flooded is None
+
+    def _read(self, text: str) -> None:
+        self._unheard = 0 if self.heard else self._unheard + output_cost(text)
 
     async def _pump_stdout(self, process: ServerProcess) -> None:
         ended: tuple[int, str] | None = None
         try:
-            while (line := await process.read_line()) is not None:
+            while await self._may_read(process) and (line := await process.read_line()) is not None:
+                self._read(line)
                 self.touch()
                 self.answered = True
-                if self.listener is not None and not process.last_line_taken:
+                taken = process.last_line_taken
+                if self.listener is not None and not taken:
                     await self._tell(self.listener.on_server_line(line))
                 items = json_items(line, self.limits.max_items)
                 if items > self.limits.max_items:  # not parsed: that is what it would cost
@@ -251,8 +357,10 @@ class RelaySession:
                 self.metrics.server_messages.inc()
                 if self.listener is not None:
                     await self._tell(self.listener.on_server_entry(entry))
-                if wait := self._pace.charge(line_cost(line, items)):
-                    await asyncio.sleep(wait)  # the server's pipe fills meanwhile, and it waits
+                # A taken line's handling was charged as it was taken; its values are counted here.
+                cost = PARSED_ITEM_BYTES * items if taken else output_cost(line, items)
+                if not await self._paid(process, cost):
+                    break
         except OutputLimitError as exc:
             ended = (1011, exc.message)
             process.kill()
@@ -260,7 +368,7 @@ class RelaySession:
             return
         await process.exited.wait()
         if self.process is process:
-            await self._on_exit(self, process, ended)
+            await self._on_exit(self, process, ended or self._flooded)
 
     async def _tell(self, heard: Awaitable[None]) -> None:
         """Let the listener hear something from the server. A listener's failure is a bug of ours: it
@@ -274,10 +382,11 @@ class RelaySession:
 
     async def _pump_stderr(self, process: ServerProcess) -> None:
         try:
-            while (text := await process.read_stderr()) is not None:
+            while await self._may_read(process) and (text := await process.read_stderr()) is not None:
+                self._read(text)
                 if self.listener is not None:
                     await self._tell(self.listener.on_stderr(text, self.transcript.now_ms()))
-                if wait := self._pace.charge(len(text)):  # the same pace as its lines: one budget
-                    await asyncio.sleep(wait)
+                if not await self._paid(process, output_cost(text)):  # the same paces as its lines
+                    return
         except asyncio.CancelledError:
             return

@@ -20,6 +20,7 @@ from app.metrics import Metrics
 from app.protocol.jsonrpc import server_exited_error
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Owner
+from app.relay.rates import Pace
 from app.relay.session import DEFAULT_LIMITS, Listener, RelaySession, SessionLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.sandbox.process import ProcessSource, ServerProcess
@@ -65,6 +66,9 @@ class Sessions:
         self.shared = shared  # None on one machine (SQLite): nothing extra runs
         self.session_limits = session_limits
         self.sessions: dict[str, RelaySession] = {}
+        # Each owner's output pace, shared by their sessions: four consoles get one budget, not four.
+        # Kept, with how many live sessions hold it, until it is not held and has rested.
+        self._owner_paces: dict[str, tuple[Pace, int]] = {}
         self._grace: dict[str, asyncio.Task] = {}
         self._endings: set[asyncio.Task] = set()
         self._reaper: asyncio.Task | None = None
@@ -108,13 +112,14 @@ class Sessions:
         session = RelaySession(server, owner, slot, self.metrics,
                                new_transcript=lambda: self._new_transcript(server),
                                on_exit=self._process_exited, watch_serving=server == MY_SERVER,
-                               limits=self.session_limits)  # fmt: skip
+                               limits=self.session_limits, owner_pace=self._hold_pace(owner))  # fmt: skip
         try:
             if self.shared is not None:
                 await self.shared.admitted(session)
             process = await self._acquire(server, owner)
         except BaseException:
             slot.release()
+            self._let_go_pace(owner)
             if self.shared is not None:
                 self.shared.ended(session)
             raise
@@ -149,6 +154,7 @@ class Sessions:
             timer.cancel()
         session.listener = listener
         session.detached_at = None
+        session.listener_changed()
 
     def detach(self, session: RelaySession, listener: Listener, *, deliberate: bool = False) -> None:
         """The connection ended. A drop keeps the session for the grace period; a deliberate close
@@ -201,6 +207,7 @@ class Sessions:
         session.closed = True
         self.sessions.pop(session.id, None)
         session.slot.release()
+        self._let_go_pace(session.owner)
         if self.shared is not None:
             self.shared.ended(session)
         timer = self._grace.pop(session.id, None)
@@ -239,6 +246,23 @@ class Sessions:
             slot.release()
 
     # --- inside ----------------------------------------------------------------------------------
+
+    def _hold_pace(self, owner: Owner) -> Pace:
+        pace, held = self._owner_paces.get(owner.key) or (self.session_limits.pace(), 0)
+        self._owner_paces[owner.key] = (pace, held + 1)
+        return pace
+
+    def _let_go_pace(self, owner: Owner) -> None:
+        pace, held = self._owner_paces[owner.key]
+        if held > 1 or not pace.rested:
+            self._owner_paces[owner.key] = (pace, held - 1)  # a debt outlives the sessions that made it
+        else:
+            del self._owner_paces[owner.key]
+
+    def _forget_rested_paces(self) -> None:
+        for key, (pace, held) in list(self._owner_paces.items()):
+            if not held and pace.rested:
+                del self._owner_paces[key]
 
     async def _acquire(self, server: str, owner: Owner) -> ServerProcess:
         if server != MY_SERVER:
@@ -293,6 +317,7 @@ class Sessions:
         while True:
             await asyncio.sleep(interval)
             now = time.monotonic()
+            self._forget_rested_paces()
             for session in list(self.sessions.values()):
                 if now - session.last_active > self.idle_timeout_s:
                     reason = f"session ended after {self.idle_timeout_s:g} s without a message"

@@ -154,6 +154,9 @@ class Wire:
         self.peer_close_code: int | None = None  # how the client closed, when it did
         self.busy = False  # `run` holds a frame: a later one must not overtake it
 
+    # An attached WebSocket hears everything its session's server writes (Listener.listening).
+    listening = True
+
     async def send_text(self, text: str) -> None:
         async with self._send_lock:
             if self.ws.client_state == WebSocketState.CONNECTED and not self.ended:

@@ -454,6 +454,7 @@ async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
         while await asyncio.wait_for(waiter.events.get(), REPLY_LIMIT_S) is not FINAL:
             pass
     except TimeoutError:
+        waiter.close()  # nobody waits for this answer now (the transcript still gets it)
         return _error(504, f"The server did not answer in {REPLY_LIMIT_S:g} s; the session goes on.")
     if waiter.response is None:
         return _error(404, "The MCP session ended before the server answered.")
@@ -498,14 +499,14 @@ async def mcp_get(request: Request) -> Response:
     if refusal is not None:
         _record(listener, request, refusal)
         return refusal
-    listener.stream_open = True
+    listener.open_stream()
 
     async def stream() -> AsyncIterator[bytes]:
         try:
             async for event in _sse_stream(listener.stream, b": keep-alive\n\n"):
                 yield event
         finally:
-            listener.stream_open = False
+            listener.close_stream()
 
     response = StreamingResponse(
         stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}

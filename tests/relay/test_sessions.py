@@ -27,6 +27,8 @@ ADA = Owner("ada-0123456789abcdef", "10.0.0.1")
 class Recorder:
     """A listener (what a wire mode is to a session) that records what it hears."""
 
+    listening = True
+
     def __init__(self) -> None:
         self.heard: list[tuple[str, str]] = []  # ("line" | "entry", the line), in the order heard
         self.entries: list = []

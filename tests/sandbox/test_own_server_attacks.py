@@ -9,18 +9,22 @@ and reported, while the playground keeps answering everyone else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+import websockets
 
 from app.protocol.jsonrpc import json_items
-from app.relay.session import READ_BYTES_PER_S, line_cost
+from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, READ_BYTES_PER_S, UNHEARD_BYTES, line_cost
 from app.web.learner import COOKIE
 from tests.sandbox.attacks import ATTACKS, is_denied
 from tests.support.appserver import AppProcess
+from tests.support.procs import wait_until_async
 from tests.support.wsclient import EnvelopeClient, McpClient, init_request
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -335,3 +339,217 @@ async def test_a_file_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pace(
         assert await _orders_answers_quickly(app) < 10
     finally:
         await client.close()
+
+
+# --- floods of short lines: each line costs the relay far more than its bytes ----------------------
+
+# `x` lines as fast as the file can write them: a line is read, classified, recorded and framed, which
+# unpaced took the web process most of a core and other learners' pings to seconds.
+LINE_FLOODER = """
+import sys
+while True:
+    sys.stdout.write("x\\n")
+"""
+# The same in bursts of a pipe's worth, with a pause between for the relay to catch up: each burst
+# then comes while nothing is left unread, as the `mcp` wire's direct way wants.
+BURST_FLOODER = """
+import sys, time
+while True:
+    sys.stdout.write("x\\n" * 30000)
+    sys.stdout.flush()
+    time.sleep(0.2)
+"""
+STDERR_LINE_FLOODER = """
+import sys
+while True:
+    sys.stderr.write("e\\n")
+    sys.stderr.flush()
+"""
+# Each of a victim's pings is answered within this (generous: a quiet machine answers in milliseconds;
+# the flood took them to seconds).
+VICTIM_DEADLINE_S = 1.0
+COUNTED_S = 4.0
+
+
+def _lines_within(seconds: float) -> float:
+    """Most lines one budget lets through in `seconds`: its first second's worth, then its rate."""
+    return READ_BYTES_PER_S * (1 + seconds) / LINE_BYTES
+
+
+class Victim:
+    """Another learner's console on demo-orders, pinging all along: the slowest answer it had."""
+
+    def __init__(self, app: AppProcess) -> None:
+        self.app = app
+        self.times: list[float] = []
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    async def __aenter__(self) -> Victim:
+        client = await McpClient.connect(self.app.ws_base + "/ws/demo-orders", origin=self.app.base,
+                                         additional_headers=cookie(self.app, "victim"))  # fmt: skip
+        assert "result" in await client.initialize()
+        self.task = asyncio.create_task(self._ping(client))
+        return self
+
+    async def _ping(self, client: McpClient) -> None:
+        try:
+            n = 100
+            while not self.stop.is_set():
+                began = time.monotonic()
+                assert (await client.call(n, "ping"))["id"] == n
+                self.times.append(time.monotonic() - began)
+                n += 1
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stop.wait(), 0.05)
+        finally:
+            await client.close()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.stop.set()
+        assert self.task is not None
+        await self.task
+
+    @property
+    def slowest(self) -> float:
+        assert self.times, "the victim got no answer at all"
+        return max(self.times)
+
+
+class Console:
+    """A flooding learner's console that reads everything it is sent: frames by type (a pure MCP
+    channel's: "line"), and the end (its exited state, or on the `mcp` wire the close's reason)."""
+
+    def __init__(self, client: EnvelopeClient | McpClient) -> None:
+        self.client = client
+        self.counts: dict[str, int] = {}
+        self.exited: dict | None = None
+        self.session: str | None = None
+        self.task = asyncio.create_task(self._read())
+
+    @classmethod
+    async def open(cls, app: AppProcess, learner: str, query: str = "", mcp: bool = False) -> Console:
+        kind = McpClient if mcp else EnvelopeClient
+        return cls(await kind.connect(app.ws_base + "/ws/my-server" + query, origin=app.base,
+                                      additional_headers=cookie(app, learner)))  # fmt: skip
+
+    async def _read(self) -> None:
+        try:
+            async for text in self.client.ws:
+                if isinstance(self.client, McpClient):
+                    self.counts["line"] = self.counts.get("line", 0) + 1
+                    continue
+                frame = json.loads(text)
+                self.counts[frame["type"]] = self.counts.get(frame["type"], 0) + 1
+                if frame["type"] == "state":
+                    self.session = frame["session"]
+                if frame["type"] == "state" and frame["status"] == "exited":
+                    self.exited = frame
+        except websockets.ConnectionClosed as exc:
+            if isinstance(self.client, McpClient) and exc.rcvd is not None and exc.rcvd.code == 1011:
+                self.exited = {"reason": exc.rcvd.reason}
+
+    async def close(self) -> None:
+        await self.client.close()
+        await self.task
+
+
+async def _flood(app: AppProcess, learner: str, source: str, kind: str,
+                 mcp: bool = False) -> tuple[int, dict, Victim]:  # fmt: skip
+    """One console on `source`: the `kind` frames it got in its first COUNTED_S, its end, and the
+    victim's pings meanwhile."""
+    save(app, learner, source)
+    async with Victim(app) as victim:
+        console = await Console.open(app, learner, mcp=mcp)
+        try:
+            await asyncio.sleep(COUNTED_S)  # counting what arrives in a fixed time
+            counted = console.counts.get(kind, 0)
+            assert await wait_until_async(lambda: console.exited is not None, timeout=60), console.counts
+        finally:
+            await console.close()
+    assert console.exited is not None
+    return counted, console.exited, victim
+
+
+async def test_a_file_flooding_stdout_with_short_lines_is_paused_then_ended_and_others_go_on(
+    app: AppProcess,
+) -> None:
+    counted, exited, victim = await _flood(app, "line-flooder", LINE_FLOODER, "received")
+    assert 0 < counted <= _lines_within(COUNTED_S), counted  # paused: its pipe full, the file blocked
+    assert exited["reason"] == DEFAULT_LIMITS.flooded(), exited
+    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+
+
+async def test_a_file_flooding_the_mcp_wire_with_short_lines_is_paused_then_ended_too(
+    app: AppProcess,
+) -> None:
+    # On the `mcp` wire a line may take the direct way, written from the pipe's callback: charged too.
+    counted, exited, victim = await _flood(app, "mcp-line-flooder", BURST_FLOODER, "line", mcp=True)
+    assert 0 < counted <= _lines_within(COUNTED_S), counted
+    assert DEFAULT_LIMITS.flooded().startswith(exited["reason"]), exited  # a close's reason is cut short
+    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+
+
+async def test_a_file_flooding_stderr_with_short_lines_is_paused_then_ended_and_others_go_on(
+    app: AppProcess,
+) -> None:
+    counted, exited, victim = await _flood(app, "stderr-line-flooder", STDERR_LINE_FLOODER, "stderr")
+    assert 0 < counted <= _lines_within(COUNTED_S), counted
+    assert exited["reason"] == DEFAULT_LIMITS.flooded(), exited
+    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+
+
+async def test_one_learners_four_flooding_consoles_share_one_budget(app: AppProcess) -> None:
+    save(app, "four-floods", LINE_FLOODER)
+    async with Victim(app) as victim:
+        began = time.monotonic()
+        consoles = [await Console.open(app, "four-floods") for _ in range(4)]
+        try:
+            await asyncio.sleep(COUNTED_S)
+            counted = sum(console.counts.get("received", 0) for console in consoles)
+            elapsed = time.monotonic() - began
+            assert await wait_until_async(lambda: all(c.exited for c in consoles), timeout=60)
+        finally:
+            for console in consoles:
+                await console.close()
+    # One budget: four would let four times as many through.
+    assert 0 < counted <= _lines_within(elapsed), counted
+    assert all(console.exited["reason"] == DEFAULT_LIMITS.flooded() for console in consoles)  # type: ignore[index]
+    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+
+
+def _server_lines_read(app: AppProcess) -> float:
+    """Every server line the relay has read, as its metrics say."""
+    text = httpx.get(app.base + "/metrics", timeout=30).text
+    for line in text.splitlines():
+        if line.startswith('playground_relay_messages_total{direction="server"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+async def test_a_flood_nobody_listens_to_is_read_no_further_than_a_small_buffer(app: AppProcess) -> None:
+    save(app, "unheard-flooder", LINE_FLOODER)
+    before = _server_lines_read(app)
+    console = await Console.open(app, "unheard-flooder")
+    # Read while listened to: the probe below sees the lines the relay reads.
+    assert await wait_until_async(lambda: _server_lines_read(app) > before + 100, timeout=60)
+    console.client.ws.transport.abort()  # dropped without a goodbye: the session waits for a reconnect
+    await console.task
+    dropped = _server_lines_read(app)
+    readings = [dropped]
+
+    def settled() -> bool:
+        readings.append(_server_lines_read(app))
+        return len(readings) > 5 and readings[-1] == readings[-6]
+
+    try:
+        # Within the reconnect grace (30 s), which used to be read to the end.
+        assert await wait_until_async(settled, timeout=20, interval=0.2), readings[-6:]
+        # The small buffer, and what was read while the relay had not yet seen the connection go.
+        assert readings[-1] - dropped <= (UNHEARD_BYTES + READ_BYTES_PER_S) / LINE_BYTES, (
+            readings[-1] - dropped
+        )
+    finally:
+        # The next test starts clean: the session taken back and closed with a goodbye, which ends it.
+        again = await Console.open(app, "unheard-flooder", f"?session={console.session}")
+        await again.close()
