@@ -76,7 +76,7 @@ def has_identity(request: Request) -> bool:
 
 
 @router.post("/api/identity", status_code=204)
-def identity_please() -> Response:
+async def identity_please() -> Response:
     """Make sure this browser has a learner identity: a console's page asks before it opens its
     WebSocket, whose handshake cannot set a cookie. Nothing changes for a visitor who has one."""
     return Response(status_code=204)
