@@ -250,7 +250,7 @@ def test_a_class_of_30_is_spread_over_both_replicas_and_each_learner_stays_on_on
 
     for n in range(CLASS_SIZE):
         with cluster.browser() as browser:
-            browser.get("/course").raise_for_status()  # no cookie yet: any replica mints one
+            browser.post("/api/identity").raise_for_status()  # no cookie yet: any replica makes one
             served = []
             joined = browser.post("/join", data={"code": code, "display_name": f"Learner {n:02d}"})
             assert joined.status_code == 303, joined.text
@@ -386,7 +386,8 @@ def test_forwarded_headers_are_nginxs_own_and_tls_makes_cookies_secure(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     # A client cannot claim HTTPS through nginx: X-Forwarded-Proto is set from nginx's own scheme.
-    plain = httpx.get(cluster.nginx.base + "/course", headers={"X-Forwarded-Proto": "https"}, timeout=30)
+    plain = httpx.post(cluster.nginx.base + "/api/identity", timeout=30,
+                       headers={"X-Forwarded-Proto": "https", "Origin": cluster.nginx.base})  # fmt: skip
     assert "secure" not in plain.headers["set-cookie"].lower()
     assert "strict-transport-security" not in plain.headers
 
@@ -401,8 +402,10 @@ def test_forwarded_headers_are_nginxs_own_and_tls_makes_cookies_secure(
     try:
         tls.start()
         context = ssl.create_default_context(cafile=str(cert))
-        secure = httpx.get(tls.base + "/course", verify=context, timeout=30)
-        assert secure.status_code == 200
+        secure = httpx.post(
+            tls.base + "/api/identity", headers={"Origin": tls.base}, verify=context, timeout=30
+        )
+        assert secure.status_code == 204
         assert "; secure" in secure.headers["set-cookie"].lower()
         assert "strict-transport-security" in secure.headers
     finally:
