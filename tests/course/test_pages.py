@@ -27,9 +27,9 @@ def position(step: Step) -> str:
 
 @pytest.fixture
 def client(live_app) -> Iterator[httpx.Client]:
-    """A browser of its own: a fresh learner cookie per test (from a first page, which records nothing)."""
+    """A browser of its own: a fresh learner identity per test (from a first action, as a console's)."""
     with live_app.client() as c:
-        c.get("/").raise_for_status()
+        c.post("/api/identity").raise_for_status()
         yield c
 
 
@@ -241,6 +241,14 @@ def test_seen_steps_are_marked_on_the_map(client: httpx.Client) -> None:
     assert marks[THIRD.slug] == "started"
     assert marks[FIRST.slug] == "new"
     assert client.get("/api/progress").json()["steps"][THIRD.slug]["seen"] is True
+
+
+def test_a_visitor_without_an_identity_reads_the_map_and_is_recorded_nowhere(live_app) -> None:
+    with live_app.client() as visitor:
+        page(visitor, THIRD.url)
+        marks = {li["data-step"]: li["data-status"] for li in page(visitor, "/course").select(".map-step")}
+        assert marks[THIRD.slug] == "new"
+        assert not visitor.cookies
 
 
 def test_display_name_by_form_and_api(client: httpx.Client) -> None:
