@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import capacity, flood, host, memory, own_server, pages, profile, roundtrip, startup
+from bench import capacity, flood, host, memory, output_flood, own_server, pages, profile, roundtrip, startup
 from tests.support.appserver import AppProcess
 
 RESULTS = Path(__file__).parent / "results.json"
@@ -33,13 +33,16 @@ def main() -> int:
         # round-trip benchmark sends hundreds of messages back to back as no learner does; and every
         # session comes from 127.0.0.1 without a learner cookie, one owner by address and in no class,
         # so that owner's cap, its rate of new sessions, its pace of requests (the HTTP endpoint's
-        # round trips, thousands of handshakes) and the visitors' share are lifted too.
+        # round trips, thousands of handshakes), the pace its servers' output is read at (the same
+        # owner's thousands of replies a second; output_flood measures that pace at its default) and
+        # the visitors' share are lifted too.
         settings = {
             "max_sessions": 2100 if not args.skip_capacity else 250,
             "max_messages_per_10s": 1_000_000,
             "max_sessions_per_learner": 2100,
             "new_sessions_per_min": 1_000_000,
             "requests_per_s_per_address": 1_000_000,
+            "server_read_bytes_per_s": 1 << 40,
             "outside_class_share": 1.0,
         }
         raised = ", ".join(f"PLAYGROUND_{k.upper()}={v}" for k, v in settings.items())
@@ -51,6 +54,10 @@ def main() -> int:
         print("running flood (its own app, default limits) ...", flush=True)
         figures, table = asyncio.run(flood.run(Path(tmp) / "flood", quick=args.quick))
         results["flood"] = figures
+        rows.extend(table)
+        print("running output_flood (its own app, default limits) ...", flush=True)
+        figures, table = asyncio.run(output_flood.run(Path(tmp) / "output-flood", quick=args.quick))
+        results["output_flood"] = figures
         rows.extend(table)
         with AppProcess(Path(tmp) / "app", **settings) as app:
             health = __import__("httpx").get(app.base + "/healthz", timeout=10).json()

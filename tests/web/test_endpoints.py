@@ -18,6 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CreateMessageResult, TextContent
 
+from app.relay.session import LINE_BYTES, UNHEARD_BYTES
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until, wait_until_async
@@ -474,9 +475,20 @@ def test_an_sse_client_that_reads_nothing_holds_back_its_server_not_the_web_proc
                 chunk += len(sock.recv(65536))
             received += chunk
         assert server_messages(app) > held + 100, f"{received} bytes read"
-    # The client goes away: nothing more is kept for its stream, and the server is read on.
+    # The client goes away: nothing more is kept for its stream, and nobody hears the session now
+    # (no request waits, no GET stream is open): its server is read no further than a small buffer.
     gone = server_messages(app)
-    assert wait_until(lambda: server_messages(app) > gone + 2000, timeout=60)
+    seen.clear()
+    assert wait_until(steady, timeout=60, interval=0.5), f"still reading the server: {seen[-1]} messages"
+    assert seen[-1] - gone <= UNHEARD_BYTES / LINE_BYTES + 10, seen[-1] - gone
+    # A GET stream hears it again: the server is read on.
+    stream_headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session}
+    with httpx.stream("GET", url, headers=stream_headers, timeout=30) as stream:
+        assert stream.status_code == 200
+        for _ in stream.iter_bytes():
+            if server_messages(app) > seen[-1] + 100:
+                break
+    assert server_messages(app) > seen[-1] + 100
 
 
 def test_an_expired_endpoint_answers_404(tmp_path) -> None:  # noqa: ANN001
