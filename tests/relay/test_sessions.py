@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 
 import pytest
 
 from app.demos import MY_SERVER
 from app.protocol.jsonrpc import parse_client_text
 from app.relay.admission import Admission, Caps, Owner
-from app.relay.session import DEFAULT_LIMITS, SessionLimits, line_cost
+from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, SessionLimits, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from tests.support.plainproc import PlainSource
@@ -403,5 +404,69 @@ async def test_a_server_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pac
     elapsed = time.monotonic() - began
     total, last = sum(map(len, listener.stderr)), len(listener.stderr[-1])
     assert elapsed >= (total - last - rate) / rate, (elapsed, total)
+    await sessions.close_all()
+    assert source.released == source.acquired
+
+
+# `x` lines as fast as it can, from the start: each costs the relay a line's handling, not one byte.
+X_FLOODER = """
+import sys
+while True:
+    sys.stdout.write("x\\n")
+"""
+
+
+def _steady(count: Callable[[], int]) -> Callable[[], bool]:
+    """A predicate true once `count` has not moved over its last five looks."""
+    seen: list[int] = []
+
+    def steady() -> bool:
+        seen.append(count())
+        return len(seen) > 5 and seen[-1] == seen[-6]
+
+    return steady
+
+
+async def test_a_session_nobody_hears_is_read_no_further_than_a_small_buffer(source: PlainSource) -> None:
+    limits = SessionLimits(unheard_bytes=10 * LINE_BYTES)
+    sessions = make(source, own_server=X_FLOODER, session_limits=limits)
+    session = await sessions.open(MY_SERVER, ADA)
+    listener = Recorder()
+    listener.listening = False  # attached, as an HTTP session is, with no request waiting
+    sessions.attach(session, listener)
+    read = lambda: len(session.transcript.entries)  # noqa: E731
+    assert await wait_until_async(_steady(read), timeout=DEADLINE_S, interval=0.05)
+    assert 0 < read() <= 10, read()
+    listener.listening = True  # a request or a GET stream
+    session.listener_changed()
+    assert await wait_until_async(lambda: read() > 100), "read again once heard"
+    await sessions.close_all()
+
+
+async def test_one_owners_sessions_share_one_output_pace(source: PlainSource) -> None:
+    rate = 100 * LINE_BYTES  # a hundred `x` lines a second, past a first second's worth
+    sessions = make(source, own_server=X_FLOODER, session_limits=SessionLimits(read_bytes_per_s=rate))
+    began = time.monotonic()
+    floods = [await sessions.open(MY_SERVER, ADA) for _ in range(3)]
+    for session in floods:
+        sessions.attach(session, Recorder())
+    await asyncio.sleep(2.0)  # counting what is read in a fixed time
+    read = sum(len(session.transcript.entries) for session in floods)
+    elapsed = time.monotonic() - began
+    # One budget: three would read three times as much.
+    assert 100 < read <= rate * (1 + elapsed) / LINE_BYTES + 3, read
+    await sessions.close_all()
+
+
+async def test_a_server_that_keeps_flooding_is_stopped_and_told_why(source: PlainSource) -> None:
+    limits = SessionLimits(read_bytes_per_s=100 * LINE_BYTES, flood_s=1.0)
+    sessions = make(source, own_server=X_FLOODER, session_limits=limits)
+    session = await sessions.open(MY_SERVER, ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    assert await wait_until_async(lambda: listener.ended is not None), "the flooder's end"
+    assert listener.ended == (1011, limits.flooded())
+    assert session.status == "exited" and session.reason == limits.flooded()
+    assert "faster than the playground reads output" in session.reason
     await sessions.close_all()
     assert source.released == source.acquired
