@@ -72,8 +72,8 @@ FLOOD_S = 10.0
 FLOOD_SHARE = 0.5
 # What is read of a session nobody hears (no WebSocket attached; an HTTP session with no request
 # waiting and no GET stream open) before its pumps stop reading until someone does, counted as
-# `output_cost` counts (64 `x` lines, or 192 KiB of long ones): its server then waits on its full
-# pipes. Beyond this, only the pipe reader's own buffer (twice the longest line) is read from them.
+# `output_cost` counts (64 `x` lines, or about 256 KiB of long ones): its server then waits on its
+# full pipes. Beyond this, only the pipe reader's own buffer (twice the longest line) is read from them.
 UNHEARD_BYTES = 256 * 1024
 # Work done without a pace's wait gives the loop a turn this often (in the pace's units, about 0.7 ms
 # of work), so a burst of output never holds every other session up for long.
@@ -86,7 +86,7 @@ CLIENT_READ_BYTES_PER_S = 1024 * 1024
 TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the session was ended."
 FLOODED = (
     "The server kept writing faster than the playground reads output (each line counts as {line} bytes "
-    "more than its text; {rate} bytes a second for all of one learner's servers) for {seconds:g} s, "
+    "more than its text; {rate} a second for all of one learner's servers) for {seconds:g} s, "
     "and was stopped. Does it print in a loop? Restart it once it does not."
 )
 
@@ -118,13 +118,20 @@ class SessionLimits:
         return Pace(FLOOD_SHARE, burst=self.flood_s * (1 - FLOOD_SHARE))
 
     def flooded(self) -> str:
-        return FLOODED.format(line=LINE_BYTES, rate=self.read_bytes_per_s, seconds=self.flood_s)
+        return FLOODED.format(line=LINE_BYTES, rate=_size(self.read_bytes_per_s), seconds=self.flood_s)
 
     def client_pace(self) -> Pace:
         return Pace(self.client_read_bytes_per_s, burst=self.client_read_bytes_per_s)
 
 
 DEFAULT_LIMITS = SessionLimits()
+
+
+def _size(count: int) -> str:
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count} bytes"
 
 
 def line_cost(line: str, items: int) -> int:
