@@ -14,7 +14,8 @@ MIN_HOSTING_TOKEN_LENGTH = 24
 
 
 class Settings(BaseSettings):
-    """Every field has a description: tests fail when one is missing (README lists them all)."""
+    """Every field has a description, which docs/settings.md shows (`python -m app.settings_doc`
+    writes it; tests fail when a description is missing or the doc is out of date)."""
 
     model_config = SettingsConfigDict(env_prefix="PLAYGROUND_", extra="forbid")
 
@@ -153,11 +154,10 @@ class Settings(BaseSettings):
         40,
         ge=1,
         description=(
-            "Most live sessions learners outside any class may hold together from one client address "
-            "(IPv6: one /64), whatever identities they use: identities are free to make, so without it "
-            "one address takes every visitors' place. Sized for a school's NAT: 40 people trying the "
-            "playground before their class starts, one console each; class members are not counted "
-            "(their class has its own cap)."
+            "Most live sessions that learners outside any class may hold together from one client "
+            "address (IPv6: one /64), whatever identities they use, since identities cost nothing to "
+            "make. Sized for a school's NAT: 40 people trying the playground before their class starts, "
+            "one console each. Class members are not counted: their class has its own cap."
         ),
     )
     warm_pool_size: int = Field(
@@ -206,20 +206,20 @@ class Settings(BaseSettings):
         4 * 1024 * 1024,
         gt=0,
         description=(
-            "How fast the relay reads one learner's server output, all their sessions, stdout and stderr "
-            "together (and so one session's), on average past a first second's worth: bytes a second, "
-            "each line and stderr piece counted as 4096 bytes more and each JSON value as 128 more "
-            "(handling one takes about as long). A server that writes faster waits; one that goes on "
-            "writing faster for 10 s is stopped; no learner can take the web process's time from the others."
+            "Bytes a second the relay reads from one learner's servers (all their sessions, stdout and "
+            "stderr together), on average after a first second's worth. Each line or stderr piece counts "
+            "as 4096 bytes more and each JSON value as 128 more, since handling one costs about that. A "
+            "server that writes faster waits; one that keeps writing faster for 10 s is stopped, so no "
+            "learner takes the web process's time from the others."
         ),
     )
     client_read_bytes_per_s: int = Field(
         1024 * 1024,
         gt=0,
         description=(
-            "How fast the relay reads one session's client messages, on average past a first second's "
-            "worth, counted as a server's output is (each JSON value as 128 bytes more): a client that "
-            "sends faster waits, its next WebSocket frame unread or its next HTTP request unanswered."
+            "Bytes a second the relay reads from one session's client, on average after a first "
+            "second's worth, each JSON value counting as 128 bytes more. A client that sends faster "
+            "waits: its next WebSocket frame stays unread, its next HTTP request unanswered."
         ),
     )
     extra_demo_modules: list[str] = Field(
@@ -237,13 +237,13 @@ class Settings(BaseSettings):
         gt=0,
         description=(
             "Most JSON values (objects, arrays and the items in them) one message may hold, either way: "
-            "a client's message with more is refused, a server line with more ends its session. "
-            "Reading each one costs time, a 1 MiB line of them 100 ms."
+            "a client's message with more is refused, a server line with more ends its session "
+            "(reading a 1 MiB line of them takes about 100 ms)."
         ),
     )
     max_frame_bytes: int = Field(
         4 * 1024 * 1024,
-        description="Hard WebSocket frame cap: a bigger frame closes the connection with 1009.",
+        description="Largest WebSocket frame; a bigger one closes the connection with code 1009.",
     )
     max_connections: int | None = Field(
         None,
@@ -321,7 +321,7 @@ class Settings(BaseSettings):
         le=30.0,
         description=(
             "With PostgreSQL (several replicas): a replica silent this long drops out of every live-session "
-            "count; each replica says it is alive three times as often."
+            "count; each replica says it is alive three times as often. At most 30."
         ),
     )
     reply_timeout_s: float = Field(
