@@ -18,7 +18,6 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
 
 from app.demos.stdio import stdio_streams, untraced
-from app.protocol import messages
 
 INFO = {
     "name": "demo-stateless",
@@ -44,10 +43,6 @@ server = MCPServer(
     version="1.0.0",
     instructions="No initialize here: start with server/discover, and put the _meta envelope on every request.",
 )
-
-# What a learner opens with here (no initialize): the pages its answer writes are copied ahead
-# (app/sandbox/first_writes.py).
-OPENING = messages.discover(1)
 
 # Fixed rates keep replies reproducible for the lessons' checked examples.
 RATES_PER_EUR = {"EUR": 1.0, "INR": 90.0, "USD": 1.1, "JPY": 160.0}

@@ -3,9 +3,8 @@
 Run as `python -m app.sandbox.forkserver CONFIG_JSON` by app.sandbox.launcher, never by hand.
 Talks to the app over one SOCK_SEQPACKET socket, a JSON message per packet:
 
-  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID, "warm": BOOL}  + 3 pipe fds (stdin,
-                 stdout, stderr) and, for my-server only, a 4th: a memfd holding the learner's server.py;
-                 "warm": the instance will wait in the warm pool (so it copies its first writes ahead)
+  app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 pipe fds (stdin, stdout,
+                 stderr) and, for my-server only, a 4th: a memfd holding the learner's server.py
                  (never read here: the instance reads it after the fork, see `_instance`)
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
@@ -33,9 +32,7 @@ none) and logged on stderr.
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
-import functools
 import gc
 import itertools
 import json
@@ -48,12 +45,10 @@ import sys
 import tempfile
 import time
 import traceback
-from types import ModuleType
-from typing import Literal, NoReturn
+from typing import NoReturn
 
 from app.demos import MY_SERVER, load_registry
-from app.protocol import messages
-from app.sandbox import cgroups, confine, first_writes, kernel, own_server
+from app.sandbox import cgroups, confine, kernel, own_server
 from app.sandbox.limits import Limits
 
 MAX_PACKET = 65536
@@ -100,9 +95,8 @@ class ForkServer:
         self.rootless: bool = config.get("rootless", False)
         self.instance_userns = False  # rootless, and nested user namespaces work here
         # The host's /proc, which the fork server's own root no longer shows: for the nested
-        # namespaces' id maps (rootless) and the probes' page maps (first_writes).
+        # namespaces' id maps (rootless) and each instance's standing with the OOM killer.
         self.proc_fd: int | None = None
-        self._first_writes: dict[str, ctypes.Array] = {}  # server -> what its warm instances copy ahead
         self.apply_rlimits = False
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
@@ -195,38 +189,6 @@ class ForkServer:
                 except Exception as exc:  # a cold instance still works; say so and go on
                     print(f"fork server: warming {name} failed: {exc!r}", file=sys.stderr, flush=True)
 
-    def _learn_first_writes(self) -> None:
-        """Learn, for each SDK demo, which pages an instance writes to answer its opening (first_writes)."""
-        from mcp.server.mcpserver import MCPServer
-
-        if self.proc_fd is None:
-            return
-        fork = kernel.fork_in_new_pid_namespace if self.has("pid_namespace") else os.fork
-        for name, module in self.modules.items():
-            if not isinstance(getattr(module, "server", None), MCPServer):
-                continue  # a raw-stdio demo: it waits in a read, not in an event loop
-            try:
-                line = (json.dumps(_opening(module)) + "\n").encode()
-                learnt = first_writes.learn(
-                    functools.partial(self._serve_probe, name), line, self.proc_fd, fork=fork
-                )
-                self._first_writes[name] = first_writes.prepare(learnt)
-            except first_writes.Unlearnable as exc:  # instances copy pages as they write them, as before
-                print(f"fork server: first writes cannot be learnt here: {exc}", file=sys.stderr, flush=True)
-                return
-            except Exception as exc:  # that server's instances copy as they go; the others still learn
-                print(
-                    f"fork server: learning {name}'s first writes failed: {exc!r}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-
-    def _serve_probe(self, server: str) -> None:
-        """In first_writes' probe, its stdio set up: confined as an instance is (but for a cgroup: it
-        lives for milliseconds), then serve."""
-        self._confine(self.config["uid_probe"], [0, 1, 2])
-        self.modules[server].serve()
-
     def _visible_paths(self) -> list[str]:
         import app
 
@@ -304,8 +266,6 @@ class ForkServer:
         self._life_read, self._life_write = _pipe_above_instances_fds()
         gc.collect()
         gc.freeze()  # keep the collector from touching (and so copying) every inherited page
-        self._learn_first_writes()  # last: from the memory every instance will be forked from
-        gc.freeze()  # what learning kept (the runs): not for an instance's collector to touch
         _send(self.sock, {"op": "ready", "layers": self.layers, "pid": os.getpid()})
         selector = self._selector
         selector.register(self.sock, selectors.EVENT_READ, "control")
@@ -392,12 +352,10 @@ class ForkServer:
             return request, "truncated (too many descriptors or too long)"
         op = request.get("op")
         if op == "spawn":
-            if set(request) != {"op", "id", "server", "uid", "warm"}:
-                return request, "a spawn takes exactly op, id, server, uid and warm"
+            if set(request) != {"op", "id", "server", "uid"}:
+                return request, "a spawn takes exactly op, id, server and uid"
             if not _is_int(request["id"]):
                 return request, "the id is not an integer"
-            if not isinstance(request["warm"], bool):
-                return request, "warm is not true or false"
             own = request["server"] == MY_SERVER
             if not isinstance(request["server"], str) or not (own or request["server"] in self.modules):
                 return request, f"no registered server {request['server']!r}"
@@ -457,9 +415,7 @@ class ForkServer:
         failure = None
         try:
             source = fds[3] if request["server"] == MY_SERVER else None  # passed on, never read here
-            self._spawn(
-                request["id"], request["server"], request["uid"], fds[:3], source, warm=request["warm"]
-            )
+            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source)
         except OSError as exc:
             failure = str(exc)
         finally:
@@ -536,8 +492,7 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: int | None, *,
-               warm: bool) -> None:  # fmt: skip
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: int | None) -> None:
         """Fork the instance (`source`: the descriptor of a learner's file, for my-server); the "spawned"
         reply goes out when its report arrives."""
         cgroup, procs = None, []
@@ -546,7 +501,7 @@ class ForkServer:
             procs = self.cgroups.create(cgroup)  # an OSError fails this spawn, as it should
         report_read, report_write = os.pipe()
         try:
-            pid = self._fork_instance(server, uid, fds, report_write, procs, source, warm=warm)
+            pid = self._fork_instance(server, uid, fds, report_write, procs, source)
         except OSError:  # no process to be had: this spawn fails, and leaves nothing open
             for fd in (*procs, report_read, report_write):
                 os.close(fd)
@@ -564,30 +519,27 @@ class ForkServer:
         self._selector.register(report_read, selectors.EVENT_READ, pid)
 
     def _fork_instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                       source: int | None, *, warm: bool) -> int:  # fmt: skip
+                       source: int | None) -> int:  # fmt: skip
         """The new instance's pid."""
         pid = kernel.fork_in_new_pid_namespace() if self.has("pid_namespace") else os.fork()
         if pid == 0:
-            self._run_instance(server, uid, fds, report, cgroup_procs, source, warm=warm)
+            self._run_instance(server, uid, fds, report, cgroup_procs, source)
         return pid
 
     def _run_instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                      source: int | None, *, warm: bool) -> NoReturn:  # fmt: skip
+                      source: int | None) -> NoReturn:  # fmt: skip
         """In the new process: the instance, until it exits."""
         try:
-            self._instance(server, uid, fds, report, cgroup_procs, source, warm=warm)
+            self._instance(server, uid, fds, report, cgroup_procs, source)
         except BaseException:
             traceback.print_exc()
         finally:
             os._exit(70)
 
     def _instance(self, server: str, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                  source: int | None, *, warm: bool) -> None:  # fmt: skip
+                  source: int | None) -> None:  # fmt: skip
         """In the new process: set up as root (of a user namespace, rootless), report, lock down, serve."""
-        # A warm demo copies now what its first message would copy. One for a learner waiting would
-        # only pay more for the same copies (first_writes); a learner's server writes its own pages.
-        self._confine(uid, fds, report=report, cgroup_procs=cgroup_procs, source=source,
-                      copy_ahead=warm and source is None and server)  # fmt: skip
+        self._confine(uid, fds, report=report, cgroup_procs=cgroup_procs, source=source)
         # Set up and locked down, filter loaded: only now may the fork server answer the request, as
         # the app hands a reported instance to a learner at once.
         os.close(REPORT_FD)
@@ -598,17 +550,14 @@ class ForkServer:
         self.modules[server].serve()
         os._exit(0)
 
-    def _confine(self, uid: int, fds: list[int], *, report: int | None = None, cgroup_procs: list[int] | None = None,
-                 source: int | None = None, copy_ahead: str | Literal[False] = False) -> None:  # fmt: skip
-        """In a new process, an instance or first_writes' probe: set up, then lock down. `fds` become
-        0 to 2, `report` REPORT_FD, `source` SOURCE_FD; `copy_ahead` names the server whose learnt
-        pages to copy."""
+    def _confine(self, uid: int, fds: list[int], *, report: int, cgroup_procs: list[int],
+                 source: int | None = None) -> None:  # fmt: skip
+        """In a new instance: set up, then lock down. `fds` become 0 to 2, `report` REPORT_FD, `source`
+        SOURCE_FD."""
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
-        cgroups.join(cgroup_procs or [], self.proc_fd)  # first: whatever it starts is born inside them
-        if copy_ahead and copy_ahead in self._first_writes:  # inside the cgroup, charged for the copies
-            first_writes.copy_ahead(self._first_writes[copy_ahead])
+        cgroups.join(cgroup_procs, self.proc_fd)  # first: whatever it starts is born inside them
         os.setsid()  # own session and process group: the app ends the whole group
         if self.instance_userns:  # before the descriptors move: ours to /proc may be any number
             confine.enter_instance_user_namespace(self._proc())
@@ -616,10 +565,7 @@ class ForkServer:
             source = fcntl.fcntl(source, fcntl.F_DUPFD, SOURCE_FD + 1)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
-        if report is not None:
-            os.dup2(report, REPORT_FD)
-        else:  # a probe reports nothing: whatever the fork server had there must not stay open
-            os.closerange(REPORT_FD, REPORT_FD + 1)
+        os.dup2(report, REPORT_FD)
         assert self._life_read is not None
         os.dup2(self._life_read, LIFE_FD)
         if source is not None:
@@ -657,13 +603,6 @@ class ForkServer:
         confine.die_with_fork_server(LIFE_FD)  # after setuid, which would clear the parent-death signal
         if self.has("seccomp") and self.seccomp is not None:
             self.seccomp.load()
-
-
-def _opening(module: ModuleType) -> dict:
-    """The message a learner is likely to open with on a demo: its OPENING, else the first of its
-    warm-up (server/discover on the 2026-07-28 demos), else initialize."""
-    warm_up = getattr(module, "WARM_UP", None)
-    return getattr(module, "OPENING", None) or (warm_up[0] if warm_up else messages.initialize(1))
 
 
 def _open_proc() -> int:

@@ -52,9 +52,8 @@ class _StdoutProtocol(asyncio.StreamReaderProtocol):
 
 class Instance:
     def __init__(self, launcher: Launcher, server: str, uid: int, *, max_line_bytes: int,
-                 max_output_bytes: int, source: str | None = None, warm: bool = False) -> None:  # fmt: skip
+                 max_output_bytes: int, source: str | None = None) -> None:  # fmt: skip
         self.launcher = launcher
-        self.warm = warm  # started to wait in the warm pool, not for someone waiting now
         self.server = server
         self.source = source  # my-server only: the learner's file it runs
         self.uid = uid
@@ -84,7 +83,7 @@ class Instance:
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
             self.pid = await self.launcher.spawn(
-                self.server, self.uid, (in_r, out_w, err_w), self._on_exit, self.source, warm=self.warm
+                self.server, self.uid, (in_r, out_w, err_w), self._on_exit, self.source
             )
         except BaseException:
             for fd in (in_w, out_r, err_r):

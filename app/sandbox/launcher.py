@@ -261,20 +261,16 @@ class Launcher:
                     future.set_result({"op": "failed", "error": "the fork server has stopped"})
 
     async def spawn(self, server: str, uid: int, fds: tuple[int, int, int],
-                    on_exit: Callable[[ExitStatus], None], source: str | None = None, *,
-                    warm: bool = False) -> int:  # fmt: skip
+                    on_exit: Callable[[ExitStatus], None], source: str | None = None) -> int:  # fmt: skip
         """Start one instance with the given stdin/stdout/stderr ends; return its pid (and group).
 
-        `source`: the learner's server.py, for my-server only; it goes as a sealed memfd. `warm`: it
-        will wait in the warm pool, not serve someone waiting now (see app/sandbox/first_writes.py)."""
+        `source`: the learner's server.py, for my-server only; it goes as a sealed memfd."""
         if self._sock is None or self.closed.is_set():
             raise SandboxError("The demo servers are not running.", reason="forkserver", status_code=503)
         request_id = next(self._ids)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        packet = json.dumps(
-            {"op": "spawn", "id": request_id, "server": server, "uid": uid, "warm": warm}
-        ).encode()
+        packet = json.dumps({"op": "spawn", "id": request_id, "server": server, "uid": uid}).encode()
         extra = [] if source is None else [_sealed_file(source)]
         try:
             async with self._send_lock:

@@ -156,9 +156,7 @@ class InstancePool:
             self._recycle_uid(instance)
         return None
 
-    async def _start_instance(
-        self, server: str, source: str | None = None, *, warm: bool = False
-    ) -> Instance:
+    async def _start_instance(self, server: str, source: str | None = None) -> Instance:
         if not self._free_uids:
             raise SandboxError(
                 "The playground has no room for another server right now. Try again in a minute.",
@@ -172,7 +170,6 @@ class InstancePool:
             max_line_bytes=self.max_line_bytes,
             max_output_bytes=self.max_output_bytes,
             source=source,
-            warm=warm,
         )
         try:
             await instance.start()
@@ -206,7 +203,7 @@ class InstancePool:
             # and any instances being started for learners waiting now.
             await asyncio.sleep(REFILL_DELAY_S)
             await self._no_one_waiting.wait()
-            instance = await self._start_instance(server, warm=True)
+            instance = await self._start_instance(server)
         except SandboxError as exc:
             log.warning("warm pool: could not start %s: %s", server, exc.log_message)
             await asyncio.sleep(REFILL_RETRY_S)
