@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 # Session start: a warm instance answers in milliseconds, a cold fork in tens, a stuck one in seconds.
 START_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 # A collection of the young generations takes well under a millisecond; a full one, hundreds with
-# thousands of sessions live (bench/README.md).
+# thousands of sessions live.
 GC_BUCKETS = (0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 

@@ -2,9 +2,10 @@
 
 The SDK's `stdio_server()` reads and writes through `anyio.wrap_file`: every line read, every write
 and every flush is a hop to a worker thread and back. For a demo that answers in microseconds those
-hops were most of its cost (bench/README.md: a tools/call took 1.0 ms of the server's CPU, 0.5 ms
-with the pipes below). Here stdin and stdout are asyncio pipes handed to the same `stdio_server()`,
-which accepts explicit streams: the SDK still parses, validates and serialises every message.
+hops are most of its cost (a tools/call takes 1.0 ms of the server's CPU through them, 0.5 ms with
+the pipes below; bench/profile.py measures it). Here stdin and stdout are asyncio pipes handed to
+the same `stdio_server()`, which accepts explicit streams: the SDK still parses, validates and
+serialises every message.
 
 As `stdio_server()` does when it claims the standard streams, fd 0 then reads the null device and
 fd 1 writes to stderr, so a stray `print()` in a handler cannot corrupt the wire. A stdin or stdout
@@ -124,8 +125,8 @@ def untraced(server: MCPServer) -> MCPServer:
     """`server` without the SDK's OpenTelemetry middleware, which SDK 2.3 puts first on every server.
 
     A sandboxed demo has no exporter and no network, so every span it opens is thrown away; opening
-    them (attributes, trace context from `_meta`, a span per message) was a tenth of the server's CPU
-    per tools/call (bench/README.md). The SDK's own comment names removing it as the way to opt out.
+    them (attributes, trace context from `_meta`, a span per message) is a tenth of the server's CPU
+    per tools/call (bench/profile.py). The SDK's own comment names removing it as the way to opt out.
     Idempotent: the fork server's warm-up and the serving code both call it, so they run one path.
     """
     lowlevel = server._lowlevel_server
@@ -139,8 +140,8 @@ def serving(server: MCPServer, notifications: NotificationOptions | None = None,
     `notifications`, and showing no warnings of the `quiet` categories (on stderr, which learners see).
 
     Called as the demo's module is imported, so that what every instance would build alike is built
-    once, in the fork server: building the initialize options copied some 35 pages of a sandboxed
-    instance as it started (bench/README.md, round 22). Its registrations must come before.
+    once, in the fork server: built in each instance, the initialize options would copy some 35 of
+    its pages as it starts. Its registrations must come before.
     """
     lowlevel = untraced(server)._lowlevel_server  # no public route to the initialize options in SDK 2.3
     options = (

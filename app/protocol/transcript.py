@@ -32,9 +32,8 @@ MAX_OPEN_REQUESTS = 1000
 # at most PARSED_KEEP_ENTRIES of them while their estimated size (`parsed_cost`) stays within
 # PARSED_KEEP_BYTES. A parsed message takes up to 25 times its line's memory (a line of 1 MiB of
 # `{},{},...` holds 24 MiB as objects), so keeping every one would let a session's transcript hold far
-# more than `max_bytes`; and each kept message is a few containers the collector walks, which with
-# thousands of sessions made its pauses the p99 (bench/README.md, round 19). Older entries parse
-# again on read.
+# more than `max_bytes`; and each kept message is a few containers the collector walks, whose pauses
+# with thousands of sessions live would be the p99. Older entries parse again on read.
 PARSED_KEEP_BYTES = 1024 * 1024
 PARSED_KEEP_ENTRIES = 16
 # What each container and each element of parsed JSON is counted at, besides its text: an empty dict
@@ -190,9 +189,9 @@ class Transcript:
 
     Entries are kept in columns, one list per field, and read as `Entry` views made on demand.
     Appending a string or a number to a list makes no object the collector tracks, where an object
-    per entry (and its parsed message) made millions of them at a class's scale: each collection
-    walked what every session had said, and full ones stopped every session for seconds
-    (bench/README.md, round 19)."""
+    per entry (and its parsed message) would make millions of them at a class's scale: each
+    collection would walk what every session has said, and a full one stop every session for
+    seconds."""
 
     server: str
     started_at: float = field(default_factory=time.time)  # wall clock, for the export

@@ -246,10 +246,10 @@ def get_state(request: Request) -> AppState:
 
 
 # The collector's thresholds for the web process (Python's defaults: 700, 10, 10). Each message
-# allocates dozens of short-lived containers; with 700, collections came so often that objects
-# living a few milliseconds (a message in flight) reached the oldest generation, whose full
-# collections then ran every few seconds. At 1500 sessions: 7 full collections (1.3 s of stalls)
-# against 1 with these, and p99 295 ms against 55 ms (bench/README.md).
+# allocates dozens of short-lived containers; with 700, collections come so often that objects
+# living a few milliseconds (a message in flight) reach the oldest generation, whose full
+# collections then run every few seconds. At 1500 sessions (bench/capacity.py): 7 full collections
+# (1.3 s of stalls) against 1 with these, and p99 295 ms against 55 ms.
 GC_THRESHOLDS = (50_000, 20, 10)
 
 
