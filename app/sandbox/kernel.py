@@ -12,8 +12,8 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc_holding_gil = ctypes.PyDLL(ctypes.util.find_library("c") or None, use_errno=True)
 _libc_holding_gil.syscall.restype = ctypes.c_long
 # The interpreter's fork hooks, looked up here once: ctypes makes a function object at the first
-# lookup of a name, and PyOS_AfterFork_Child was only ever looked up in a fork's child: some 20
-# page copies of every instance's start.
+# lookup of a name, and PyOS_AfterFork_Child, looked up first in each fork's child, would cost some
+# 20 page copies of every instance's start.
 _before_fork, _after_fork_child, _after_fork_parent = (
     getattr(ctypes.pythonapi, name)
     for name in ("PyOS_BeforeFork", "PyOS_AfterFork_Child", "PyOS_AfterFork_Parent")
