@@ -38,9 +38,9 @@ def env_name(model: type[BaseSettings], field_name: str) -> str:
     return f"{prefix}{field_name}".upper()
 
 
-def default_text(field: FieldInfo) -> str:
+def default_text(name: str, field: FieldInfo) -> str:
     """The default as one would write it in the environment, or `unset` (the description says what
-    an unset setting means)."""
+    an unset setting means). A byte count also in KiB, MiB or GiB."""
     value: Any = field.get_default(call_default_factory=True)
     if value is None:
         return "unset"
@@ -52,7 +52,16 @@ def default_text(field: FieldInfo) -> str:
         text = json.dumps(value)
     else:
         text = str(value)
+    if isinstance(value, int) and ("_bytes" in name) and (size := binary_size(value)):
+        return f"`{text}` ({size})"
     return f"`{text}`"
+
+
+def binary_size(count: int) -> str | None:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale and count % scale == 0:
+            return f"{count // scale} {unit}"
+    return None
 
 
 def cell(text: str) -> str:
@@ -62,7 +71,7 @@ def cell(text: str) -> str:
 
 def render(model: type[BaseSettings] = Settings) -> str:
     rows = [
-        f"| `{env_name(model, name)}` | {cell(default_text(field))} | {cell(field.description or '')} |\n"
+        f"| `{env_name(model, name)}` | {cell(default_text(name, field))} | {cell(field.description or '')} |\n"
         for name, field in model.model_fields.items()
     ]
     return HEADER + "".join(rows)

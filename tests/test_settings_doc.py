@@ -39,6 +39,8 @@ def test_every_setting_has_one_row_with_its_default() -> None:
     assert '| `PLAYGROUND_TRUSTED_PROXIES` | `["127.0.0.1", "::1"]` |' in doc
     assert "| `PLAYGROUND_SANDBOX` | `true` |" in doc
     assert "| `PLAYGROUND_DATABASE_URL` | unset |" in doc
+    assert "| `PLAYGROUND_MAX_MESSAGE_BYTES` | `1048576` (1 MiB) |" in doc
+    assert "| `PLAYGROUND_MAX_SESSIONS` | `250` |" in doc
 
 
 def test_a_description_stays_in_its_cell() -> None:
