@@ -1,4 +1,5 @@
-"""The app factory: create_app(settings) builds a fresh FastAPI app (tests build one per test)."""
+"""The app factory: create_app(settings) builds a fresh FastAPI app; in-process tests hand it their own
+process source (plain subprocesses, no sandbox)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.config import PROJECT_ROOT, Settings
 from app.demos import load_registry
+from app.sandbox.process import ProcessSource
 from app.web import (
     access,
     api,
@@ -19,6 +21,7 @@ from app.web import (
     instructor,
     join,
     learner,
+    mcp_http,
     pages,
     resume,
     spec_refs,
@@ -26,15 +29,19 @@ from app.web import (
     ws,
 )
 from app.web.client import ClientMiddleware, TrustedProxies
+from app.web.connections import RequestPacing
 from app.web.guard import GuardMiddleware
 from app.web.state import AppState
 
 log = logging.getLogger("app")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, process_source: ProcessSource | None = None) -> FastAPI:
+    """The app for `settings`. With a `process_source`, sessions run its processes instead of the
+    sandbox's (tests only: /healthz then reports every sandbox layer off)."""
     settings = settings or Settings()
-    state = AppState(settings=settings, demos=load_registry(settings.extra_demo_modules))
+    demos = load_registry(settings.extra_demo_modules)
+    state = AppState(settings=settings, demos=demos, process_source=process_source)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -51,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(api.router)
     app.include_router(ws.router)
     app.include_router(endpoints.router)
+    app.include_router(mcp_http.router)
     app.include_router(workspace.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
@@ -63,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     learner.install(app)
     access.install(app, settings.access_code)
     app.add_middleware(GuardMiddleware)  # before any cookie is read or minted
+    app.add_middleware(RequestPacing, connections=state.connections)  # each address at its pace
     # Outermost: who the client is and how it reached us, for everything above.
     app.add_middleware(ClientMiddleware, trusted=TrustedProxies(settings.trusted_proxies))
     return app

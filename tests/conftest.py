@@ -1,10 +1,41 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 
 import pytest
 
 from tests.support.appserver import AppProcess
+
+TESTS = Path(__file__).resolve().parent
+# Markers by folder: what a whole folder needs (docs/testing.md).
+FOLDER_MARKERS = {"sandbox": "sandbox", "browser": "browser", "deploy": "deploy", "bench": "bench"}
+# A module holding one of these runs the real app or a real fork server: the sandbox, root or a
+# user namespace, and seconds a start.
+SANDBOX_NAMES = ("AppProcess", "check_exercises", "InstancePool")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test by what it needs, so `-m` picks a tier (the Makefile's test-fast)."""
+    for item in items:
+        path = Path(str(item.path))
+        folder = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
+        fixtures = getattr(item, "fixturenames", ())
+        module = getattr(item, "module", None)
+        if "live_app" in fixtures or any(hasattr(module, name) for name in SANDBOX_NAMES):
+            item.add_marker("sandbox")
+        if "postgres_server" in fixtures:
+            item.add_marker("postgres")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything alive once every test module is imported (modules, parameters) lives to the end:
+    out of the collector's reach, the collection after each test walks only what tests made, in
+    milliseconds instead of a fifth of a second."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +54,16 @@ def live_app(tmp_path_factory: pytest.TempPathFactory):
     app.start()
     yield app
     app.stop()
+
+
+@pytest.fixture(scope="session")
+def app_in_process(tmp_path_factory: pytest.TempPathFactory):
+    """The app built in this process over plain subprocesses (no sandbox), default settings, shared
+    by the session's tests: for pages and JSON APIs (tests/support/inprocess.py)."""
+    from tests.support.inprocess import InProcessApp
+
+    with InProcessApp(tmp_path_factory.mktemp("app-in-process")) as app:
+        yield app
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from app.config import MIN_HOSTING_TOKEN_LENGTH, Settings
 from app.course.catalog import Catalog
 from app.course.models import LessonError
 from app.demos import DemoServer
+from app.fleet import Fleet, FleetStore
 from app.metrics import Metrics
 from app.progress import ProgressStore, open_store
 from app.protocol.transcript import Transcript
@@ -26,19 +27,22 @@ from app.relay.admission import Admission, Caps, Owner
 from app.relay.httpwire import HttpSessions
 from app.relay.session import SessionLimits
 from app.relay.sessions import Sessions
+from app.sandbox.confine import LAYERS
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
+from app.sandbox.process import ProcessSource
 from app.web.client import TrustedProxies
 from app.web.connections import ConnectionLimits, Connections
 from app.web.credentials import FailureThrottle
 from app.web.endpoint_cache import EndpointCache
-from app.web.fleet import Fleet
 from app.web.learner import SECRET_NAME, Identity
 
 log = logging.getLogger("app")
 
 PROGRESS_DB = "progress.sqlite3"  # in settings.data_dir
+# Every layer's state when a test hands the app its processes (plain ones, no sandbox at all).
+TEST_SOURCE_LAYER = "off: tests (the app was given a process source, no sandbox)"
 
 
 @dataclass
@@ -46,6 +50,8 @@ class AppState:
     settings: Settings
     demos: dict[str, DemoServer]
     pool: InstancePool | None = None
+    # Given by in-process tests (create_app(process_source=...)): processes from here, no InstancePool.
+    process_source: ProcessSource | None = None
     sessions: Sessions | None = None
     identity: Identity | None = None
     ready: bool = False
@@ -89,7 +95,7 @@ class AppState:
             raise
         self.progress.open()
         if s.database_url:  # several replicas may share this database: share live sessions too
-            self.fleet = Fleet(self.progress, s.replica_silence_s)
+            self.fleet = Fleet(FleetStore(self.progress), s.replica_silence_s)
         self.instructor_token = s.instructor_token
         if self.instructor_token and s.hosting and len(self.instructor_token) < MIN_HOSTING_TOKEN_LENGTH:
             message = (
@@ -104,33 +110,10 @@ class AppState:
         self.identity = Identity(
             s.cookie_secret or self.progress.shared_secret(SECRET_NAME), s.new_learners_per_address
         )
-        self.pool = InstancePool(
-            servers=list(self.demos),
-            limits=Limits.from_settings(s),
-            sandbox=s.sandbox,
-            extra_modules=s.extra_demo_modules,
-            capacity=s.max_sessions,
-            pool_sizes=warm_pool_sizes(s, self.demos),
-            uid_base=s.uid_base,
-            max_line_bytes=s.server_max_line_bytes,
-            max_output_bytes=s.server_max_output_bytes,
-            rootless=s.rootless_sandbox,
-        )
-        await self.pool.start()
-        self.connections.fit_open_files(self.pool.open_files_needed)
-        missing = self.pool.missing_layers()
-        if missing:
-            lines = "\n".join(f"  - {name}: {why}" for name, why in missing.items())
-            banner = f"WARNING: the sandbox is incomplete on this machine:\n{lines}"
-            print(banner, file=sys.stderr, flush=True)
-            log.warning(banner)
-            if not s.weak_sandbox_allowed:
-                await self.pool.stop()
-                raise SandboxError(
-                    "Refusing to start: a sandbox layer is missing and hosting mode needs them all "
-                    "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
-                    reason="weak_sandbox",
-                )
+        if self.process_source is not None:
+            source: ProcessSource = self.process_source
+        else:
+            source = await self._start_pool()
         admission = Admission(
             Caps.from_share(
                 s.max_sessions,
@@ -139,10 +122,10 @@ class AppState:
                 new_per_owner_per_min=s.new_sessions_per_min,
                 per_address_outside=s.max_sessions_per_address,
             ),
-            memory=self.pool.launcher.memory,
+            memory=self.pool.launcher.memory if self.pool is not None else None,
         )
         self.sessions = Sessions(
-            self.pool, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
+            source, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
             max_session_s=s.max_session_s, metrics=self.metrics,
             new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
             own_source=self.own_source, shared=self.fleet,
@@ -167,6 +150,38 @@ class AppState:
             settle_heap()
         self.ready = True
 
+    async def _start_pool(self) -> InstancePool:
+        """The fork server and its warm instances; refuses a weak sandbox unless it is accepted."""
+        s = self.settings
+        pool = self.pool = InstancePool(
+            servers=list(self.demos),
+            limits=Limits.from_settings(s),
+            sandbox=s.sandbox,
+            extra_modules=s.extra_demo_modules,
+            capacity=s.max_sessions,
+            pool_sizes=warm_pool_sizes(s, self.demos),
+            uid_base=s.uid_base,
+            max_line_bytes=s.server_max_line_bytes,
+            max_output_bytes=s.server_max_output_bytes,
+            rootless=s.rootless_sandbox,
+        )
+        await pool.start()
+        self.connections.fit_open_files(pool.open_files_needed)
+        missing = pool.missing_layers()
+        if missing:
+            lines = "\n".join(f"  - {name}: {why}" for name, why in missing.items())
+            banner = f"WARNING: the sandbox is incomplete on this machine:\n{lines}"
+            print(banner, file=sys.stderr, flush=True)
+            log.warning(banner)
+            if not s.weak_sandbox_allowed:
+                await pool.stop()
+                raise SandboxError(
+                    "Refusing to start: a sandbox layer is missing and hosting mode needs them all "
+                    "(set PLAYGROUND_ACCEPT_WEAK_SANDBOX=true to accept it).",
+                    reason="weak_sandbox",
+                )
+        return pool
+
     def _drop_privileges(self) -> None:
         from app import privileges
 
@@ -189,14 +204,23 @@ class AppState:
             await self.pool.stop()
         self.progress.close()
 
+    def sandbox_layers(self) -> dict[str, str]:
+        return self.pool.layers if self.pool is not None else dict.fromkeys(LAYERS, TEST_SOURCE_LAYER)
+
+    def missing_layers(self) -> dict[str, str]:
+        return self.pool.missing_layers() if self.pool is not None else self.sandbox_layers()
+
+    def warm_pool_size(self, server: str) -> int:
+        return self.pool.pool_size(server) if self.pool is not None else 0
+
     def _bind_metrics(self) -> None:
-        pool, sessions = self.pool, self.sessions
-        assert pool is not None and sessions is not None
+        sessions = self.sessions
+        assert sessions is not None
         self.metrics.live_sessions.set_function(lambda: sessions.live)
         self.metrics.connections_open.set_function(lambda: self.connections.open)
         for name in self.demos:
-            self.metrics.warm_pool.labels(name).set_function(partial(pool.pool_size, name))
-        for layer, why in pool.layers.items():
+            self.metrics.warm_pool.labels(name).set_function(partial(self.warm_pool_size, name))
+        for layer, why in self.sandbox_layers().items():
             self.metrics.sandbox_layer.labels(layer).set(1 if why == "ok" else 0)
 
     async def owner_of(self, scope: MutableMapping[str, Any]) -> Owner:
@@ -213,14 +237,14 @@ class AppState:
         return Owner(learner, address, klass.id, klass.max_sessions or self.settings.max_sessions_per_class)
 
     def health(self) -> dict:
-        pool, sessions = self.pool, self.sessions
-        if not self.ready or pool is None or sessions is None:
+        sessions = self.sessions
+        if not self.ready or sessions is None:
             return {"status": "starting"}
-        missing = pool.missing_layers()
+        missing = self.missing_layers()
         admission = sessions.admission
         return {
             "status": "degraded" if missing else "ok",
-            "sandbox": {"layers": pool.layers, "complete": not missing},
+            "sandbox": {"layers": self.sandbox_layers(), "complete": not missing},
             "privileges": self.privileges,
             "sessions": {
                 "live": sessions.live,
@@ -228,7 +252,7 @@ class AppState:
                 "outside_classes": admission.outside_classes,
                 "max_outside_classes": admission.caps.outside_classes,
             },  # fmt: skip
-            "warm_pool": {name: pool.pool_size(name) for name in self.demos},
+            "warm_pool": {name: self.warm_pool_size(name) for name in self.demos},
             "servers": list(self.demos),
         }
 

@@ -12,11 +12,11 @@ from app.course.catalog import Catalog
 CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
 
 
-def test_every_step_is_reachable_from_the_course_map(live_app) -> None:
+def test_every_step_is_reachable_from_the_course_map(app_in_process) -> None:
     wanted = {step.url for step in CATALOG.steps()}
     seen: set[str] = set()
     queue = ["/course"]
-    with live_app.client() as client:
+    with app_in_process.client() as client:
         while queue:
             path = queue.pop()
             if path in seen:
@@ -24,12 +24,14 @@ def test_every_step_is_reachable_from_the_course_map(live_app) -> None:
             seen.add(path)
             page = client.get(path)  # a lesson's address redirects to a step: follow it as a link
             if page.is_redirect:
-                queue.append(urlparse(urljoin(live_app.base + path, page.headers["location"])).path)
+                queue.append(urlparse(urljoin(app_in_process.base + path, page.headers["location"])).path)
                 continue
             assert page.status_code == 200, path
             for link in BeautifulSoup(page.text, "html.parser").select("a[href]"):
-                target = urlparse(urljoin(live_app.base + path, link["href"]))
-                if target.netloc == urlparse(live_app.base).netloc and target.path.startswith("/course"):
+                target = urlparse(urljoin(app_in_process.base + path, link["href"]))
+                if target.netloc == urlparse(app_in_process.base).netloc and target.path.startswith(
+                    "/course"
+                ):
                     queue.append(target.path)
     assert wanted - seen == set()
 

@@ -1,4 +1,4 @@
-"""Course pages through the real app (uvicorn on a free port), asserted through selectors."""
+"""Course pages through the app built in process (tests/support/inprocess.py), asserted through selectors."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def position(step: Step) -> str:
 
 
 @pytest.fixture
-def client(live_app) -> Iterator[httpx.Client]:
+def client(app_in_process) -> Iterator[httpx.Client]:
     """A browser of its own: a fresh learner identity per test (from a first action, as a console's)."""
-    with live_app.client() as c:
+    with app_in_process.client() as c:
         c.post("/api/identity").raise_for_status()
         yield c
 
@@ -243,8 +243,8 @@ def test_seen_steps_are_marked_on_the_map(client: httpx.Client) -> None:
     assert client.get("/api/progress").json()["steps"][THIRD.slug]["seen"] is True
 
 
-def test_a_visitor_without_an_identity_reads_the_map_and_is_recorded_nowhere(live_app) -> None:
-    with live_app.client() as visitor:
+def test_a_visitor_without_an_identity_reads_the_map_and_is_recorded_nowhere(app_in_process) -> None:
+    with app_in_process.client() as visitor:
         page(visitor, THIRD.url)
         marks = {li["data-step"]: li["data-status"] for li in page(visitor, "/course").select(".map-step")}
         assert marks[THIRD.slug] == "new"

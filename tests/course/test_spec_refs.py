@@ -133,8 +133,8 @@ def test_ranges_cover_every_revision_between() -> None:
 
 
 @pytest.fixture
-def client(live_app) -> Iterator[httpx.Client]:
-    with live_app.client() as c:
+def client(app_in_process) -> Iterator[httpx.Client]:
+    with app_in_process.client() as c:
         yield c
 
 

@@ -26,7 +26,6 @@ class PlainProcess:
         self.exited = asyncio.Event()
         self._status: ExitStatus | None = None
         self._waiter = asyncio.create_task(self._wait())
-        self.last_line_taken = False  # it offers no line to a taker
 
     async def _wait(self) -> None:
         code = await self.proc.wait()
@@ -45,18 +44,6 @@ class PlainProcess:
             await stdin.drain()
         except (ConnectionError, BrokenPipeError) as exc:
             raise SandboxError("The server has stopped.", reason="exited", status_code=410) from exc
-
-    def write_line_now(self, line: str) -> bool:
-        stdin = self.proc.stdin
-        if stdin is None or stdin.is_closing() or self._status is not None:
-            return False
-        if stdin.transport.get_write_buffer_size():
-            return False
-        stdin.write(line.encode() + b"\n")
-        return True
-
-    def take_lines(self, taker: object) -> None:
-        pass  # every line goes through read_line
 
     async def read_line(self) -> str | None:
         assert self.proc.stdout is not None
@@ -101,8 +88,9 @@ class PlainSource:
     """Starts plain subprocesses and counts every acquire and release, so tests can check each process
     is released exactly once."""
 
-    def __init__(self) -> None:
-        self.servers = list(MODULES)
+    def __init__(self, modules: dict[str, str] | None = None) -> None:
+        self.modules = MODULES if modules is None else modules  # server name -> module run with -m
+        self.servers = list(self.modules)
         self.acquired: list[PlainProcess] = []
         self.released: list[ServerProcess] = []
         self.sources: list[str] = []  # every learner file started, in order
@@ -113,7 +101,7 @@ class PlainSource:
             shutil.rmtree(folder, ignore_errors=True)
 
     async def acquire(self, server: str, source: str | None = None) -> PlainProcess:
-        if server not in MODULES and source is None:
+        if server not in self.modules and source is None:
             raise SandboxError(
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
             )
@@ -125,7 +113,7 @@ class PlainSource:
             with open(target[0], "w", encoding="utf-8") as out:
                 out.write(source)
         else:
-            target = ["-m", MODULES[server]]
+            target = ["-m", self.modules[server]]
         proc = await asyncio.create_subprocess_exec(
             sys.executable, *target,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
