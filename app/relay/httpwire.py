@@ -172,9 +172,6 @@ class HttpListener(Door):
 
     # --- what the relay session tells (the Listener protocol) ---------------------------------------
 
-    def server_line_now(self, line: str) -> bool:
-        return False
-
     async def on_server_line(self, line: str) -> None:
         pass  # routed by the id it carries, once it is an entry
 

@@ -31,9 +31,6 @@ class Listener(Protocol):
     # Each line the server writes, as it arrives and before anything else is done with it; then the
     # same line as a transcript entry. A wire that forwards lines unchanged does it in the first.
     async def on_server_line(self, line: str) -> None: ...
-    # The same first look, sooner: in the pipe's callback as the line arrives, when nothing before it
-    # is unread. True once the line is on its way; then `on_server_line` is not called for it.
-    def server_line_now(self, line: str) -> bool: ...
     async def on_server_entry(self, entry: Entry) -> None: ...
     # Whether anyone hears the server now (an HTTP session's listener: only while a request waits or
     # its GET stream is open). A session nobody hears is read no further than a small buffer.
@@ -233,7 +230,6 @@ class RelaySession:
         self.answered = False
         self._flooded = None
         self.touch()
-        process.take_lines(self._line_now)
         self._pumps = [
             asyncio.create_task(self._pump_stdout(process), name=f"stdout-{self.id}"),
             asyncio.create_task(self._pump_stderr(process), name=f"stderr-{self.id}"),
@@ -248,8 +244,6 @@ class RelaySession:
     def take_process(self) -> ServerProcess | None:
         """Stop relaying and hand the process back to whoever releases it (Sessions)."""
         process, self.process = self.process, None
-        if process is not None:
-            process.take_lines(None)
         me = asyncio.current_task()
         for task in [*self._pumps, self._serving_watch]:
             if task is not None and task is not me:
@@ -268,20 +262,6 @@ class RelaySession:
         self._sent(process)
         return entry
 
-    def send_now(self, frame: Frame) -> bool:
-        """`send` without waiting, when the server is running and its stdin has nothing queued: True
-        once recorded and written; False (nothing done) when the caller must take `send`."""
-        process = self.process
-        if process is None or self.status != "ready":
-            return False
-        if not process.write_line_now(frame.line):
-            return False
-        # Recorded after the write, but before the loop can read the reply: it still pairs up.
-        self.transcript.add_client(frame.line, frame.message)
-        self.touch()
-        self._sent(process)
-        return True
-
     def _sent(self, process: ServerProcess) -> None:
         self.metrics.client_messages.inc()
         if self.watch_serving and not self.answered and self._serving_watch is None:
@@ -299,21 +279,10 @@ class RelaySession:
             if self.listener is not None:
                 await self.listener.on_state()
 
-    def _line_now(self, line: str) -> bool:
-        # Taken only within the paces, and charged here for what the pump does not do for it.
-        listener = self.listener
-        if listener is None or self._owed() or not listener.server_line_now(line):
-            return False
-        self._charge(output_cost(line))
-        return True
-
     def _charge(self, cost: int) -> float:
         """Count output work done now against the session's pace and its owner's; the seconds the
         pumps wait before reading more."""
         return max(self._pace.charge(cost), self._owner_pace.charge(cost))
-
-    def _owed(self) -> float:
-        return self._charge(0)
 
     async def _paid(self, process: ServerProcess, cost: int) -> bool:
         """Charge output work done, and wait while it is owed: the server's pipe fills meanwhile, and
@@ -351,8 +320,7 @@ class RelaySession:
                 self._read(line)
                 self.touch()
                 self.answered = True
-                taken = process.last_line_taken
-                if self.listener is not None and not taken:
+                if self.listener is not None:
                     await self._tell(self.listener.on_server_line(line))
                 items = json_items(line, self.limits.max_items)
                 if items > self.limits.max_items:  # not parsed: that is what it would cost
@@ -364,9 +332,7 @@ class RelaySession:
                 self.metrics.server_messages.inc()
                 if self.listener is not None:
                     await self._tell(self.listener.on_server_entry(entry))
-                # A taken line's handling was charged as it was taken; its values are counted here.
-                cost = PARSED_ITEM_BYTES * items if taken else output_cost(line, items)
-                if not await self._paid(process, cost):
+                if not await self._paid(process, output_cost(line, items)):
                     break
         except OutputLimitError as exc:
             ended = (1011, exc.message)

@@ -18,7 +18,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -88,27 +88,6 @@ class Checks(Protocol):
         ...
 
 
-class DirectSocket(Protocol):
-    """The WebSocket connection itself (app/web/wsprotocol.py), for a pure MCP channel's usual
-    messages: each client text handed over in the socket's own callback, each server line written at
-    once, with no task to wake and no ASGI layers in between (bench/README.md, round 11)."""
-
-    def take_texts(self, taker: Callable[[str], bool] | None) -> None:
-        """From now on, offer each whole text message to `taker` first; what it declines (False) is
-        queued for `receive()` as before. None stops it."""
-        ...
-
-    def send_text_now(self, text: str) -> bool:
-        """Write one text message now; False (nothing written) when the connection cannot take it at
-        once: closing, closed, or its send buffer full."""
-        ...
-
-    @property
-    def lost(self) -> asyncio.Event:
-        """Set once the connection is gone, whatever is still queued for `receive()`."""
-        ...
-
-
 class RateLimiter:
     def __init__(self, limit: int, window_s: float) -> None:
         self.limit = limit
@@ -139,9 +118,9 @@ class Wire:
     """What both modes share: the socket, a send lock, the receive loop with its limits, and ending."""
 
     def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
-                 direct: DirectSocket | None = None) -> None:  # fmt: skip
+                 lost: asyncio.Event | None = None) -> None:  # fmt: skip
         self.ws = websocket
-        self.direct = direct
+        self.lost = lost  # set once the connection is gone (app/web/wsprotocol.py), if known
         self.session = session
         self.sessions = sessions
         self.limits = limits
@@ -152,7 +131,6 @@ class Wire:
         self.ended = False
         self.abusive = False  # closed for flooding: the route ends the session at once
         self.peer_close_code: int | None = None  # how the client closed, when it did
-        self.busy = False  # `run` holds a frame: a later one must not overtake it
 
     # An attached WebSocket hears everything its session's server writes (Listener.listening).
     listening = True
@@ -191,22 +169,18 @@ class Wire:
             if event["type"] == "websocket.disconnect":
                 self.peer_close_code = event.get("code")
                 return
-            self.busy = True
-            try:
-                await self._on_event(event)
-            finally:
-                self.busy = False
+            await self._on_event(event)
 
     async def _pause(self, seconds: float) -> bool:
         """Read nothing for a while: the socket stops reading once a frame waits for us, and the
         client's sends back up. A connection lost meanwhile ends the pause, so that its session is free
         at once for the client's next connection. False if it was lost."""
-        if self.direct is None:
+        if self.lost is None:
             await asyncio.sleep(seconds)
             return True
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.direct.lost.wait(), seconds)
-        return not self.direct.lost.is_set()
+            await asyncio.wait_for(self.lost.wait(), seconds)
+        return not self.lost.is_set()
 
     async def _on_event(self, event: Mapping[str, Any]) -> None:
         text = event.get("text")
@@ -246,9 +220,6 @@ class Wire:
             self.session.client_read(line_cost("", result.items))
         return result
 
-    def server_line_now(self, line: str) -> bool:
-        return False  # each mode sends what it sends once the line is an entry, or in on_server_line
-
     def id_of(self, text: str) -> Any:
         """The request id inside a frame, for an error reply to a frame we did not forward."""
         return readable_id(text, ID_PEEK_BYTES)
@@ -285,35 +256,6 @@ def _close_reason(reason: str) -> str:
 
 
 class McpWire(Wire):
-    def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
-                 direct: DirectSocket | None = None) -> None:  # fmt: skip
-        super().__init__(websocket, session, sessions, limits, direct)
-        if direct is not None:
-            direct.take_texts(self.text_now)
-
-    def text_now(self, text: str) -> bool:
-        """A client's text message, in the socket's callback: forwarded here when it is valid, within
-        the rate, nothing is ahead of it and the server's stdin has room. False passes it to `run`, which
-        answers everything else (a refusal, a full pipe, a stopped server) as it always has."""
-        if self.ended or self.busy or self.limiter.wait() is not None or self.session.client_owed():
-            return False
-        result = self.limits.admit(text)
-        if isinstance(result, FrameError) or not self.session.send_now(result):
-            return False
-        self.limiter.count()
-        self.session.client_read(line_cost(text, result.items))
-        return True
-
-    def server_line_now(self, line: str) -> bool:
-        # Written at once unless a send is under way (its frame goes first) or the socket is busy.
-        if self.direct is None or self.ended or self._send_lock.locked():
-            return False
-        return self.direct.send_text_now(line)
-
-    async def finish(self) -> None:
-        if self.direct is not None:
-            self.direct.take_texts(None)
-
     async def on_text(self, text: str) -> None:
         result = self.admit(text)
         if isinstance(result, FrameError):
@@ -328,8 +270,7 @@ class McpWire(Wire):
         await self.send_json(error.reply())
 
     async def on_server_line(self, line: str) -> None:
-        # A line `server_line_now` could not write: forwarded as it came, before it is parsed and
-        # recorded, since the client waits for nothing else.
+        # Forwarded as it came, before it is parsed and recorded, since the client waits for nothing else.
         await self.send_text(line)
 
     async def on_server_entry(self, entry: Entry) -> None:
@@ -377,8 +318,8 @@ def entry_frame(entry: Entry, transcript: Transcript) -> dict[str, Any]:
 
 class EnvelopeWire(Wire):
     def __init__(self, websocket: WebSocket, session: RelaySession, sessions: Sessions, limits: WireLimits,
-                 checks: Checks | None = None, direct: DirectSocket | None = None) -> None:  # fmt: skip
-        super().__init__(websocket, session, sessions, limits, direct)
+                 checks: Checks | None = None, lost: asyncio.Event | None = None) -> None:  # fmt: skip
+        super().__init__(websocket, session, sessions, limits, lost)
         self.checks = checks
         self.restarts = RateLimiter(limits.restarts_per_window, RESTART_WINDOW_S)
         self._checks_dirty = False

@@ -7,7 +7,6 @@ session layer's fast tests use a plain subprocess behind the same two interfaces
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Protocol
 
 from app.sandbox.launcher import ExitStatus
@@ -18,7 +17,6 @@ class ServerProcess(Protocol):
 
     server: str
     exited: asyncio.Event  # set once the process has exited
-    last_line_taken: bool  # the line `read_line` returned last had been taken (take_lines)
 
     def poll(self) -> ExitStatus | None:
         """None while it runs, else how it ended."""
@@ -26,14 +24,6 @@ class ServerProcess(Protocol):
 
     async def write_line(self, line: str) -> None:
         """Write one line to stdin; raises SandboxError once the process has gone."""
-        ...
-
-    def write_line_now(self, line: str) -> bool:
-        """Write one line to stdin at once if nothing is queued before it; False if nothing was written."""
-        ...
-
-    def take_lines(self, taker: Callable[[str], bool] | None) -> None:
-        """Offer stdout lines to `taker` as they arrive (see Instance.take_lines); may offer none."""
         ...
 
     async def read_line(self) -> str | None:

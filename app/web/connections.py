@@ -4,17 +4,19 @@ uvicorn accepts every connection and waits for its request for as long as the cl
 gathers a request line or header of any length (measured: one 200 MB URL took the web process 50 s
 of CPU and 290 MB; about 20,000 idle connections, the open-file limit, and nobody else could connect,
 nor could a sandboxed server start, since its pipes need descriptors too). One visitor could stop
-every learner. So, before the app (app/web/wsprotocol.py's HttpProtocol asks this module):
+every learner. So, before the app sees a request (app/web/wsprotocol.py's HttpProtocol asks this
+module; uvicorn's settings have no such limits):
 
 - a connection must send a whole request head within `request_head_timeout_s` of opening, or of
   its first byte after a response, and the head may be at most `max_request_head_bytes`;
 - a request's body may stall for at most `request_body_idle_s` while we are reading it (a body we
-  do not read yet, waiting its turn at the session's pace, is not the client's stall);
+  do not read yet, past what uvicorn buffers while the app has not asked, is not the client's stall);
 - one address holds at most `max_connections_per_address` connections at once (pages, API,
   consoles and MCP clients alike), everybody together `max_connections`, which also fits the
   open-file limit beside what the sandboxed servers need;
-- one address's requests start at `requests_per_s_per_address` on average, past a first 10 seconds'
-  worth; past it the next one waits, unread (measured: one address sending cheap requests on 256
+- one address's requests (WebSocket handshakes included) start at `requests_per_s_per_address` on
+  average, past a first 10 seconds' worth; past it the next one waits before the app sees it
+  (`RequestPacing`, an ASGI middleware; measured: one address sending cheap requests on 256
   connections took the web process's whole core, and another learner's ping waited 64-86 ms at
   the median, 110-174 ms at the 99th percentile). Behind a trusted proxy, the address is the one its
   X-Forwarded-For names, as everywhere else (app/web/client.py).
@@ -25,11 +27,14 @@ proxy keeps its own limits (deploy/nginx/playground.conf). It still counts in th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.relay.rates import KEYS_KEPT, Pace
 from app.sandbox.pool import raise_open_file_limit
@@ -111,9 +116,10 @@ class Connections:
         return None
 
     def request_wait(self, scope: Any) -> float:
-        """Count a request whose head has come (`scope`: uvicorn's, with the client and the headers);
-        the seconds it must wait before it starts (0.0: none). Requests waiting side by side queue."""
-        key = address_key(resolve_address(scope, self.trusted))
+        """Count a request whose head has come (`scope`: an ASGI scope, with the client and the
+        headers); the seconds it must wait before it starts (0.0: none). Requests waiting side by side
+        queue."""
+        key = address_key(scope.get("client_address") or resolve_address(scope, self.trusted))
         pace = self._paces.get(key)
         if pace is None:
             if len(self._paces) >= KEYS_KEPT:  # forget the addresses whose pace is back to a new one's
@@ -161,3 +167,18 @@ class Connections:
             self._refused.clear()
             self._refused_keys.clear()
         return reason
+
+
+class RequestPacing:
+    """ASGI middleware: each address's requests and WebSocket handshakes start at its pace
+    (`Connections.request_wait`); one past it waits here before the app sees it. Inside
+    ClientMiddleware, whose resolved address it counts."""
+
+    def __init__(self, app: ASGIApp, connections: Connections) -> None:
+        self.app = app
+        self.connections = connections
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket") and (wait := self.connections.request_wait(scope)):
+            await asyncio.sleep(wait)
+        await self.app(scope, receive, send)

@@ -17,7 +17,7 @@ from app.sandbox.errors import CapacityError, SandboxError
 from app.web.errors import error_body
 from app.web.guard import same_origin
 from app.web.state import AppState
-from app.web.wsprotocol import DIRECT
+from app.web.wsprotocol import LOST
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -125,13 +125,13 @@ async def relay(websocket: WebSocket) -> None:
         await sessions.end(session, NORMAL_CLOSURE, "the client left during the handshake")
         return
     limits = WireLimits.from_settings(state.settings)
-    direct = websocket.scope["extensions"].get(DIRECT)
+    lost = websocket.scope.get("extensions", {}).get(LOST)  # None in an in-process test
     wire: McpWire | EnvelopeWire
     if mode == MCP_SUBPROTOCOL:
-        wire = McpWire(websocket, session, sessions, limits, direct=direct)
+        wire = McpWire(websocket, session, sessions, limits, lost=lost)
     else:
         checks = step_checks(state, params.get("step"), owner.learner)
-        wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks, direct=direct)
+        wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks, lost=lost)
     sessions.attach(session, wire)
     try:
         if isinstance(wire, EnvelopeWire):

@@ -1,30 +1,39 @@
-"""uvicorn's WebSocket protocol (websockets, sans-I/O), with one of its bugs mended, its
-per-connection chatter left unmade, and a short way for a pure MCP channel's usual messages; and its
-HTTP protocol, which hands a connection to it, mended so that the hand-over leaves no garbage for
-the collector."""
+"""uvicorn's protocols, bent where its public settings do not reach: what a connection may hold before
+the app sees a request (app/web/connections.py: a head within a time and a size, a body that keeps
+coming, connections per address and in all), a handshake refusal that ends quietly, a WebSocket's
+per-connection chatter left unmade, and an upgrade that leaves no garbage for the collector.
+
+uvicorn's settings time out only an idle kept-alive connection (not a head sent a byte at a time),
+bound a head's size only for its h11 protocol, and cap connections in all, not per address. So this
+module subclasses its httptools and websockets protocols, and reads a few of their attributes. It is
+the only module that does: uvicorn is pinned exactly in pyproject.toml, and tests/web/test_wsprotocol.py
+fails at once on a version whose protocols no longer have what this module uses (`USED`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from uvicorn._types import ASGI3Application, ASGISendEvent
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn._types import ASGISendEvent
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-from websockets.exceptions import InvalidState
-from websockets.frames import apply_mask
 from websockets.http11 import Request
-from websockets.protocol import State
-from websockets.streams import StreamReader
 
 if TYPE_CHECKING:
     from app.web.connections import Connections
 
-# The scope extension under which a connection offers itself to the relay (app/relay/wire.py's
-# DirectSocket).
-DIRECT = "playground.direct"
+# The scope extension holding an event set once the connection is gone (app/relay/wire.py: a wire
+# waiting out its client's pace stops waiting, so that a reconnect finds the session free at once).
+LOST = "playground.lost"
+
+# What this module reads or overrides of uvicorn's protocols, beyond asyncio's Protocol interface.
+USED = {
+    HttpToolsProtocol: ("on_message_begin", "on_headers_complete", "on_body", "on_message_complete",
+                        "handle_websocket_upgrade", "_should_upgrade"),
+    WebSocketsSansIOProtocol: ("handle_connect", "send"),
+}  # fmt: skip
 
 # uvicorn's line for an accepted WebSocket, and the websockets library's (which uvicorn hands its
 # logger) for one opened and one closed. The relay logs each session it starts and ends, with its id.
@@ -34,8 +43,8 @@ CHATTER = frozenset({'%s - "WebSocket %s" [accepted]', "connection open", "conne
 class QuietLog(logging.LoggerAdapter):
     """uvicorn's error log less the three INFO lines of every WebSocket that opens and closes, dropped
     before a record is made: made and then filtered out, they cost a third of a millisecond of each
-    learner's handshake after an idle moment (bench/README.md, round 6). Everything else, a refused
-    handshake's lines included, goes to uvicorn's logger as before."""
+    learner's handshake after an idle moment. Everything else, a refused handshake's lines included,
+    goes to uvicorn's logger as before."""
 
     def __init__(self, logger: logging.Logger) -> None:
         super().__init__(logger, {})
@@ -55,36 +64,13 @@ class QuietLog(logging.LoggerAdapter):
 # One for every connection: it holds nothing of a connection's own.
 _QUIET = QuietLog(logging.getLogger("uvicorn.error"))
 
-# The first byte of a final text frame with no reserved bits, and the mask bit of the second.
-_FINAL_TEXT = 0x81
-_MASKED = 0x80
-_OPEN = State.OPEN
-# Where `websockets`' frame parser waits between two frames (and nowhere else while a connection is open).
-_BETWEEN_FRAMES = StreamReader.at_eof.__code__
-
-
-def _text_frame_head(length: int) -> bytes:
-    """The head of a server's final text frame (RFC 6455, 5.2) carrying `length` bytes."""
-    if length < 126:
-        return bytes((_FINAL_TEXT, length))
-    if length < 1 << 16:
-        return bytes((_FINAL_TEXT, 126)) + length.to_bytes(2)
-    return bytes((_FINAL_TEXT, 127)) + length.to_bytes(8)
-
-
-def _between_frames(parser: Any) -> bool:
-    """Whether `websockets`' parser (a generator, and those it delegates to) waits for a new frame,
-    rather than for the rest of one begun in an earlier read."""
-    while (inner := parser.gi_yieldfrom) is not None:
-        parser = inner
-    return parser.gi_code is _BETWEEN_FRAMES
-
 
 class WebSocketProtocol(WebSocketsSansIOProtocol):
-    """A refused handshake ends quietly, and an accepted one adds no lines.
+    """A refused handshake ends quietly, an accepted one adds no lines, and the app learns when the
+    connection is gone.
 
     The relay refuses with an HTTP response (the ASGI denial-response extension: `deny` in
-    app/web/ws.py). uvicorn 0.54 sends it, but still counts the handshake as unfinished, so when the
+    app/web/ws.py). uvicorn 0.55 sends it, but still counts the handshake as unfinished, so when the
     route returns it logs `ERROR ASGI callable returned without completing handshake.` for every
     refusal: any visitor could fill the error log with a loop of bad origins. The other two
     implementations mark the handshake done there; upstream, Kludex/uvicorn pull request 3138 does the same.
@@ -95,100 +81,19 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.guard = connections  # counted this connection when it was HTTP (HttpProtocol)
         self.logger = _QUIET  # type: ignore[assignment]
         self.conn.logger = _QUIET
-        self.text_sink: Callable[[str], bool] | None = None
-        self.lost = asyncio.Event()
+        self.lost = asyncio.Event()  # holds nothing of the protocol: the scope may keep it
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         scope = getattr(self, "scope", None)  # only an upgrade gets one
         if scope is not None:
-            scope["extensions"][DIRECT] = self
+            scope["extensions"][LOST] = self.lost
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
         self.lost.set()
         if self.guard is not None:
             self.guard.release(self.transport)
-        # The scope's offer refers back to this protocol: left in place, every connection would end
-        # as a reference cycle (the protocol, its transport, request, queue: about 90 objects) that
-        # only the collector frees. A client reconnecting in a loop then made it stop every session
-        # for 15-55 ms every 0.4-1 s (bench/README.md, round 15).
-        scope = getattr(self, "scope", None)
-        if scope is not None:
-            scope["extensions"].pop(DIRECT, None)
-
-    # --- the relay's direct way (DirectSocket) -----------------------------------------------------
-
-    def take_texts(self, sink: Callable[[str], bool] | None) -> None:
-        self.text_sink = sink
-
-    def data_received(self, data: bytes) -> None:
-        # A read that is exactly one whole text message, in one frame, is unmasked here and offered as
-        # below: the usual message of a pure MCP channel skips `websockets`' frame parser, and costs a
-        # third of what reading it did (bench/README.md, round 24). Anything else goes to that parser.
-        payload = self._whole_text_frame(data) if self.text_sink is not None else None
-        if payload is None:
-            super().data_received(data)
-            return
-        self.curr_msg_data_type = "text"
-        self.frames = [payload]
-        self.send_receive_event_to_app()
-
-    def _whole_text_frame(self, data: bytes) -> bytes | None:
-        """The unmasked payload when `data` is one final, masked text frame without reserved bits,
-        within the size limit, and the parser has nothing of an earlier read; None otherwise. What
-        `websockets` would do with such a frame on an open connection is only to hand it on: its state
-        is the same after it as before."""
-        conn = self.conn
-        if (len(data) < 6 or data[0] != _FINAL_TEXT or not data[1] & _MASKED or conn.state is not _OPEN
-                or conn.extensions or conn.current_size is not None
-                or not _between_frames(conn.parser)):  # fmt: skip
-            return None
-        length, start = data[1] & 0x7F, 2
-        if length == 126:
-            length, start = int.from_bytes(data[2:4]), 4
-        elif length == 127:
-            length, start = int.from_bytes(data[2:10]), 10
-        if start + 4 + length != len(data):
-            return None  # a part of a frame, or more than one: the parser's
-        for limit in (conn.max_message_size, conn.max_fragment_size):
-            if limit is not None and length > limit:
-                return None
-        return apply_mask(data[start + 4 :], data[start : start + 4])
-
-    def send_receive_event_to_app(self) -> None:
-        # A whole text message with nothing queued before it goes to the sink first; anything else,
-        # or what the sink declines, goes to the app's queue as uvicorn does it.
-        sink = self.text_sink
-        if (sink is not None and self.curr_msg_data_type == "text" and len(self.frames) == 1
-                and not self.close_sent and self.queue.empty()):  # fmt: skip
-            try:
-                text = self.frames[0].decode()
-            except UnicodeDecodeError:
-                pass  # uvicorn's own path closes with 1007
-            else:
-                if sink(text):
-                    self.frames = []
-                    return
-        super().send_receive_event_to_app()
-
-    def send_text_now(self, text: str) -> bool:
-        if (not self.handshake_complete or self.close_sent or self.disconnected
-                or self.initial_response is not None or not self.writable.is_set()
-                or self.transport.is_closing()):  # fmt: skip
-            return False
-        payload, conn = text.encode(), self.conn
-        if conn.state is _OPEN and not (conn.writes or conn.expect_continuation_frame or conn.extensions):
-            # Framed here, as `websockets` frames it (a server's frame is not masked), at half the cost,
-            # when nothing of its own waits to go out before it.
-            self.transport.write(_text_frame_head(len(payload)) + payload)
-            return True
-        try:
-            conn.send_text(payload)
-        except InvalidState:
-            return False
-        self.transport.write(b"".join(conn.data_to_send()))
-        return True
 
     async def send(self, message: ASGISendEvent) -> None:
         await super().send(message)
@@ -215,7 +120,7 @@ class HttpProtocol(HttpToolsProtocol):
     that cycle in `connection_lost`, which a protocol that has handed its connection to a WebSocket
     never gets: every WebSocket left one behind (about 30 objects) for the collector. Hundreds of
     upgrades a second, from one client reconnecting in a loop, made a young collection every 0.4-1 s
-    that stopped every session for 15-55 ms (bench/README.md, round 15)."""
+    that stopped every session for 15-55 ms."""
 
     def __init__(self, *args: Any, connections: Connections | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -226,7 +131,6 @@ class HttpProtocol(HttpToolsProtocol):
         self._head_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
         self._body_moved_at = 0.0
-        self._turn: asyncio.TimerHandle | None = None  # a request waiting for its address's pace
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -279,42 +183,11 @@ class HttpProtocol(HttpToolsProtocol):
             self._body_timer = None
         super().on_message_complete()
 
-    def _start_asgi_task(self, cycle: RequestResponseCycle, app: ASGI3Application) -> None:
-        # A request starts at its address's pace; while it waits, nothing more is read (a body the
-        # app has not asked for yet is not the client's stall).
-        if self.guard is not None and (wait := self.guard.request_wait(cycle.scope)):
-            self.flow.pause_reading()
-            self._turn = self.loop.call_later(wait, self._take_turn, super()._start_asgi_task, cycle, app)
-            return
-        super()._start_asgi_task(cycle, app)
-
     def handle_websocket_upgrade(self) -> None:
         self._stop_timers()  # the WebSocket's pings watch the connection from now on
-        # A handshake is a request too: a client reconnecting in a loop is paced with the rest.
-        if self.guard is not None and (wait := self.guard.request_wait(self.scope)):
-            self.flow.pause_reading()
-            self._turn = self.loop.call_later(wait, self._take_turn, self._upgrade)
-            return
-        self._upgrade()
-
-    def _upgrade(self) -> None:
         super().handle_websocket_upgrade()
         # The WebSocket reads from here on (its own flow control); nothing reads the parser again.
-        self.flow.resume_reading()
         self.parser = None  # type: ignore[assignment]
-
-    def _take_turn(self, start: Callable[..., None], *args: Any) -> None:
-        self._turn = None
-        if not self.transport.is_closing():
-            start(*args)
-
-    def shutdown(self) -> None:
-        if self._turn is not None:  # a request not started yet: nothing to finish
-            self._turn.cancel()
-            self._turn = None
-            self.transport.close()
-            return
-        super().shutdown()
 
     # --- timers ------------------------------------------------------------------------------------
 
@@ -351,9 +224,6 @@ class HttpProtocol(HttpToolsProtocol):
         self._head_timer = self._body_timer = None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self._turn is not None:
-            self._turn.cancel()
-            self._turn = None
         self._stop_timers()
         if self.guard is not None:
             self.guard.release(self.transport)

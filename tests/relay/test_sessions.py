@@ -39,9 +39,6 @@ class Recorder:
         self.bad: list = []
         self.changed = asyncio.Event()
 
-    def server_line_now(self, line: str) -> bool:
-        return False
-
     async def on_server_line(self, line: str) -> None:
         self.heard.append(("line", line))
 

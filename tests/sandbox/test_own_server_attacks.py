@@ -351,7 +351,7 @@ while True:
     sys.stdout.write("x\\n")
 """
 # The same in bursts of a pipe's worth, with a pause between for the relay to catch up: each burst
-# then comes while nothing is left unread, as the `mcp` wire's direct way wants.
+# then comes while nothing is left unread.
 BURST_FLOODER = """
 import sys, time
 while True:
@@ -483,7 +483,7 @@ async def test_a_file_flooding_stdout_with_short_lines_is_paused_then_ended_and_
 async def test_a_file_flooding_the_mcp_wire_with_short_lines_is_paused_then_ended_too(
     app: AppProcess,
 ) -> None:
-    # On the `mcp` wire a line may take the direct way, written from the pipe's callback: charged too.
+    # On the `mcp` wire a line is forwarded before it is recorded: charged all the same.
     counted, exited, victim = await _flood(app, "mcp-line-flooder", BURST_FLOODER, "line", mcp=True)
     assert 0 < counted <= _lines_within(COUNTED_S), counted
     assert DEFAULT_LIMITS.flooded().startswith(exited["reason"]), exited  # a close's reason is cut short
