@@ -16,7 +16,6 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Callable
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
@@ -37,19 +36,6 @@ def _decode(raw: bytes) -> str:
     return raw.removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
-class _StdoutProtocol(asyncio.StreamReaderProtocol):
-    """The stdout pipe's protocol: what arrives is first offered, line by line, to the instance's line
-    taker (`Instance.take_lines`), then fed to the reader `read_line` reads, as always."""
-
-    def __init__(self, reader: asyncio.StreamReader, offer: Callable[[bytes], None]) -> None:
-        super().__init__(reader)
-        self._offer_lines = offer
-
-    def data_received(self, data: bytes) -> None:
-        self._offer_lines(data)
-        super().data_received(data)
-
-
 class Instance:
     def __init__(self, launcher: Launcher, server: str, uid: int, *, max_line_bytes: int,
                  max_output_bytes: int, source: str | None = None) -> None:  # fmt: skip
@@ -68,10 +54,6 @@ class Instance:
         self._stdout: asyncio.StreamReader | None = None
         self._stderr: asyncio.StreamReader | None = None
         self._transports: list[asyncio.BaseTransport] = []
-        self._line_taker: Callable[[str], bool] | None = None
-        self._stdout_fed = 0  # stdout bytes handed to the reader
-        self._taken_through = 0  # stdout bytes through the last line a taker took
-        self.last_line_taken = False  # the line `read_line` returned last had been taken
 
     def poll(self) -> ExitStatus | None:
         return self._status
@@ -94,10 +76,10 @@ class Instance:
                 os.close(fd)
         loop = asyncio.get_running_loop()
         # One message per line and no line cap in the SDK: our own. asyncio measures a line against the
-        # limit without its separator, as `_within_limits` does, so the cap is the limit itself.
+        # limit without its separator, so the cap is the limit itself.
         stdout = self._stdout = asyncio.StreamReader(limit=self.max_line_bytes)
         transport, _ = await loop.connect_read_pipe(
-            lambda: _StdoutProtocol(stdout, self._offer), os.fdopen(out_r, "rb", 0)
+            lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(out_r, "rb", 0)
         )
         self._transports.append(transport)
         stderr = self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
@@ -125,44 +107,6 @@ class Instance:
         except (ConnectionError, BrokenPipeError) as exc:
             raise SandboxError("The demo server has stopped.", reason="exited", status_code=410) from exc
 
-    def write_line_now(self, line: str) -> bool:
-        """Write one line now, without waiting, when nothing written before is still queued; False
-        (nothing written) otherwise, and the caller takes `write_line`, which waits or says why."""
-        stdin = self._stdin
-        if stdin is None or stdin.is_closing() or self._status is not None:
-            return False
-        if stdin.transport.get_write_buffer_size():
-            return False
-        stdin.write(line.encode("utf-8") + b"\n")
-        return True
-
-    def take_lines(self, taker: Callable[[str], bool] | None) -> None:
-        """Offer each stdout line to `taker` as it arrives, in the pipe's callback, when every line
-        before it has been read and `read_line` will return it unchanged (within both limits). A line
-        the taker declines, and every line after it in the same read, is not offered. `read_line`
-        still returns each line; `last_line_taken` then says whether the taker had it."""
-        self._line_taker = taker
-
-    def _offer(self, data: bytes) -> None:
-        start = self._stdout_fed
-        self._stdout_fed += len(data)
-        taker = self._line_taker
-        # Only when nothing is left unread before this data: a taken line must not overtake one.
-        if taker is None or start != self.output_bytes:
-            return
-        through, pos = start, 0
-        while (end := data.find(b"\n", pos)) >= 0:
-            through += end + 1 - pos
-            if not self._within_limits(end - pos, through):
-                return  # `read_line` refuses it and ends the session
-            if not taker(_decode(data[pos:end])):
-                return
-            self._taken_through = through
-            pos = end + 1
-
-    def _within_limits(self, line_bytes: int, output_bytes: int) -> bool:
-        return line_bytes <= self.max_line_bytes and output_bytes <= self.max_output_bytes
-
     async def read_line(self) -> str | None:
         """The next stdout line, decoded (bad UTF-8 shown as U+FFFD), or None at end of output."""
         assert self._stdout is not None
@@ -181,7 +125,6 @@ class Instance:
             raise OutputLimitError(
                 f"The server wrote more than {self.max_output_bytes} bytes in this session; it was ended."
             )
-        self.last_line_taken = self.output_bytes <= self._taken_through
         return _decode(raw.rstrip(b"\n"))
 
     async def read_stderr(self) -> str | None:
