@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ast
+import functools
 import gc
 from pathlib import Path
 
@@ -10,9 +12,28 @@ from tests.support.appserver import AppProcess
 TESTS = Path(__file__).resolve().parent
 # Markers by folder: what a whole folder needs (docs/testing.md).
 FOLDER_MARKERS = {"sandbox": "sandbox", "browser": "browser", "deploy": "deploy", "bench": "bench"}
-# A module holding one of these runs the real app or a real fork server: the sandbox, root or a
+# A function calling one of these runs the real app or a real fork server: the sandbox, root or a
 # user namespace, and seconds a start.
 SANDBOX_NAMES = ("AppProcess", "check_exercises", "InstancePool")
+
+
+@functools.cache
+def _sandbox_functions(path: Path) -> set[str]:
+    """The functions of a test module (tests, fixtures, helpers) whose bodies start the real app or a
+    real fork server, directly or through another such function of the module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    uses: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = {n.id for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+            params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+            # Not annotations (a type named is nothing started); not parameters, which are fixtures
+            # (the item's fixturenames hold those) or values a helper is handed.
+            uses[node.name] = body - params
+    marked = {name for name, used in uses.items() if used.intersection(SANDBOX_NAMES)}
+    while grown := {name for name, used in uses.items() if used & marked} - marked:
+        marked |= grown
+    return marked
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -23,8 +44,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if folder in FOLDER_MARKERS:
             item.add_marker(FOLDER_MARKERS[folder])
         fixtures = getattr(item, "fixturenames", ())
-        module = getattr(item, "module", None)
-        if "live_app" in fixtures or any(hasattr(module, name) for name in SANDBOX_NAMES):
+        uses = _sandbox_functions(path) if path.suffix == ".py" else set()
+        name = getattr(item, "originalname", item.name)
+        if "live_app" in fixtures or name in uses or uses.intersection(fixtures):
             item.add_marker("sandbox")
         if "postgres_server" in fixtures:
             item.add_marker("postgres")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ def items_of(value: Any) -> int:
     return 1 + max(len(children) - 1, 0) + sum(items_of(child) for child in children)
 
 
+@pytest.mark.slow  # 1500 examples: 13-17 s on a busy 2-core machine
 @settings(max_examples=1500, deadline=None)
 @given(values, st.integers(0, 40), st.booleans(), st.booleans())
 @example({"a": ",[{" * 50}, 5, False, True)  # structure inside a string: the count over all is fooled
@@ -104,6 +106,7 @@ ids = st.integers(-(10**12), 10**12) | st.text(
 )
 
 
+@pytest.mark.slow  # 1000 examples: 13-17 s on a busy 2-core machine
 @settings(max_examples=1000, deadline=None)
 @given(ids, values, st.sampled_from(["first", "last", "middle"]), st.booleans(), st.booleans())
 @example(5, {"id": 9, "x": ',"id":7}'}, "middle", True, True)  # ids elsewhere, and one inside a string

@@ -40,6 +40,7 @@ class InProcessApp:
 
     def __init__(self, data_dir: Path, **settings: Any) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = data_dir
         self.settings = Settings(data_dir=data_dir, **settings)
         demos = load_registry(self.settings.extra_demo_modules)
         self.source = PlainSource({name: demo.module for name, demo in demos.items() if demo.module})
@@ -73,15 +74,24 @@ class InProcessApp:
         """A client acting as a page of this site (its state changes carry this site's Origin), with
         httpx's defaults: redirects are not followed, cookies are its own. The app closes every client
         when it stops, so a test may leave one open."""
-        headers = {"Origin": self.base, **kwargs.pop("headers", {})}
+        kwargs["headers"] = {"Origin": self.base, **kwargs.get("headers", {})}
+        return self.plain_client(**kwargs)
+
+    def plain_client(self, **kwargs: Any) -> SharedClient:
+        """A client that sends only the headers given (no Origin), as an httpx.Client does."""
         kwargs.pop("timeout", None)  # nothing to wait on: the app answers in this process
-        client = SharedClient(self.app, base_url=self.base, headers=headers, follow_redirects=False,
-                            client=("127.0.0.1", next(_ports)), **kwargs)  # fmt: skip
+        client = SharedClient(self.app, base_url=self.base, follow_redirects=False,
+                              client=("127.0.0.1", next(_ports)), **kwargs)  # fmt: skip
         # The lifespan's event loop: the app's sessions, processes and timers live there. TestClient
         # sends a request through its `portal` when one is set, else through a new loop per request.
         client.portal = self._lifespan.portal
         self._clients.append(client)
         return client
+
+    def request(self, method: str, path: str, cookies: Any = None, **kwargs: Any) -> httpx.Response:
+        """One request with only the headers given (no Origin), as `httpx.request` sends it."""
+        kwargs.pop("timeout", None)
+        return self.plain_client(cookies=cookies).request(method, path, **kwargs)
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         """One GET from a client of its own (no cookies unless given)."""

@@ -1,4 +1,5 @@
-"""The app through a real uvicorn on a free loopback port."""
+"""The app's pages and API: /healthz through the real process (the sandbox's layers), the rest on the
+app built in process."""
 
 from __future__ import annotations
 
@@ -15,8 +16,16 @@ def test_healthz_reports_ready_with_every_sandbox_layer(live_app) -> None:
     assert set(body["sandbox"]["layers"]) >= {"filesystem", "namespaces", "uid", "seccomp", "rlimits"}
 
 
-def test_api_servers_lists_the_registry(live_app) -> None:
-    servers = httpx.get(live_app.base + "/api/servers", timeout=10).json()
+def test_the_app_in_process_reports_every_sandbox_layer_off_never_ok(app_in_process) -> None:
+    body = app_in_process.get("/healthz").json()
+    assert body["status"] == "degraded" and body["sandbox"]["complete"] is False
+    layers = body["sandbox"]["layers"]
+    assert set(layers) >= {"filesystem", "namespaces", "uid", "seccomp", "rlimits"}
+    assert all(why.startswith("off: tests") for why in layers.values()), layers
+
+
+def test_api_servers_lists_the_registry(app_in_process) -> None:
+    servers = app_in_process.get("/api/servers").json()
     orders = next(s for s in servers if s["name"] == "demo-orders")
     assert set(orders) == {"name", "title", "description", "samples"}
     assert orders["title"] and orders["description"]
@@ -25,19 +34,19 @@ def test_api_servers_lists_the_registry(live_app) -> None:
     assert orders["samples"][0]["params"]["name"] == "get_order_status"
 
 
-def test_home_page_renders(live_app) -> None:
-    page = httpx.get(live_app.base + "/", timeout=10)
+def test_home_page_renders(app_in_process) -> None:
+    page = app_in_process.get("/")
     assert page.status_code == 200
     soup = BeautifulSoup(page.text, "html.parser")
     assert soup.select_one("h1").get_text().startswith("Learn the Model Context Protocol")
     assert soup.select_one('link[rel="stylesheet"]')["href"] == "/static/style.css"
-    assert httpx.get(live_app.base + "/static/style.css", timeout=10).status_code == 200
+    assert app_in_process.get("/static/style.css").status_code == 200
 
 
-def test_unknown_page_is_an_html_404_and_unknown_api_is_json(live_app) -> None:
-    page = httpx.get(live_app.base + "/no/such/page", timeout=10)
+def test_unknown_page_is_an_html_404_and_unknown_api_is_json(app_in_process) -> None:
+    page = app_in_process.get("/no/such/page")
     assert page.status_code == 404
     assert BeautifulSoup(page.text, "html.parser").select_one("h1").get_text() == "404"
-    api = httpx.get(live_app.base + "/api/no-such", timeout=10)
+    api = app_in_process.get("/api/no-such")
     assert api.status_code == 404
     assert api.json()["error"]["status"] == 404

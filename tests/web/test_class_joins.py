@@ -12,7 +12,7 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import InProcessApp
 
 TOKEN = "instructor-token-for-class-joins"
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
@@ -21,8 +21,8 @@ WAITING = "/join/waiting"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
-    with AppProcess(tmp_path_factory.mktemp("class-joins"), instructor_token=TOKEN, warm_pool_size=1) as app:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with InProcessApp(tmp_path_factory.mktemp("class-joins"), instructor_token=TOKEN) as app:
         yield app
 
 
@@ -32,11 +32,11 @@ def people() -> Iterator[ExitStack]:
         yield stack
 
 
-def teacher(app: AppProcess) -> httpx.Client:
-    return httpx.Client(base_url=app.base, headers=BEARER, timeout=30)
+def teacher(app: InProcessApp) -> httpx.Client:
+    return app.plain_client(headers=BEARER)
 
 
-def make_class(app: AppProcess, name: str, size: int) -> tuple[str, str]:
+def make_class(app: InProcessApp, name: str, size: int) -> tuple[str, str]:
     with teacher(app) as client:
         made = client.post("/instructor/classes", data={"name": name, "expected_size": str(size)})
         assert made.status_code == 303, made.text
@@ -45,22 +45,22 @@ def make_class(app: AppProcess, name: str, size: int) -> tuple[str, str]:
         return class_id, page.select_one("[data-join-code]").get_text()
 
 
-def join(app: AppProcess, people: ExitStack, code: str, name: str) -> tuple[httpx.Client, httpx.Response]:
+def join(app: InProcessApp, people: ExitStack, code: str, name: str) -> tuple[httpx.Client, httpx.Response]:
     """A new identity (a new client, no cookie) joining from the same address as every other."""
     client = people.enter_context(app.client())
     return client, client.post("/join", data={"code": code, "display_name": name})
 
 
-def class_page(app: AppProcess, class_id: str) -> BeautifulSoup:
+def class_page(app: InProcessApp, class_id: str) -> BeautifulSoup:
     with teacher(app) as client:
         return BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
 
 
-def members(app: AppProcess, class_id: str) -> list[str]:
+def members(app: InProcessApp, class_id: str) -> list[str]:
     return [row.th.get_text() for row in class_page(app, class_id).select("tr[data-learner]")]
 
 
-def pending(app: AppProcess, class_id: str) -> dict:
+def pending(app: InProcessApp, class_id: str) -> dict:
     with teacher(app) as client:
         reply = client.get(f"/api/instructor/classes/{class_id}/joins")
         assert reply.status_code == 200, reply.text
@@ -77,7 +77,7 @@ def join_status(client: httpx.Client) -> tuple[str, str]:
     ).get_text()
 
 
-def test_one_address_joining_again_and_again_fills_only_the_expected_size(app: AppProcess, people) -> None:  # noqa: ANN001
+def test_one_address_joining_again_and_again_fills_only_the_expected_size(app: InProcessApp, people) -> None:  # noqa: ANN001
     class_id, code = make_class(app, "Crowded", size=3)
     replies = [join(app, people, code, f"Mallory {n}") for n in range(8)]
     assert [reply.status_code for _, reply in replies] == [303] * 8
@@ -95,14 +95,16 @@ def test_one_address_joining_again_and_again_fills_only_the_expected_size(app: A
     assert state == "member"  # the positive control: the same page for a member says so
 
 
-def test_the_instructor_approves_one_and_denies_one_and_each_sees_the_answer(app: AppProcess, people) -> None:  # noqa: ANN001
+def test_the_instructor_approves_one_and_denies_one_and_each_sees_the_answer(
+    app: InProcessApp, people
+) -> None:  # noqa: ANN001
     class_id, code = make_class(app, "One seat", size=1)
     join(app, people, code, "Ada")
     bea, _ = join(app, people, code, "Bea")
     cy, _ = join(app, people, code, "Cy")
     waiting = {p["name"]: p["id"] for p in pending(app, class_id)["pending"]}
     assert set(waiting) == {"Bea", "Cy"}
-    assert httpx.get(f"{app.base}/api/instructor/classes/{class_id}/joins", timeout=30).status_code == 401
+    assert app.request("GET", f"/api/instructor/classes/{class_id}/joins").status_code == 401
 
     with teacher(app) as client:  # approved through the API
         approved = client.post(f"/api/instructor/classes/{class_id}/joins/{waiting['Bea']}/approve")
@@ -128,7 +130,9 @@ def test_the_instructor_approves_one_and_denies_one_and_each_sees_the_answer(app
         assert client.post(f"/api/instructor/classes/{class_id}/joins/not-a-row/deny").status_code == 404
 
 
-def test_locked_joining_refuses_the_right_code_and_members_keep_their_place(app: AppProcess, people) -> None:  # noqa: ANN001
+def test_locked_joining_refuses_the_right_code_and_members_keep_their_place(
+    app: InProcessApp, people
+) -> None:  # noqa: ANN001
     class_id, code = make_class(app, "Locked", size=1)
     ada, _ = join(app, people, code, "Ada")
     with teacher(app) as client:
@@ -160,7 +164,7 @@ NOT_NUMBERS = {"9" * 30: "at most", "9" * 5000: "at most", "9223372036854775808"
 
 
 @pytest.mark.parametrize("field", ["expected_size", "max_sessions"])
-def test_huge_or_wrong_numbers_in_the_class_forms_answer_400(app: AppProcess, field: str) -> None:
+def test_huge_or_wrong_numbers_in_the_class_forms_answer_400(app: InProcessApp, field: str) -> None:
     what = "The expected class size" if field == "expected_size" else "The session cap"
     class_id, _ = make_class(app, f"Numbers {field}", size=5)
     with teacher(app) as client:

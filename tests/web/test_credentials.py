@@ -13,6 +13,7 @@ from bs4 import BeautifulSoup
 from app.config import Settings
 from app.web.state import PROGRESS_DB
 from tests.support.appserver import AppProcess
+from tests.support.inprocess import InProcessApp
 from tests.support.wsclient import EnvelopeClient
 
 TOKEN = "instructor-token-for-credential-tests"
@@ -27,28 +28,34 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory):
+    """The same settings, built in process: for what the forms and the API answer."""
+    with InProcessApp(tmp_path_factory.mktemp("credentials-in-process"), instructor_token=TOKEN,
+                      failed_attempts_per_address=LIMIT) as site:  # fmt: skip
+        yield site
+
+
 def where(n: int) -> dict[str, str]:
     """A client address of its own for each test (the app trusts X-Forwarded-For from loopback)."""
     return {"X-Forwarded-For": f"203.0.113.{n}"}
 
 
-def rows(app: AppProcess, table: str) -> int:
+def rows(app: AppProcess | InProcessApp, table: str) -> int:
     with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
         return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
 @pytest.mark.parametrize("token", ["jalapeño", "\u202e", "x" * 100_000, "tok\x00en", "😀" * 10])
-def test_a_token_of_any_bytes_is_refused_not_a_crash(app: AppProcess, token: str) -> None:
+def test_a_token_of_any_bytes_is_refused_not_a_crash(site: InProcessApp, token: str) -> None:
     raw = token.encode("utf-8")
-    bearer = httpx.get(app.base + "/instructor", headers=[(b"authorization", b"Bearer " + raw), *where(1).items()],
-                       timeout=30) if b"\x00" not in raw else None  # fmt: skip
+    bearer = site.request("GET", "/instructor", headers=[(b"authorization", b"Bearer " + raw), *where(1).items()]) if b"\x00" not in raw else None  # fmt: skip
     if bearer is not None:
         assert bearer.status_code in (401, 429)
     if b"\x00" not in raw:  # a NUL cannot travel in a header at all
-        cookie = httpx.get(app.base + "/instructor/classes/x", headers=[(b"cookie", b"playground_instructor=" + raw)],
-                           timeout=30)  # fmt: skip
+        cookie = site.request("GET", "/instructor/classes/x", headers=[(b"cookie", b"playground_instructor=" + raw)])  # fmt: skip
         assert cookie.status_code == 401
-    with app.client(headers=where(2)) as client:
+    with site.client(headers=where(2)) as client:
         login = client.post("/instructor/login", data={"token": token})
         assert login.status_code in (401, 429)
         if b"\x00" not in raw:
@@ -56,8 +63,8 @@ def test_a_token_of_any_bytes_is_refused_not_a_crash(app: AppProcess, token: str
             assert learner.status_code == 200
 
 
-def test_wrong_tokens_are_throttled_per_address(app: AppProcess) -> None:
-    with app.client(headers=where(3)) as client:
+def test_wrong_tokens_are_throttled_per_address(site: InProcessApp) -> None:
+    with site.client(headers=where(3)) as client:
         for _ in range(LIMIT):
             assert client.post("/instructor/login", data={"token": "guess"}).status_code == 401
         refused = client.post("/instructor/login", data={"token": "guess"})
@@ -65,18 +72,18 @@ def test_wrong_tokens_are_throttled_per_address(app: AppProcess) -> None:
         assert "Too many wrong instructor tokens" in refused.text
         bearer = client.get("/instructor", headers={"Authorization": "Bearer guess"})
         assert bearer.status_code == 429
-    with app.client(headers=where(4)) as other:  # another address is not affected
+    with site.client(headers=where(4)) as other:  # another address is not affected
         assert other.post("/instructor/login", data={"token": "guess"}).status_code == 401
 
 
-def class_code(app: AppProcess, name: str) -> str:
+def class_code(app: AppProcess | InProcessApp, name: str) -> str:
     with app.client(headers={"Authorization": f"Bearer {TOKEN}", **where(250)}) as teacher:
         made = teacher.post("/instructor/classes", data={"name": name})
         page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
         return page.select_one("[data-join-code]").get_text()
 
 
-def resume_code_of(app: AppProcess, address: dict[str, str]) -> str:
+def resume_code_of(app: AppProcess | InProcessApp, address: dict[str, str]) -> str:
     """A learner's resume code, as they read it on /resume (after a first action made them a learner)."""
     with app.client(headers=address) as learner:
         learner.post("/api/identity")
@@ -87,14 +94,14 @@ def resume_code_of(app: AppProcess, address: dict[str, str]) -> str:
         )
 
 
-def test_a_guesser_behind_a_shared_address_locks_nobody_out(app: AppProcess) -> None:
+def test_a_guesser_behind_a_shared_address_locks_nobody_out(site: InProcessApp) -> None:
     """A school's NAT address: one guesser sends 20+ wrong tokens and codes. Before, the right instructor
     token, join codes and resume codes from that address then answered 429 for 10 minutes."""
     nat = where(20)
-    code = class_code(app, "Behind the NAT")
-    resume = resume_code_of(app, where(21))
+    code = class_code(site, "Behind the NAT")
+    resume = resume_code_of(site, where(21))
     guesses = 25
-    with app.client(headers=nat) as guesser:
+    with site.client(headers=nat) as guesser:
         for n in range(guesses):
             guesser.post("/instructor/login", data={"token": f"guess-{n}"})
             guesser.get("/instructor", headers={"Authorization": f"Bearer guess-{n}"})
@@ -111,22 +118,21 @@ def test_a_guesser_behind_a_shared_address_locks_nobody_out(app: AppProcess) -> 
             assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 0
             assert refused.elapsed.total_seconds() < 5  # answered at once, nothing held open
     # The right credentials from the same address pass, each from a browser of its own.
-    with app.client(headers=nat) as teacher:
+    with site.client(headers=nat) as teacher:
         assert teacher.post("/instructor/login", data={"token": TOKEN}).status_code == 303
         assert teacher.get("/instructor").status_code == 200
-    assert httpx.get(app.base + "/instructor", headers={"Authorization": f"Bearer {TOKEN}", **nat},
-                     timeout=30).status_code == 200  # fmt: skip
-    with app.client(headers=nat) as learner:
+    assert site.request("GET", "/instructor", headers={"Authorization": f"Bearer {TOKEN}", **nat}).status_code == 200  # fmt: skip
+    with site.client(headers=nat) as learner:
         joined = learner.post("/join", data={"code": code, "display_name": "Grace"})
         assert joined.status_code == 303 and joined.headers["location"].startswith("/course")
-    with app.client(headers=nat) as moving:
+    with site.client(headers=nat) as moving:
         assert moving.get(f"/resume/{resume}").status_code == 200  # asks first
         switched = moving.post("/resume", data={"code": resume})
         assert switched.status_code == 303 and switched.headers["location"] == "/course?resumed=1"
 
 
-def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(app: AppProcess) -> None:
-    with app.client(headers=where(5)) as client:
+def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(site: InProcessApp) -> None:
+    with site.client(headers=where(5)) as client:
         signed_in = client.post("/instructor/login", data={"token": TOKEN})
         assert signed_in.status_code == 303
         cookie_header = signed_in.headers["set-cookie"]
@@ -136,7 +142,7 @@ def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(a
         session = client.cookies["playground_instructor"]
         assert client.get("/instructor").status_code == 200
         assert client.post("/instructor/logout").status_code == 303
-    replay = httpx.get(app.base + "/instructor", cookies={"playground_instructor": session}, timeout=30)
+    replay = site.request("GET", "/instructor", cookies={"playground_instructor": session})
     assert replay.status_code == 401  # the old cookie signs nobody in
 
 
@@ -160,8 +166,8 @@ def test_a_class_behind_one_address_gets_in_with_a_few_typos(tmp_path) -> None: 
         assert joined == 100
 
 
-def test_wrong_join_and_resume_codes_are_throttled(app: AppProcess) -> None:
-    with app.client(headers=where(6)) as client:
+def test_wrong_join_and_resume_codes_are_throttled(site: InProcessApp) -> None:
+    with site.client(headers=where(6)) as client:
         client.get("/")
         for _ in range(LIMIT):
             assert client.post("/join", data={"code": "NOPE22", "display_name": "X"}).status_code == 400
@@ -186,25 +192,25 @@ def test_wrong_access_codes_are_throttled_and_the_right_one_passes(tmp_path) -> 
             assert odd.status_code == 403
 
 
-def test_a_visitor_without_an_identity_makes_no_rows(app: AppProcess) -> None:
-    before = rows(app, "learners"), rows(app, "resume_codes")
+def test_a_visitor_without_an_identity_makes_no_rows(site: InProcessApp) -> None:
+    before = rows(site, "learners"), rows(site, "resume_codes")
     for path in ("/resume", f"/course/{STEP}", "/course", "/join", "/resume/ABCDEFGH23"):
-        assert httpx.get(app.base + path, headers=where(7), timeout=30).status_code in (200, 404)
-    assert (rows(app, "learners"), rows(app, "resume_codes")) == before
-    page = BeautifulSoup(httpx.get(app.base + "/resume", headers=where(7), timeout=30).text, "html.parser")
+        assert site.request("GET", path, headers=where(7)).status_code in (200, 404)
+    assert (rows(site, "learners"), rows(site, "resume_codes")) == before
+    page = BeautifulSoup(site.request("GET", "/resume", headers=where(7)).text, "html.parser")
     assert page.select_one("[data-no-progress]") is not None and page.select_one("[data-resume-code]") is None
 
 
-def test_quiz_attempts_are_capped_but_the_first_right_one_is_kept(app: AppProcess) -> None:
+def test_quiz_attempts_are_capped_but_the_first_right_one_is_kept(site: InProcessApp) -> None:
     url = f"/api/course/{STEP}/quiz/unknown-revision"
-    with app.client(headers=where(8)) as client:
+    with site.client(headers=where(8)) as client:
         client.get("/")
         assert client.post(url, json={"choices": ["a"]}).json()["correct"] is True
         for _ in range(12):
             client.post(url, json={"choices": ["b"]})
         quiz = client.get("/api/progress").json()["steps"][STEP]["quizzes"]["unknown-revision"]
         assert quiz == {"answered": True, "correct": True}
-    with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
+    with sqlite3.connect(site.data_dir / PROGRESS_DB) as db:
         kept = db.execute(
             "SELECT correct FROM quiz_answers WHERE quiz_id = 'unknown-revision' ORDER BY id"
         ).fetchall()

@@ -1,5 +1,6 @@
-"""Cross-site requests change nothing, and every response carries the security headers: tried over
-real HTTP the way a hostile page (or a careless client) would."""
+"""Cross-site requests change nothing, and every response carries the security headers: tried the way
+a hostile page (or a careless client) would, on the app built in process; over real HTTP to the real
+app where the socket matters (a WebSocket's upgrade, a body's bytes as they come)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bs4 import BeautifulSoup
 from app.web.guard import SITE_BODY_BYTES
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.inprocess import InProcessApp
 
 TOKEN = "instructor-token-for-guard-tests-0123"
 EVIL = {"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
@@ -26,9 +28,16 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    """The same settings, built in process: for what the rules answer over HTTP."""
+    with InProcessApp(tmp_path_factory.mktemp("guard-in-process"), instructor_token=TOKEN) as site:
+        yield site
+
+
 @contextmanager
-def victim(app: AppProcess) -> Iterator[httpx.Client]:
-    with app.client() as client:
+def victim(site: InProcessApp) -> Iterator[httpx.Client]:
+    with site.client() as client:
         client.get("/course").raise_for_status()
         client.put("/api/progress/name", json={"display_name": "Victim"}).raise_for_status()
         yield client
@@ -46,9 +55,9 @@ def victim(app: AppProcess) -> Iterator[httpx.Client]:
         ("PUT", "/api/progress/name", None),
     ],
 )
-def test_a_cross_site_state_change_is_refused_and_changes_nothing(app: AppProcess, method: str, path: str,
+def test_a_cross_site_state_change_is_refused_and_changes_nothing(site: InProcessApp, method: str, path: str,
                                                                   form: dict | None) -> None:  # fmt: skip
-    with victim(app) as browser:
+    with victim(site) as browser:
         before = browser.cookies[COOKIE]
         kwargs = {"data": form} if form is not None else {"json": {"display_name": "Mallory"}}
         reply = browser.request(method, path, headers=EVIL, **kwargs)
@@ -69,27 +78,27 @@ def test_a_cross_site_state_change_is_refused_and_changes_nothing(app: AppProces
         {"Sec-Fetch-Site": "cross-site"},
     ],
 )
-def test_without_proof_of_this_site_a_post_is_refused(app: AppProcess, headers: dict) -> None:
-    reply = httpx.post(app.base + "/course/name", data={"display_name": "X"}, headers=headers, timeout=30)
+def test_without_proof_of_this_site_a_post_is_refused(site: InProcessApp, headers: dict) -> None:
+    reply = site.request("POST", "/course/name", data={"display_name": "X"}, headers=headers)
     assert reply.status_code == 403 and "set-cookie" not in reply.headers
-    api = httpx.put(app.base + "/api/progress/name", json={"display_name": "X"}, headers=headers, timeout=30)
+    api = site.request("PUT", "/api/progress/name", json={"display_name": "X"}, headers=headers)
     assert api.status_code == 403 and api.json()["error"]["status"] == 403
 
 
-def test_this_sites_pages_and_bearer_clients_may_change_state(app: AppProcess) -> None:
-    same = httpx.put(app.base + "/api/progress/name", json={"display_name": "Ada"},
-                     headers={"Sec-Fetch-Site": "same-origin"}, timeout=30)  # fmt: skip
+def test_this_sites_pages_and_bearer_clients_may_change_state(site: InProcessApp) -> None:
+    same = site.request("PUT", "/api/progress/name", json={"display_name": "Ada"},
+                     headers={"Sec-Fetch-Site": "same-origin"})  # fmt: skip
     assert same.status_code == 200
-    assert app.post("/course/name", data={"display_name": "Ada"}).status_code == 303
-    made = httpx.post(app.base + "/instructor/classes", data={"name": "By script"},
-                      headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)  # fmt: skip
+    assert site.post("/course/name", data={"display_name": "Ada"}).status_code == 303
+    made = site.request("POST", "/instructor/classes", data={"name": "By script"},
+                      headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
     assert made.status_code == 303
 
 
 @pytest.mark.parametrize("path", ["/", "/course", "/api/servers", "/api/progress", "/static/style.css",
                                   "/no-such-page", "/healthz"])  # fmt: skip
-def test_every_response_carries_the_security_headers(app: AppProcess, path: str) -> None:
-    reply = httpx.get(app.base + path, timeout=30)
+def test_every_response_carries_the_security_headers(site: InProcessApp, path: str) -> None:
+    reply = site.request("GET", path)
     csp = reply.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
     assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
@@ -99,16 +108,16 @@ def test_every_response_carries_the_security_headers(app: AppProcess, path: str)
     assert "strict-transport-security" not in reply.headers  # plain HTTP: HSTS would mean nothing
 
 
-def test_hsts_only_over_https_as_a_trusted_proxy_says(app: AppProcess) -> None:
-    secure = app.post("/api/identity", headers={"X-Forwarded-Proto": "https"})
+def test_hsts_only_over_https_as_a_trusted_proxy_says(site: InProcessApp) -> None:
+    secure = site.post("/api/identity", headers={"X-Forwarded-Proto": "https"})
     assert secure.headers["strict-transport-security"].startswith("max-age=")
     assert "secure" in secure.headers["set-cookie"].lower()
 
 
-def test_no_page_loads_anything_from_elsewhere(app: AppProcess) -> None:
-    assert httpx.get(app.base + "/api/docs", timeout=30).status_code == 404
+def test_no_page_loads_anything_from_elsewhere(site: InProcessApp) -> None:
+    assert site.request("GET", "/api/docs").status_code == 404
     for path in ("/", "/course", "/playground", "/course/initialize-handshake/versions"):
-        soup = BeautifulSoup(httpx.get(app.base + path, timeout=30).text, "html.parser")
+        soup = BeautifulSoup(site.request("GET", path).text, "html.parser")
         for tag, attr in (("script", "src"), ("link", "href"), ("img", "src")):
             for element in soup.find_all(tag):
                 value = element.get(attr) or ""
@@ -116,14 +125,14 @@ def test_no_page_loads_anything_from_elsewhere(app: AppProcess) -> None:
         assert not [s for s in soup.find_all("script") if not s.get("src")], path  # no inline script
 
 
-def test_links_a_learner_copies_say_https_behind_a_trusted_proxy_that_ends_tls(app: AppProcess) -> None:
+def test_links_a_learner_copies_say_https_behind_a_trusted_proxy_that_ends_tls(site: InProcessApp) -> None:
     """Behind a TLS-ending proxy the app sees plain HTTP; an endpoint URL must still be https."""
-    with httpx.Client(base_url=app.base, timeout=30, headers={"X-Forwarded-Proto": "https"}) as browser:
+    with site.client(headers={"X-Forwarded-Proto": "https"}) as browser:
         browser.get("/course")
-        made = browser.post("/api/endpoints", json={"server": "demo-orders"}, headers={"Origin": app.base})
+        made = browser.post("/api/endpoints", json={"server": "demo-orders"}, headers={"Origin": site.base})
         assert made.status_code == 201, made.text
         assert made.json()["url"].startswith("https://127.0.0.1:")
-    with app.client() as plain:
+    with site.client() as plain:
         plain.get("/course")
         assert (
             plain.post("/api/endpoints", json={"server": "demo-orders"}).json()["url"].startswith("http://")
@@ -133,22 +142,20 @@ def test_links_a_learner_copies_say_https_behind_a_trusted_proxy_that_ends_tls(a
 REBOUND = {"Host": "attacker.example:8000", "Origin": "http://attacker.example:8000"}
 
 
-def test_a_page_moved_onto_this_machine_by_dns_rebinding_is_refused(app: AppProcess) -> None:
+def test_a_page_moved_onto_this_machine_by_dns_rebinding_is_refused(site: InProcessApp) -> None:
     """Its Host and Origin agree with each other, so only the Host's name gives it away."""
-    page = httpx.get(app.base + "/course", headers=REBOUND, timeout=30)
+    page = site.request("GET", "/course", headers=REBOUND)
     assert page.status_code == 421 and "does not answer to that name" in page.text
     assert "set-cookie" not in page.headers  # refused before any identity is minted
-    made = httpx.post(
-        app.base + "/api/endpoints", json={"server": "demo-orders"}, headers=REBOUND, timeout=30
-    )
+    made = site.request("POST", "/api/endpoints", json={"server": "demo-orders"}, headers=REBOUND)
     assert made.status_code == 421
     assert (
-        httpx.get(app.base + "/healthz", headers=REBOUND, timeout=30).status_code == 200
+        site.request("GET", "/healthz", headers=REBOUND).status_code == 200
     )  # probes name pods
     for name in ("localhost", "127.0.0.1", "[::1]"):
-        port = app.base.rsplit(":", 1)[1]
+        port = site.base.rsplit(":", 1)[1]
         assert (
-            httpx.get(app.base + "/course", headers={"Host": f"{name}:{port}"}, timeout=30).status_code == 200
+            site.request("GET", "/course", headers={"Host": f"{name}:{port}"}).status_code == 200
         )
 
 

@@ -1,6 +1,6 @@
 """Inputs a hostile learner (or a careless script) sends on purpose: numbers too large for the store,
 a string no UTF-8 can hold, a junk Bearer header beside the learner's cookie. Each gets a clear 4xx
-and changes nothing; none reaches the catch-all 500. Tried over real HTTP against the real app."""
+and changes nothing; none reaches the catch-all 500. Tried against the app built in process."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import InProcessApp
 
 TOKEN = "instructor-token-for-hostile-inputs-01"
 TOO_BIG = str(2**70)  # past SQLite's INTEGER and PostgreSQL's bigint
@@ -20,15 +20,13 @@ SECOND = "print('second')\n"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
-    with AppProcess(
-        tmp_path_factory.mktemp("hostile-inputs"), instructor_token=TOKEN, warm_pool_size=1
-    ) as app:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with InProcessApp(tmp_path_factory.mktemp("hostile-inputs"), instructor_token=TOKEN) as app:
         yield app
 
 
 @pytest.fixture(scope="module")
-def learner(app: AppProcess) -> Iterator[httpx.Client]:
+def learner(app: InProcessApp) -> Iterator[httpx.Client]:
     """A learner with two saved versions of server.py, as the browser holds them."""
     with app.client(cookies={COOKIE: app.learner_cookie("hostile")}) as client:
         for source in (FIRST, SECOND):
@@ -64,34 +62,34 @@ def test_an_ordinary_version_number_still_works(learner: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize("cap", [TOO_BIG, "9223372036854775808", "1000001"])
-def test_a_class_cap_too_large_is_refused_and_makes_no_class(app: AppProcess, cap: str) -> None:
+def test_a_class_cap_too_large_is_refused_and_makes_no_class(app: InProcessApp, cap: str) -> None:
     teacher = {"Authorization": f"Bearer {TOKEN}"}
-    reply = httpx.post(app.base + "/instructor/classes", data={"name": f"Huge {cap}", "max_sessions": cap},
-                       headers=teacher, timeout=30)  # fmt: skip
+    reply = app.request("POST", "/instructor/classes", data={"name": f"Huge {cap}", "max_sessions": cap},
+                       headers=teacher)  # fmt: skip
     assert reply.status_code == 400, reply.text
     assert "session cap is at most" in reply.text
-    dashboard = httpx.get(app.base + "/instructor", headers=teacher, timeout=30)
+    dashboard = app.request("GET", "/instructor", headers=teacher)
     assert f"Huge {cap}" not in dashboard.text
-    made = httpx.post(app.base + "/instructor/classes", data={"name": "Fine", "max_sessions": "30"},
-                      headers=teacher, timeout=30)  # fmt: skip
+    made = app.request("POST", "/instructor/classes", data={"name": "Fine", "max_sessions": "30"},
+                      headers=teacher)  # fmt: skip
     assert made.status_code == 303  # the positive control
 
 
-def test_a_version_too_large_for_the_instructors_view_is_refused(app: AppProcess) -> None:
+def test_a_version_too_large_for_the_instructors_view_is_refused(app: InProcessApp) -> None:
     teacher = {"Authorization": f"Bearer {TOKEN}"}
-    made = httpx.post(app.base + "/instructor/classes", data={"name": "Viewers"}, headers=teacher, timeout=30)
+    made = app.request("POST", "/instructor/classes", data={"name": "Viewers"}, headers=teacher)
     class_url = made.headers["location"]
-    page = BeautifulSoup(httpx.get(app.base + class_url, headers=teacher, timeout=30).text, "html.parser")
+    page = BeautifulSoup(app.request("GET", class_url, headers=teacher).text, "html.parser")
     code = page.select_one("[data-join-code]").get_text()
     with app.client() as member:
         member.get("/course").raise_for_status()
         assert member.post("/join", data={"code": code, "display_name": "Member"}).status_code == 303
         member.put("/api/workspace/server.py", content=FIRST.encode()).raise_for_status()
-    page = BeautifulSoup(httpx.get(app.base + class_url, headers=teacher, timeout=30).text, "html.parser")
+    page = BeautifulSoup(app.request("GET", class_url, headers=teacher).text, "html.parser")
     row = page.select_one("tr[data-learner]")["data-learner"]
-    url = app.base + f"{class_url}/learners/{row}/server.py"
-    assert "first" in httpx.get(url, headers=teacher, timeout=30).text  # the positive control
-    huge = httpx.get(url, params={"version": TOO_BIG}, headers=teacher, timeout=30)
+    url = f"{class_url}/learners/{row}/server.py"
+    assert "first" in app.request("GET", url, headers=teacher).text  # the positive control
+    huge = app.request("GET", url, params={"version": TOO_BIG}, headers=teacher)
     assert huge.status_code in (404, 422), huge.status_code
 
 
@@ -108,21 +106,20 @@ def test_the_validation_answer_survives_a_lone_surrogate(learner: httpx.Client, 
 
 
 def test_a_junk_bearer_header_does_not_carry_the_learners_cookie_past_the_cross_site_check(
-    app: AppProcess, learner: httpx.Client
+    app: InProcessApp, learner: httpx.Client
 ) -> None:
     """A request with the learner's cookie and a made-up Bearer header, from no page of this site:
     the Bearer exemption is for scripts that send no cookie, so this one is refused and saves nothing."""
     cookie = {COOKIE: learner.cookies[COOKIE]}
     junk = {"Authorization": "Bearer junk"}
-    saved = httpx.put(app.base + "/api/workspace/server.py", content=b"print('mallory')\n", headers=junk,
-                      cookies=cookie, timeout=30)  # fmt: skip
+    saved = app.request("PUT", "/api/workspace/server.py", content=b"print('mallory')\n", headers=junk,
+                      cookies=cookie)  # fmt: skip
     assert saved.status_code == 403, saved.text
     assert saved_source(learner) == SECOND
-    opened = httpx.post(app.base + "/api/endpoints", json={"server": "demo-orders"}, headers=junk, cookies=cookie,
-                        timeout=30)  # fmt: skip
+    opened = app.request("POST", "/api/endpoints", json={"server": "demo-orders"}, headers=junk, cookies=cookie)  # fmt: skip
     assert opened.status_code == 403, opened.text
     assert learner.get("/api/endpoints").json() == []
     # The same request from a page of this site goes through: only the missing proof was refused.
-    same_site = httpx.put(app.base + "/api/workspace/server.py", content=SECOND.encode(),
-                          headers={**junk, "Origin": app.base}, cookies=cookie, timeout=30)  # fmt: skip
+    same_site = app.request("PUT", "/api/workspace/server.py", content=SECOND.encode(),
+                          headers={**junk, "Origin": app.base}, cookies=cookie)  # fmt: skip
     assert same_site.status_code == 200, same_site.text

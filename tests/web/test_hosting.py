@@ -16,6 +16,7 @@ from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess, learner_id_of
+from tests.support.inprocess import InProcessApp
 from tests.support.wsclient import EnvelopeClient, McpClient, init_request
 
 TOKEN = "instructor-token-for-tests"
@@ -28,15 +29,22 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory):
+    """The same settings, built in process: for the dashboard's and the join pages' HTTP answers."""
+    with InProcessApp(tmp_path_factory.mktemp("hosting-in-process"), instructor_token=TOKEN) as site:
+        yield site
+
+
 @contextmanager
-def instructor(app: AppProcess) -> Iterator[httpx.Client]:
+def instructor(app: AppProcess | InProcessApp) -> Iterator[httpx.Client]:
     with app.client() as client:
         reply = client.post("/instructor/login", data={"token": TOKEN})
         assert reply.status_code == 303
         yield client
 
 
-def make_class(app: AppProcess, name: str, cap: str = "") -> tuple[str, str]:
+def make_class(app: AppProcess | InProcessApp, name: str, cap: str = "") -> tuple[str, str]:
     with instructor(app) as client:
         reply = client.post("/instructor/classes", data={"name": name, "max_sessions": cap})
         assert reply.status_code == 303
@@ -46,7 +54,7 @@ def make_class(app: AppProcess, name: str, cap: str = "") -> tuple[str, str]:
 
 
 @contextmanager
-def learner(app: AppProcess, code: str, name: str) -> Iterator[httpx.Client]:
+def learner(app: AppProcess | InProcessApp, code: str, name: str) -> Iterator[httpx.Client]:
     with app.client() as client:
         client.get("/")  # the learner cookie
         reply = client.post("/join", data={"code": code, "display_name": name})
@@ -56,8 +64,8 @@ def learner(app: AppProcess, code: str, name: str) -> Iterator[httpx.Client]:
         yield client
 
 
-def test_the_dashboard_refuses_without_the_token(app: AppProcess) -> None:
-    page = httpx.get(app.base + "/instructor", timeout=30)
+def test_the_dashboard_refuses_without_the_token(site: InProcessApp) -> None:
+    page = site.request("GET", "/instructor")
     assert page.status_code == 401
     assert BeautifulSoup(page.text, "html.parser").select_one("input#instructor-token")
     for path in (
@@ -67,20 +75,20 @@ def test_the_dashboard_refuses_without_the_token(app: AppProcess) -> None:
         "/api/instructor/sessions/x/transcript",
         "/api/instructor/sessions/x/frames",
     ):
-        assert httpx.get(app.base + path, timeout=30).status_code == 401, path
-    assert app.post("/instructor/classes", data={"name": "x"}, timeout=30).status_code == 401
-    wrong = app.post("/instructor/login", data={"token": "guess"}, timeout=30)
+        assert site.request("GET", path).status_code == 401, path
+    assert site.post("/instructor/classes", data={"name": "x"}).status_code == 401
+    wrong = site.post("/instructor/login", data={"token": "guess"})
     assert wrong.status_code == 401 and "not the instructor token" in wrong.text
-    bearer = httpx.get(app.base + "/instructor", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    bearer = site.request("GET", "/instructor", headers={"Authorization": f"Bearer {TOKEN}"})
     assert bearer.status_code == 200
 
 
-def test_a_learners_progress_shows_on_the_dashboard_and_in_the_csv(app: AppProcess) -> None:
-    class_id, code = make_class(app, "Tuesday lab")
-    with learner(app, code.lower(), "Grace Hopper") as grace:
+def test_a_learners_progress_shows_on_the_dashboard_and_in_the_csv(site: InProcessApp) -> None:
+    class_id, code = make_class(site, "Tuesday lab")
+    with learner(site, code.lower(), "Grace Hopper") as grace:
         grace.get(f"/course/{STEP}").raise_for_status()
         grace.post(f"/api/course/{STEP}/quiz/unknown-revision", json={"choices": ["a"]}).raise_for_status()
-    with instructor(app) as client:
+    with instructor(site) as client:
         page = BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
         row = page.select_one("tr[data-learner]")
         assert row.select_one("th").get_text() == "Grace Hopper"
@@ -94,12 +102,12 @@ def test_a_learners_progress_shows_on_the_dashboard_and_in_the_csv(app: AppProce
         assert data[header.index(f"{STEP} quizzes right")].startswith("1/")
 
 
-def test_reset_close_and_delete(app: AppProcess) -> None:
-    class_id, code = make_class(app, "Wednesday")
-    with learner(app, code, "Alan") as alan:
+def test_reset_close_and_delete(site: InProcessApp) -> None:
+    class_id, code = make_class(site, "Wednesday")
+    with learner(site, code, "Alan") as alan:
         alan.get(f"/course/{STEP}").raise_for_status()
         learner_id = learner_id_of(alan.cookies[COOKIE])
-        with instructor(app) as client:
+        with instructor(site) as client:
             page = client.get(f"/instructor/classes/{class_id}").text
             sheet = client.get(f"/instructor/classes/{class_id}/progress.csv").text
             assert learner_id not in page and learner_id not in sheet  # a learner's id is their identity
@@ -110,29 +118,29 @@ def test_reset_close_and_delete(app: AppProcess) -> None:
             assert reset.status_code == 303
             assert alan.get("/api/progress").json()["steps"][STEP]["seen"] is False
             client.post(f"/instructor/classes/{class_id}/close")
-            late = app.post("/join", data={"code": code, "display_name": "Late"}, timeout=30)
+            late = site.post("/join", data={"code": code, "display_name": "Late"})
             assert late.status_code == 400 and "closed to new learners" in late.text
             client.post(f"/instructor/classes/{class_id}/delete")
             assert client.get(f"/instructor/classes/{class_id}").status_code == 404
             assert alan.get("/api/progress").json()["display_name"] is None
 
 
-def test_joining_with_a_bad_code_or_no_name_says_why(app: AppProcess) -> None:
-    _, code = make_class(app, "Thursday")
-    bad = app.post("/join", data={"code": "NOPE00", "display_name": "X"}, timeout=30)
+def test_joining_with_a_bad_code_or_no_name_says_why(site: InProcessApp) -> None:
+    _, code = make_class(site, "Thursday")
+    bad = site.post("/join", data={"code": "NOPE00", "display_name": "X"})
     assert bad.status_code == 400
     assert (
         "no class with that code"
         in BeautifulSoup(bad.text, "html.parser").select_one(".form-error").get_text()
     )
-    nameless = app.post("/join", data={"code": code, "display_name": "  "}, timeout=30)
+    nameless = site.post("/join", data={"code": code, "display_name": "  "})
     assert nameless.status_code == 400 and "Enter the name" in nameless.text
-    link = httpx.get(f"{app.base}/join/{code}", timeout=30)
+    link = site.request("GET", f"/join/{code}")
     assert BeautifulSoup(link.text, "html.parser").select_one("input#join-code")["value"] == code
 
 
-def test_resume_on_another_device(app: AppProcess) -> None:
-    with app.client() as laptop:
+def test_resume_on_another_device(site: InProcessApp) -> None:
+    with site.client() as laptop:
         laptop.get(f"/course/{STEP}").raise_for_status()
         laptop.put("/api/progress/name", json={"display_name": "Katherine"}).raise_for_status()
         code = (
@@ -140,7 +148,7 @@ def test_resume_on_another_device(app: AppProcess) -> None:
             .select_one("[data-resume-code]")
             .get_text()
         )
-    with app.client() as phone:
+    with site.client() as phone:
         phone.get("/")
         asked = phone.get(f"/resume/{code}")  # a link only asks
         assert asked.status_code == 200

@@ -10,6 +10,7 @@ import pytest
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.inprocess import InProcessApp
 from tests.support.wsclient import EnvelopeClient, McpClient, init_request
 
 ADDER = textwrap.dedent('''
@@ -39,12 +40,20 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
-def browser(app: AppProcess, name: str) -> httpx.Client:
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory):
+    """The same settings, built in process: for what the workspace API answers without a server run."""
+    with InProcessApp(tmp_path_factory.mktemp("workspace-in-process"), max_sessions_per_learner=3,
+                      instructor_token=TOKEN) as site:  # fmt: skip
+        yield site
+
+
+def browser(app: AppProcess | InProcessApp, name: str) -> httpx.Client:
     """A page of the site as learner `name` (the same learner each time for the same name)."""
     return app.client(cookies={COOKIE: app.learner_cookie(name)})
 
 
-def save(app: AppProcess, name: str, source: str | bytes) -> httpx.Response:
+def save(app: AppProcess | InProcessApp, name: str, source: str | bytes) -> httpx.Response:
     with browser(app, name) as page:
         return page.put("/api/workspace/server.py", content=source)
 
@@ -59,8 +68,8 @@ async def console(app: AppProcess, name: str) -> EnvelopeClient:
                                         additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie(name)}"})  # fmt: skip
 
 
-def test_a_learner_with_nothing_saved_gets_the_starter(app: AppProcess) -> None:
-    with browser(app, "new") as page:
+def test_a_learner_with_nothing_saved_gets_the_starter(site: InProcessApp) -> None:
+    with browser(site, "new") as page:
         reply = page.get("/api/workspace/server.py")
         state = page.get("/api/workspace").json()
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/x-python")
@@ -93,8 +102,8 @@ async def test_one_learners_file_never_runs_for_another(app: AppProcess) -> None
     assert reply["result"]["serverInfo"]["name"] == "my-server"  # the stranger's own starter
 
 
-def test_a_syntax_error_is_saved_and_reported_with_line_and_column(app: AppProcess) -> None:
-    reply = save(app, "typo", "from mcp.server.mcpserver import MCPServer\n\ndef broken(:\n    pass\n")
+def test_a_syntax_error_is_saved_and_reported_with_line_and_column(site: InProcessApp) -> None:
+    reply = save(site, "typo", "from mcp.server.mcpserver import MCPServer\n\ndef broken(:\n    pass\n")
     assert reply.status_code == 200
     body = reply.json()
     assert body["saved"] is True
@@ -166,31 +175,31 @@ async def test_a_restart_runs_the_file_saved_since(app: AppProcess) -> None:
     ids=["too-big", "latin-1", "nul"],
 )
 def test_a_file_that_cannot_be_saved_is_refused_and_nothing_is_saved(
-    app: AppProcess, body: bytes, status: int, words: str
+    site: InProcessApp, body: bytes, status: int, words: str
 ) -> None:
     name = f"refused-{status}-{words[:3]}"
-    assert save(app, name, "kept = True\n").status_code == 200
-    reply = save(app, name, body)
+    assert save(site, name, "kept = True\n").status_code == 200
+    reply = save(site, name, body)
     assert reply.status_code == status
     assert (
         words in reply.json()["error"]["message"] and "Nothing was saved" in reply.json()["error"]["message"]
     )
-    with browser(app, name) as page:
+    with browser(site, name) as page:
         assert page.get("/api/workspace/server.py").text == "kept = True\n"
 
 
-def test_a_save_from_another_site_is_refused(app: AppProcess) -> None:
-    with httpx.Client(base_url=app.base, cookies={COOKIE: app.learner_cookie("csrf")}, timeout=30) as other:
+def test_a_save_from_another_site_is_refused(site: InProcessApp) -> None:
+    with site.plain_client(cookies={COOKIE: site.learner_cookie("csrf")}) as other:
         reply = other.put(
             "/api/workspace/server.py", content="x = 1\n", headers={"Origin": "https://evil.example"}
         )
     assert reply.status_code == 403
 
 
-def test_history_keeps_versions_and_a_restore_saves_an_old_one_as_the_newest(app: AppProcess) -> None:
+def test_history_keeps_versions_and_a_restore_saves_an_old_one_as_the_newest(site: InProcessApp) -> None:
     for n in (1, 2, 3):
-        assert save(app, "hist", f"n = {n}\n").status_code == 200
-    with browser(app, "hist") as page:
+        assert save(site, "hist", f"n = {n}\n").status_code == 200
+    with browser(site, "hist") as page:
         history = page.get("/api/workspace").json()["history"]
         assert [v["version"] for v in history] == [3, 2, 1]
         assert page.get("/api/workspace/history/1").text == "n = 1\n"
@@ -201,11 +210,11 @@ def test_history_keeps_versions_and_a_restore_saves_an_old_one_as_the_newest(app
         assert missing.status_code == 404 and "No saved version 99" in missing.json()["error"]["message"]
 
 
-def test_the_instructor_reads_a_class_members_file_and_its_versions(app: AppProcess) -> None:
+def test_the_instructor_reads_a_class_members_file_and_its_versions(site: InProcessApp) -> None:
     from bs4 import BeautifulSoup
 
-    teacher = httpx.Client(base_url=app.base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"})
-    with teacher, browser(app, "student") as student:
+    teacher = site.plain_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    with teacher, browser(site, "student") as student:
         made = teacher.post("/instructor/classes", data={"name": "Builders"})
         class_page = made.headers["location"]
         code = (
