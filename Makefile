@@ -11,7 +11,7 @@ TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 BENCH_DEBS := libseccomp2 gcc
 
-.PHONY: install lock run test lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
+.PHONY: install lock run test test-fast lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 
 install: $(STAMP)
 
@@ -60,6 +60,13 @@ run: install system-deps-run
 
 test: install system-deps-test $(TS_CLIENT) test-js
 	$(PY) -m pytest
+
+# The fast tier (docs/testing.md): no root, browser, database server or real clock. The folders whose
+# every test it leaves out are not even imported.
+FAST := not sandbox and not browser and not postgres and not deploy and not bench and not slow
+test-fast: install
+	$(PY) -m pytest -q -p no:cacheprovider -m "$(FAST)" \
+		--ignore=tests/sandbox --ignore=tests/browser --ignore=tests/deploy --ignore=tests/bench
 
 # Unit tests of the console's DOM-free modules (static/console), with Node's own test runner.
 test-js:
