@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(**overrides)
     logs.configure(settings.log_format)
     if args.command == "check-lessons":
-        from app.course.cli import check_lessons
+        from app.check_lessons import check_lessons
 
         return check_lessons(settings)
     from app.main import create_app

@@ -1,21 +1,23 @@
 """`python -m app check-lessons`: the start-up checks, every `expect` block against a live server, and
-every exercise against its reference solution and the starter file."""
+every exercise against its reference solution and the starter file (run by the caller's `exercises`:
+app/check_lessons.py runs them in the real sandbox)."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from app.config import PROJECT_ROOT, Settings
 from app.course.catalog import Catalog
-from app.course.exercise_check import check_exercises
 from app.course.expect import ExpectFailed, ProcessChannel, run_expect
 from app.course.models import LessonError
 from app.demos import load_registry
 
 
-def check_lessons(settings: Settings, out: TextIO | None = None) -> int:
+def check_lessons(
+    settings: Settings, out: TextIO | None = None, *, exercises: Callable[[Catalog, TextIO], int]
+) -> int:
     """Return 0 when every lesson loads and every expect block holds, else 1 (problems on `out`)."""
     out = out or sys.stdout
     demos = load_registry(settings.extra_demo_modules)
@@ -55,6 +57,6 @@ def check_lessons(settings: Settings, out: TextIO | None = None) -> int:
                             file=out,
                         )
     print(f"{total - failures} of {total} expect blocks hold against the live demo servers", file=out)
-    # Exercises run in the real sandbox: each against its reference solution and against the starter.
-    failures += asyncio.run(check_exercises(catalog, settings, out))
+    # Each exercise against its reference solution and against the starter.
+    failures += exercises(catalog, out)
     return 1 if failures else 0

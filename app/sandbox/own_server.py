@@ -3,7 +3,8 @@
 Called only in the instance's server process (app/sandbox/forkserver.py), after every sandbox layer
 is in force: the file never runs in the fork server or the web process. Nor is it read there: the
 sealed memfd the app sends passes through the fork server as a descriptor, and the instance reads
-and checks it here, after the fork (`run_file`), so that no later instance inherits a copy.
+and checks it here, after the fork (`run_file`, by the workspace's rules: app/workspace/), so that no
+later instance inherits a copy.
 """
 
 from __future__ import annotations
@@ -15,31 +16,15 @@ import tempfile
 import traceback
 from typing import NoReturn
 
-# The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
-# it saves and by the instance before it runs: one number for both.
-MAX_SOURCE_BYTES = 64 * 1024
-FILE_NAME = "server.py"
+# The file's rules (its name, its size, UTF-8) are the workspace's, one set for the web process and
+# the instance; the fork server reads MAX_SOURCE_BYTES from here too.
+from app.workspace import FILE_NAME, MAX_SOURCE_BYTES, problem_with
+
+__all__ = ["BAD_FILE_EXIT", "FILE_NAME", "MAX_SOURCE_BYTES", "problem_with", "run", "run_file"]
+
 # The exit status of an instance whose file cannot be run (too long, not UTF-8 text): EX_DATAERR of
 # sysexits.h, which no Python exception gives; the reason goes to its stderr.
 BAD_FILE_EXIT = 65
-
-
-def problem_with(data: bytes, size: int | None = None) -> str:
-    """Why these bytes (the start of a file of `size` bytes, if given) cannot be a learner's server
-    file, or "" when they can."""
-    size = len(data) if size is None else size
-    if size > MAX_SOURCE_BYTES or len(data) > MAX_SOURCE_BYTES:
-        return (
-            f"the file is {max(size, len(data))} bytes, over the limit of {MAX_SOURCE_BYTES} bytes (64 KiB)"
-        )
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        return f"the file holds a NUL byte (at byte {nul}): save it as text"
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"the file is not UTF-8 text (byte {exc.start} cannot be read as UTF-8)"
-    return ""
 
 
 def run_file(fd: int) -> NoReturn:

@@ -141,7 +141,7 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
             # Read stderr all along: a server that logs much would otherwise fill the pipe and stall.
             reading = asyncio.create_task(_read_stderr(process, stderr))
             try:
-                report = await exercises.run(step.exercise, process)
+                report = await exercises.run(step.exercise, process, gone=SandboxError)
                 await asyncio.wait([reading], timeout=STDERR_READ_S)  # its last lines (a traceback, often)
             finally:
                 reading.cancel()

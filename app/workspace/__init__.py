@@ -1,7 +1,9 @@
 """The learner's own server.py: what a file must be to be saved, what is wrong with it, and the starter.
 
 Nothing here runs the file: `diagnose` compiles it (the parser and compiler only, never executing a
-line), and the file runs only inside a sandboxed instance (app/sandbox/own_server.py).
+line), and the file runs only inside a sandboxed instance (app/sandbox/own_server.py). These rules
+sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process checks a file with
+`problem_with` before it saves it, and the instance checks it again before it runs it.
 """
 
 from __future__ import annotations
@@ -10,11 +12,32 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app.sandbox.own_server import FILE_NAME, MAX_SOURCE_BYTES, problem_with
-
 STARTER_PATH = Path(__file__).with_name("starter_server.py")
 
 __all__ = ["FILE_NAME", "MAX_SOURCE_BYTES", "Diagnostic", "diagnose", "problem_with", "starter"]
+
+# The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
+# it saves and by the instance before it runs: one number for both.
+MAX_SOURCE_BYTES = 64 * 1024
+FILE_NAME = "server.py"
+
+
+def problem_with(data: bytes, size: int | None = None) -> str:
+    """Why these bytes (the start of a file of `size` bytes, if given) cannot be a learner's server
+    file, or "" when they can."""
+    size = len(data) if size is None else size
+    if size > MAX_SOURCE_BYTES or len(data) > MAX_SOURCE_BYTES:
+        return (
+            f"the file is {max(size, len(data))} bytes, over the limit of {MAX_SOURCE_BYTES} bytes (64 KiB)"
+        )
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        return f"the file holds a NUL byte (at byte {nul}): save it as text"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the file is not UTF-8 text (byte {exc.start} cannot be read as UTF-8)"
+    return ""
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from app import workspace
+from app.check_lessons import check_exercises
 from app.config import PROJECT_ROOT, Settings
 from app.course.catalog import Catalog
-from app.course.exercise_check import check_exercises
 from app.course.models import Lesson
 from app.demos import MY_SERVER, load_registry
 

@@ -8,9 +8,9 @@ import io
 import shutil
 from pathlib import Path
 
+from app.check_lessons import check_exercises
 from app.config import Settings
 from app.course.catalog import Catalog
-from app.course.exercise_check import check_exercises
 from app.demos import load_registry
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "build_lessons"

@@ -10,6 +10,7 @@ import pytest
 
 from app.course import exercises
 from app.course.exercises import Exercise, ExerciseTest
+from app.sandbox.errors import SandboxError
 from tests.support.plainproc import PlainSource
 
 SERVER = textwrap.dedent('''
@@ -62,7 +63,7 @@ async def run(source: str, ex: Exercise) -> exercises.Report:
     plain = PlainSource()
     process = await plain.acquire("my-server", source)
     try:
-        return await exercises.run(ex, process)
+        return await exercises.run(ex, process, gone=SandboxError)
     finally:
         await plain.release(process)
         plain.remove_files()
@@ -132,7 +133,7 @@ async def test_a_server_gone_before_the_first_message_is_reported_not_raised() -
     process = await plain.acquire("my-server", "def broken(:\n")  # a syntax error: it exits at once
     try:
         await process.exited.wait()
-        report = await exercises.run(exercise(("lists", {"capability": "tools"})), process)
+        report = await exercises.run(exercise(("lists", {"capability": "tools"})), process, gone=SandboxError)
     finally:
         await plain.release(process)
         plain.remove_files()

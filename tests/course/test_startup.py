@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from app.check_lessons import check_lessons
 from app.config import Settings
-from app.course.cli import check_lessons
 from tests.support.appserver import ROOT, AppProcess
 
 LESSON = """\

@@ -249,6 +249,7 @@ def no_initialize_reason(t: Transcript) -> str:
 from app.course.checks import (  # noqa: E402
     changes,
     client_features,
+    elicitation,
     errors,
     features,
     handshake,
@@ -273,6 +274,7 @@ __all__ = [
     "changes",
     "check",
     "client_features",
+    "elicitation",
     "errors",
     "features",
     "handshake",

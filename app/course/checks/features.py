@@ -1,4 +1,5 @@
-"""Lessons 16 to 18: structured tool output and links, pagination and completion, URL-mode elicitation."""
+"""Lessons 16 and 17: structured tool output and links, pagination and completion (lesson 18, URL-mode
+elicitation, is elicitation.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from app.course.checks import (
     answered_with,
     check,
     error_of,
-    error_words,
     exchanges,
     first_good_initialize,
     first_text,
@@ -20,22 +20,18 @@ from app.course.checks import (
     refused,
     requests,
     result_of,
-    server_notifications,
     waiting,
-    waiting_for_tool,
 )
 from app.protocol.transcript import Entry, Transcript
 
 LIST_METHODS = ("tools/list", "resources/list", "resources/templates/list", "prompts/list")
 LIST_KEYS = {"tools/list": "tools", "resources/list": "resources", "resources/templates/list": "resourceTemplates",
              "prompts/list": "prompts"}  # fmt: skip
-# -32042, URL elicitation required (2025-11-25 only).
-URL_ELICITATION_REQUIRED = -32042
 # The revision that brought title, outputSchema, structuredContent and resource links.
 TITLES_FROM = "2025-06-18"
 
 
-def _calls(t: Transcript, tool: str | None = None) -> list[Exchange]:
+def tool_calls(t: Transcript, tool: str | None = None) -> list[Exchange]:
     """tools/call exchanges (of `tool`, when given), newest first."""
     return [(r, s) for r, s in exchanges(t, "tools/call") if tool is None or params_of(r).get("name") == tool]
 
@@ -90,18 +86,20 @@ def structured_content_received(t: Transcript) -> Outcome:
             return f"The tool failed: {first_text(result_of(response) or {})}"
         return "That result has no `structuredContent`. Call `get_book`, which declares an `outputSchema`."
 
-    return judge(_calls(t), passes, unsent="Call `get_book` with a `book_id` such as b-101.", failed=failed)
+    return judge(
+        tool_calls(t), passes, unsent="Call `get_book` with a `book_id` such as b-101.", failed=failed
+    )
 
 
 @check("resource-link-followed", "Get a `resource_link` from a tool, then read the resource it names.")
 def resource_link_followed(t: Transcript) -> Outcome:
     linked: dict[str, int] = {}  # uri -> seq of the result that named it
-    for _request, response in reversed(_calls(t)):
+    for _request, response in reversed(tool_calls(t)):
         for link in _content(result_of(response), "resource_link"):
             if isinstance(link.get("uri"), str) and response is not None:
                 linked.setdefault(link["uri"], response.seq)
     if not linked:
-        calls = _calls(t)
+        calls = tool_calls(t)
         if calls and calls[0][1] is None:
             return False, waiting(calls[0][0])
         return False, "Call `search_books` with a word of a title or an author, to get resource links."
@@ -124,7 +122,7 @@ def embedded_resource_received(t: Transcript) -> Outcome:
         return f"The result embedded {embedded[0]['resource'].get('uri')}, contents included."
 
     return judge(
-        _calls(t),
+        tool_calls(t),
         passes,
         unsent="Call `book_card` with a `book_id` such as b-102.",
         failed="That result embeds no resource. Call `book_card`.",
@@ -157,7 +155,7 @@ def destructive_tool_called(t: Transcript) -> Outcome:
         return f"You called `{name}` knowing its annotations say it is destructive: {first_text(result)}"
 
     # Only calls after the list that marked the tool: the point is to read the hint first.
-    calls = [(r, s) for r, s in _calls(t) if r.seq > marked.get(str(params_of(r).get("name")), r.seq)]
+    calls = [(r, s) for r, s in tool_calls(t) if r.seq > marked.get(str(params_of(r).get("name")), r.seq)]
     return judge(
         calls,
         passes,
@@ -315,189 +313,4 @@ def completion_with_context(t: Transcript) -> Outcome:
         passes,
         unsent="Send `completion/complete` for `author` of `library://shelves/{genre}/{author}`, with a genre in `context`.",
         failed=failed,
-    )
-
-
-# --- Lesson 18: URL-mode elicitation -------------------------------------------------------------
-
-
-def _client_reply(t: Transcript, request: Entry) -> Entry | None:
-    """The learner's response to a request the server sent."""
-    return next(
-        (e for e in t.client_messages()
-         if e.is_response and e.seq > request.seq and e.message.get("id") == request.message["id"]),
-        None,
-    )  # fmt: skip
-
-
-def _url_questions(t: Transcript) -> list[Entry]:
-    return [
-        e for e in t.server_messages()
-        if e.is_request and e.method == "elicitation/create" and params_of(e).get("mode") == "url"
-    ]  # fmt: skip
-
-
-@check(
-    "url-mode-undeclared-refused",
-    "Declare form mode only, call a tool that needs a sign-in, and read why it refused.",
-)
-def url_mode_undeclared_refused(t: Transcript) -> Outcome:
-    def passes(_request: Entry, response: Entry | None) -> str | None:
-        result = result_of(response)
-        if result is None or result.get("isError") is not True or "URL-mode" not in first_text(result):
-            return None
-        return f"The tool asked nothing, not even by form: {first_text(result)}"
-
-    return judge(
-        _calls(t),
-        passes,
-        unsent='Complete the handshake with `"elicitation": {}`, then call `connect_album`.',
-        failed='The tool did not refuse. Start again with `"elicitation": {}` (no `url`) in `initialize`.',
-    )
-
-
-@check(
-    "url-elicitation-accepted",
-    "Answer a URL-mode `elicitation/create` with `accept`, and see the tool finish.",
-)
-def url_elicitation_accepted(t: Transcript) -> Outcome:
-    asked = _url_questions(t)
-    for question in reversed(asked):
-        reply = _client_reply(t, question)
-        if reply is None or (reply.message.get("result") or {}).get("action") != "accept":
-            continue
-        for call, response in _calls(t):
-            if (
-                call.seq < question.seq
-                and response is not None
-                and response.seq > reply.seq
-                and result_of(response)
-            ):
-                return True, f"You accepted to open {params_of(question).get('url')}; the tool finished."
-        return False, waiting_for_tool("elicitation/create", reply)
-    if asked:
-        reply = _client_reply(t, asked[-1])
-        if reply is not None:
-            return False, 'That answer was not `{"action": "accept"}`. Call the tool again and accept.'
-        return False, (
-            f"The server sent `elicitation/create` with id {asked[-1].message['id']!r} (message "
-            f'#{asked[-1].seq}). Answer it: a response with that id and `"result": {{"action": "accept"}}`.'
-        )
-    calls = _calls(t)
-    if calls and calls[0][1] is None:
-        return False, waiting(calls[0][0])
-    if calls:
-        return False, 'No URL-mode request came. Did `initialize` declare `"elicitation": {"url": {}}`?'
-    return False, 'Declare `"elicitation": {"url": {}}` in `initialize`, then call `connect_album`.'
-
-
-def _ids_asked(t: Transcript) -> set[str]:
-    """elicitationIds the server asked under: in elicitation/create, or in a -32042 error's data."""
-    ids = {str(params_of(q).get("elicitationId")) for q in _url_questions(t)}
-    for _request, response in _calls(t):
-        error = error_of(response)
-        if error is not None and error.get("code") == URL_ELICITATION_REQUIRED:
-            data = error.get("data")
-            data = data if isinstance(data, dict) else {}
-            ids |= {
-                str(e.get("elicitationId")) for e in data.get("elicitations") or [] if isinstance(e, dict)
-            }
-    return ids
-
-
-@check(
-    "elicitation-complete-received",
-    "Get `notifications/elicitation/complete` naming the `elicitationId` the server asked under.",
-)
-def elicitation_complete_received(t: Transcript) -> Outcome:
-    asked = _ids_asked(t)
-    done = server_notifications(t, "notifications/elicitation/complete")
-    for note in reversed(done):
-        if str(params_of(note).get("elicitationId")) in asked:
-            return True, f"The server said {params_of(note)['elicitationId']} is complete."
-    if not asked:
-        return False, 'Call `connect_album` (with `"elicitation": {"url": {}}` declared) and accept.'
-    if done:
-        return False, "That notification names an id the server never asked under; a client ignores it."
-    return False, "The sign-in has not finished. Call `finish_sign_in` to play the user on the page."
-
-
-@check(
-    "url-required-retried", "Get error `-32042`, finish the sign-in, and retry the call so that it succeeds."
-)
-def url_required_retried(t: Transcript) -> Outcome:
-    required = [(r, s) for r, s in _calls(t) if (error_of(s) or {}).get("code") == URL_ELICITATION_REQUIRED]
-    if not required:
-        calls = _calls(t)
-        if calls and calls[0][1] is None:
-            return False, waiting(calls[0][0])
-        if calls and error_of(calls[0][1]) is not None:
-            return False, f"That was {error_words(error_of(calls[0][1]) or {})}, not -32042."
-        return False, "Call `print_photos` before signing in, and read its error."
-    first, answer = required[-1]
-    tool = params_of(first).get("name")
-    assert answer is not None
-
-    def passes(request: Entry, response: Entry | None) -> str | None:
-        result = result_of(response)
-        if request.seq < answer.seq or result is None or result.get("isError") is True:
-            return None
-        return f"The retry (message #{request.seq}) went through: {first_text(result)}"
-
-    retries = [(r, s) for r, s in _calls(t, str(tool)) if r.seq > answer.seq]
-    return judge(
-        retries,
-        passes,
-        unsent=f"Play the sign-in with `finish_sign_in`, then call `{tool}` again.",
-        failed=lambda _r, s: (
-            f"{error_words(error_of(s) or {})} again: finish the sign-in first (`finish_sign_in`)."
-            if error_of(s)
-            else f"The retry failed: {first_text(result_of(s) or {})}"
-        ),
-    )
-
-
-@check(
-    "url-input-required-completed",
-    "On 2026-07-28, get a URL-mode question in `input_required`, and retry with a new id and the answer.",
-)
-def url_input_required_completed(t: Transcript) -> Outcome:
-    def asks_url(result: dict[str, Any] | None) -> bool:
-        questions = (result or {}).get("inputRequests")
-        return isinstance(questions, dict) and any(
-            isinstance(q, dict) and (q.get("params") or {}).get("mode") == "url" for q in questions.values()
-        )
-
-    calls = _calls(t)
-    interim = [(r, s) for r, s in calls if s is not None and asks_url(result_of(s))]
-    if not interim:
-        if calls and calls[0][1] is None:
-            return False, waiting(calls[0][0])
-        return (
-            False,
-            'Call `connect_album` with `"elicitation": {"url": {}}` in the envelope\'s clientCapabilities.',
-        )
-    first = interim[-1][1]
-    assert first is not None
-    asked_ids = {r.message.get("id") for r, _ in interim}
-
-    def passes(request: Entry, response: Entry | None) -> str | None:
-        result = result_of(response)
-        if request.message.get("id") in asked_ids or result is None:
-            return None
-        if result.get("resultType", "complete") != "complete":
-            return None
-        return f"The retry (message #{request.seq}), a new request, completed the call."
-
-    retries = [(r, s) for r, s in calls if r.seq > first.seq and "inputResponses" in params_of(r)]
-    return judge(
-        retries,
-        passes,
-        unsent='Retry the call with a new id and `"inputResponses": {"sign_in": {"action": "accept"}}`.',
-        failed="The retry did not complete. Give the answer under the key of `inputRequests`.",
-        before_reply=lambda request: (
-            f"The retry reused the id {request.message.get('id')!r}: a retry is a new request, give it a new id."
-            if request.message.get("id") in asked_ids
-            else None
-        ),
     )
