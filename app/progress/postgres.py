@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.progress.sql import Dialect, SQLProgressStore
+from app.progress.database import Dialect
+from app.progress.sql import SQLProgressStore
 
 # A replica that cannot reach its database should say so at start-up, not hang.
 CONNECT_TIMEOUT_S = 10
@@ -31,7 +32,7 @@ class PostgresProgressStore(SQLProgressStore):
             self._exec(db, "SELECT pg_advisory_xact_lock(424242)")
         return super()._version(db)
 
-    def _lock_class(self, db: Any, class_id: str) -> None:
+    def lock_class(self, db: Any, class_id: str) -> None:
         # One class decides at a time, across every replica, until this transaction ends.
         self._exec(db, "SELECT pg_advisory_xact_lock(hashtext(?))", (f"class:{class_id}",))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from app.progress.sql import Dialect, SQLProgressStore
+from app.progress.database import Dialect
+from app.progress.sql import SQLProgressStore
 from app.progress.store import ProgressError
 
 # How long a writer waits for another connection's lock before failing.

@@ -85,19 +85,6 @@ class ServerFile:
     source: str = ""
 
 
-@dataclass(frozen=True)
-class LiveSession:
-    """A console or MCP session live on some replica (PostgreSQL deployments)."""
-
-    id: str
-    replica_id: str
-    learner_id: str | None
-    class_id: str | None
-    server: str
-    started_at: float
-    last_active_at: float
-
-
 # Saved versions kept per learner: enough to undo a bad afternoon, not a version-control system.
 SERVER_FILE_VERSIONS = 10
 
@@ -247,40 +234,6 @@ class ProgressStore(Protocol):
 
     def server_file_history(self, learner_id: str) -> list[ServerFile]:
         """The versions kept, newest first, without their source."""
-        ...
-
-    # Live sessions of every replica sharing the database. A replica's sessions count only while its
-    # heartbeat is younger than `fresh_s`.
-    def register_replica(self, replica_id: str) -> None: ...
-
-    def heartbeat(self, replica_id: str, active: Sequence[tuple[str, float]]) -> None:
-        """The replica is alive; `active` holds (session id, last active) of its live sessions."""
-        ...
-
-    def add_live_session(self, replica_id: str, session: LiveSession, class_cap: int | None,
-                         fresh_s: float) -> int | None:  # fmt: skip
-        """Record a new session; with `class_cap`, only if its class holds fewer live sessions than
-        that, across replicas (one class at a time decides). None when recorded, else the count."""
-        ...
-
-    def end_live_sessions(self, session_ids: Sequence[str]) -> None: ...
-
-    def live_sessions(self, fresh_s: float, class_id: str | None = None) -> list[LiveSession]: ...
-
-    def request_session_end(self, session_id: str, fresh_s: float) -> str | None:
-        """Ask the replica holding the session to end it; its id, or None when no live one holds it."""
-        ...
-
-    def take_session_commands(self, replica_id: str) -> list[tuple[str, str]]:
-        """(session id, command) pairs waiting for this replica, removed as they are read."""
-        ...
-
-    def retire_replica(self, replica_id: str) -> None:
-        """A replica stopping: its sessions and its row go."""
-        ...
-
-    def drop_stale_replicas(self, older_than_s: float) -> int:
-        """Forget replicas silent for `older_than_s` and their sessions; how many replicas went."""
         ...
 
     # Moving to another device.

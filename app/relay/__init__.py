@@ -1,1 +1,2 @@
-"""One WebSocket to one sandboxed demo server: sessions, the reconnect hub, the two wire modes."""
+"""A learner's connection to one sandboxed server: sessions and their lives, the two WebSocket wire
+modes, and Streamable HTTP (the listener, httpwire.py; the wire, httptransport.py)."""

@@ -1,8 +1,8 @@
 """Every live session, and the one owner of their lives: admission, attach and detach, the idle,
 longest-session and reconnect-grace timers, restarts, and exactly one place that releases a process.
 
-Both front doors (the WebSocket route; later the Streamable HTTP endpoints) go through here:
-admit and open, attach a listener, detach it, and the session ends on its own timers.
+Both front doors (the WebSocket route and the Streamable HTTP endpoints) go through here: admit
+and open, attach a listener, detach it, and the session ends on its own timers.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ GOING_AWAY = 1001
 
 
 class SharedSessions(Protocol):
-    """Every replica's live sessions, where several share one database (app/web/fleet.py)."""
+    """Every replica's live sessions, where several share one database (app/fleet/)."""
 
     async def admitted(self, session: RelaySession) -> None:
         """Count the new session everywhere; raise CapacityError when its class is full across replicas."""

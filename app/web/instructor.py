@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from app.course.models import Step
 from app.course.render import code_block
+from app.fleet.fleet import ENDED_BY_INSTRUCTOR
 from app.progress import ClassInfo, LearnerProgress
 from app.progress.store import (
     DEFAULT_CLASS_SIZE,
@@ -36,7 +37,6 @@ from app.relay.wire import entry_frame
 from app.web.api import TRANSCRIPT_PAGE
 from app.web.client import client_key, is_https, site_url
 from app.web.credentials import retry_words, same_secret
-from app.web.fleet import ENDED_BY_INSTRUCTOR
 from app.web.state import AppState, get_state
 from app.web.templating import templates
 from app.web.workspace import STORED_INT_MAX

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.fleet.store import FleetStore, LiveSession
 from app.progress import ProgressStore, SQLiteProgressStore
 from app.progress.migrations import SCHEMA_VERSION
 from app.progress.postgres import PostgresProgressStore
@@ -270,56 +271,58 @@ def test_a_deleted_class_takes_its_learners_files_with_it(store) -> None:  # noq
 
 
 def _live(session_id: str, class_id: str | None = "c1", learner: str = ADA):  # noqa: ANN202
-    from app.progress.store import LiveSession
-
     now = time.time()
     return LiveSession(session_id, "", learner, class_id, "demo-orders", now, now)
 
 
 def test_live_sessions_count_across_replicas_only_while_their_replica_beats(store) -> None:  # noqa: ANN001
-    store.register_replica("r1")
-    store.register_replica("r2")
-    assert store.add_live_session("r1", _live("s1"), 3, 30) is None
-    assert store.add_live_session("r2", _live("s2", learner=BOB), 3, 30) is None
-    assert store.add_live_session("r2", _live("s3", class_id=None), None, 30) is None
-    assert [s.id for s in store.live_sessions(30, "c1")] == ["s1", "s2"]
-    assert {s.replica_id for s in store.live_sessions(30)} == {"r1", "r2"}
-    assert store.live_sessions(0, "c1") == []  # no heartbeat is that fresh: nothing counts
-    store.heartbeat("r1", [("s1", 12345.0)])
-    assert next(s for s in store.live_sessions(30) if s.id == "s1").last_active_at == 12345.0
-    store.end_live_sessions(["s2"])
-    assert [s.id for s in store.live_sessions(30, "c1")] == ["s1"]
+    fleet = FleetStore(store)
+    fleet.register_replica("r1")
+    fleet.register_replica("r2")
+    assert fleet.add_live_session("r1", _live("s1"), 3, 30) is None
+    assert fleet.add_live_session("r2", _live("s2", learner=BOB), 3, 30) is None
+    assert fleet.add_live_session("r2", _live("s3", class_id=None), None, 30) is None
+    assert [s.id for s in fleet.live_sessions(30, "c1")] == ["s1", "s2"]
+    assert {s.replica_id for s in fleet.live_sessions(30)} == {"r1", "r2"}
+    assert fleet.live_sessions(0, "c1") == []  # no heartbeat is that fresh: nothing counts
+    fleet.heartbeat("r1", [("s1", 12345.0)])
+    assert next(s for s in fleet.live_sessions(30) if s.id == "s1").last_active_at == 12345.0
+    fleet.end_live_sessions(["s2"])
+    assert [s.id for s in fleet.live_sessions(30, "c1")] == ["s1"]
 
 
 def test_a_full_class_refuses_and_says_how_full(store) -> None:  # noqa: ANN001
-    store.register_replica("r1")
+    fleet = FleetStore(store)
+    fleet.register_replica("r1")
     for n in range(2):
-        assert store.add_live_session("r1", _live(f"s{n}"), 2, 30) is None
-    assert store.add_live_session("r1", _live("s9"), 2, 30) == 2
-    assert len(store.live_sessions(30, "c1")) == 2
+        assert fleet.add_live_session("r1", _live(f"s{n}"), 2, 30) is None
+    assert fleet.add_live_session("r1", _live("s9"), 2, 30) == 2
+    assert len(fleet.live_sessions(30, "c1")) == 2
 
 
 def test_ending_a_session_held_by_another_replica_goes_through_its_commands(store) -> None:  # noqa: ANN001
-    store.register_replica("r1")
-    store.add_live_session("r1", _live("s1"), None, 30)
-    assert store.request_session_end("nobody", 30) is None
-    assert store.request_session_end("s1", 30) == "r1"
-    assert store.request_session_end("s1", 30) == "r1"  # asked twice: one command
-    assert store.take_session_commands("r2") == []
-    assert store.take_session_commands("r1") == [("s1", "end")]
-    assert store.take_session_commands("r1") == []
+    fleet = FleetStore(store)
+    fleet.register_replica("r1")
+    fleet.add_live_session("r1", _live("s1"), None, 30)
+    assert fleet.request_session_end("nobody", 30) is None
+    assert fleet.request_session_end("s1", 30) == "r1"
+    assert fleet.request_session_end("s1", 30) == "r1"  # asked twice: one command
+    assert fleet.take_session_commands("r2") == []
+    assert fleet.take_session_commands("r1") == [("s1", "end")]
+    assert fleet.take_session_commands("r1") == []
 
 
 def test_a_retired_or_silent_replica_takes_its_sessions_with_it(store) -> None:  # noqa: ANN001
-    store.register_replica("r1")
-    store.register_replica("r2")
-    store.add_live_session("r1", _live("s1"), None, 30)
-    store.add_live_session("r2", _live("s2"), None, 30)
-    store.retire_replica("r1")
-    assert [s.id for s in store.live_sessions(30)] == ["s2"]
-    assert store.drop_stale_replicas(3600) == 0
-    assert store.drop_stale_replicas(-1) == 1  # every heartbeat is older than a second from now
-    assert store.live_sessions(30) == []
+    fleet = FleetStore(store)
+    fleet.register_replica("r1")
+    fleet.register_replica("r2")
+    fleet.add_live_session("r1", _live("s1"), None, 30)
+    fleet.add_live_session("r2", _live("s2"), None, 30)
+    fleet.retire_replica("r1")
+    assert [s.id for s in fleet.live_sessions(30)] == ["s2"]
+    assert fleet.drop_stale_replicas(3600) == 0
+    assert fleet.drop_stale_replicas(-1) == 1  # every heartbeat is older than a second from now
+    assert fleet.live_sessions(30) == []
 
 
 def test_a_class_cap_holds_when_replicas_open_at_once(
@@ -328,19 +331,21 @@ def test_a_class_cap_holds_when_replicas_open_at_once(
     """Ten opens at once from two connections (two replicas) into a class capped at 3: three get in."""
     import threading
 
+    fleet = FleetStore(store)
     if isinstance(store, SQLiteProgressStore):
         other: ProgressStore = SQLiteProgressStore(tmp_path / "p.sqlite3")
     else:
         other = PostgresProgressStore(store.url)
     other.open()
     try:
-        store.register_replica("r1")
-        other.register_replica("r2")
+        fleet.register_replica("r1")
+        other_fleet = FleetStore(other)
+        other_fleet.register_replica("r2")
         results: list[int | None] = []
         lock = threading.Lock()
 
         def open_one(n: int) -> None:
-            mine = store if n % 2 else other
+            mine = fleet if n % 2 else other_fleet
             outcome = mine.add_live_session("r1" if n % 2 else "r2", _live(f"s{n}", learner=f"l{n}"), 3, 30)
             with lock:
                 results.append(outcome)
@@ -353,7 +358,7 @@ def test_a_class_cap_holds_when_replicas_open_at_once(
     finally:
         other.close()
     assert results.count(None) == 3 and len(results) == 10
-    assert len(store.live_sessions(30, "c1")) == 3
+    assert len(fleet.live_sessions(30, "c1")) == 3
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

@@ -1,6 +1,6 @@
 """The Streamable HTTP lesson: checks over what an outside client did with the learner's endpoint.
 
-They read the session's HTTP exchanges (kept in its transcript by app/web/endpoints.py) besides its
+They read the session's HTTP exchanges (kept in its transcript by app/relay/httptransport.py) besides its
 messages: the method, the status and the MCP headers of every request. 2026-07-28 requests have no
 session: the endpoint's one instance for them keeps their exchanges (a request refused for its headers
 is kept only once that instance has started).

@@ -5,7 +5,7 @@ Only where the progress store is PostgreSQL (several replicas behind a load bala
 
 - A new session is recorded before its server starts; a class member's is recorded only if the class
   holds fewer live sessions than its cap across every replica (one class decides at a time: a lock
-  in the database, app/progress/postgres.py), else it is refused as a full class.
+  in the database, app/progress/postgres.py; the queries: app/fleet/store.py), else it is refused as a full class.
 - Several times per `silence_s` the replica says it is alive and how recently each of its sessions
   was active. A replica that stops (killed, cut off) drops out of every count once its heartbeat is
   `silence_s` old; whoever notices forgets it after FORGET_S.
@@ -23,7 +23,7 @@ import time
 
 import anyio
 
-from app.progress.store import LiveSession, ProgressStore
+from app.fleet.store import FleetStore, LiveSession
 from app.relay.admission import class_full
 from app.relay.session import RelaySession
 from app.relay.sessions import NORMAL_CLOSURE, Sessions
@@ -40,7 +40,7 @@ ENDED_BY_INSTRUCTOR = "your instructor ended this console"
 
 
 class Fleet:
-    def __init__(self, store: ProgressStore, silence_s: float) -> None:
+    def __init__(self, store: FleetStore, silence_s: float) -> None:
         self.store = store
         self.fresh_s = silence_s
         self.heartbeat_s = silence_s / BEATS_PER_SILENCE

@@ -1,0 +1,226 @@
+"""The progress store's classes: making, joining (with approval when joining is locked), caps and
+expected sizes, on the SQL database (database.py)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from app.progress.database import CODE_ATTEMPTS, SQLDatabase
+from app.progress.store import (
+    DEFAULT_CLASS_SIZE,
+    EXPECTED_SIZE,
+    JOIN_CODE_LENGTH,
+    MAX_PENDING_JOINS,
+    SESSION_CAP,
+    ClassInfo,
+    JoinOutcome,
+    JoinRequest,
+    LearnerProgress,
+    ProgressError,
+    clean_class_name,
+    clean_class_number,
+    clean_display_name,
+    new_code,
+    normalise_code,
+)
+
+
+class SQLClasses(SQLDatabase):
+    # --- classes -----------------------------------------------------------------------------------
+
+    _CLASS_COLUMNS = "id, name, join_code, created_at, closed_at, max_sessions, expected_size"
+
+    @staticmethod
+    def _class(row: Sequence[Any]) -> ClassInfo:
+        return ClassInfo(
+            id=row[0],
+            name=row[1],
+            join_code=row[2],
+            created_at=row[3],
+            locked=row[4] is not None,  # closed_at: when joining was locked
+            max_sessions=row[5],
+            expected_size=row[6],
+        )
+
+    def create_class(
+        self, name: str, max_sessions: int | None = None, expected_size: int = DEFAULT_CLASS_SIZE
+    ) -> ClassInfo:
+        name = clean_class_name(name)
+        if max_sessions is not None:
+            clean_class_number(max_sessions, SESSION_CAP)
+        clean_class_number(expected_size, EXPECTED_SIZE)
+        for _ in range(CODE_ATTEMPTS):
+            info = ClassInfo(secrets.token_urlsafe(9), name, new_code(JOIN_CODE_LENGTH), time.time(), False,
+                             max_sessions, expected_size)  # fmt: skip
+            try:
+                with self._write() as db:
+                    self._exec(
+                        db,
+                        "INSERT INTO classes (id, name, join_code, max_sessions, expected_size, created_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        (info.id, info.name, info.join_code, info.max_sessions, info.expected_size,
+                         info.created_at),
+                    )  # fmt: skip
+                return info
+            except Exception as exc:
+                if not self._is_integrity_error(exc):
+                    raise
+        raise ProgressError("could not draw a free join code")
+
+    def update_class(self, class_id: str, max_sessions: int | None, expected_size: int) -> None:
+        if max_sessions is not None:
+            clean_class_number(max_sessions, SESSION_CAP)
+        clean_class_number(expected_size, EXPECTED_SIZE)
+        with self._write() as db:
+            self.lock_class(db, class_id)
+            self._exec(
+                db,
+                "UPDATE classes SET max_sessions = ?, expected_size = ? WHERE id = ?",
+                (max_sessions, expected_size, class_id),
+            )
+
+    def classes(self) -> list[ClassInfo]:
+        with self._read() as db:
+            rows = self._exec(db, f"SELECT {self._CLASS_COLUMNS} FROM classes ORDER BY created_at").fetchall()
+        return [self._class(row) for row in rows]
+
+    def get_class(self, class_id: str) -> ClassInfo | None:
+        with self._read() as db:
+            row = self._exec(
+                db, f"SELECT {self._CLASS_COLUMNS} FROM classes WHERE id = ?", (class_id,)
+            ).fetchone()
+        return self._class(row) if row else None
+
+    def class_by_code(self, join_code: str) -> ClassInfo | None:
+        with self._read() as db:
+            row = self._exec(
+                db,
+                f"SELECT {self._CLASS_COLUMNS} FROM classes WHERE join_code = ?",
+                (normalise_code(join_code),),
+            ).fetchone()
+        return self._class(row) if row else None
+
+    def lock_joining(self, class_id: str, locked: bool) -> None:
+        with self._write() as db:
+            self.lock_class(db, class_id)
+            if locked:
+                self._exec(
+                    db,
+                    "UPDATE classes SET closed_at = ? WHERE id = ? AND closed_at IS NULL",
+                    (time.time(), class_id),
+                )
+            else:
+                self._exec(db, "UPDATE classes SET closed_at = NULL WHERE id = ?", (class_id,))
+
+    def delete_class(self, class_id: str) -> None:
+        with self._write() as db:
+            self._exec(db, "DELETE FROM join_requests WHERE class_id = ?", (class_id,))
+            self._exec(db, "DELETE FROM learners WHERE class_id = ?", (class_id,))
+            self._exec(db, "DELETE FROM classes WHERE id = ?", (class_id,))
+
+    def join_class(self, learner_id: str, class_id: str, display_name: str | None) -> JoinOutcome:
+        name = clean_display_name(display_name)
+        now = time.time()
+        with self._write() as db:
+            self.lock_class(db, class_id)  # two joins for the last place: one gets it, one waits
+            klass = self._exec(
+                db, "SELECT closed_at, expected_size FROM classes WHERE id = ?", (class_id,)
+            ).fetchone()
+            if klass is None:
+                raise ValueError("There is no such class (it may have been deleted).")
+            member = self._exec(
+                db, "SELECT 1 FROM learners WHERE id = ? AND class_id = ?", (learner_id, class_id)
+            ).fetchone()
+            if member is None and klass[0] is not None:
+                return "locked"
+            self._touch(db, learner_id, now)
+            if member is None and self._members(db, class_id) >= klass[1]:
+                waiting = self._exec(
+                    db,
+                    "SELECT COUNT(*) FROM join_requests WHERE class_id = ? AND denied_at IS NULL "
+                    "AND learner_id <> ?",
+                    (class_id, learner_id),
+                ).fetchone()[0]
+                if waiting >= MAX_PENDING_JOINS:
+                    return "too_many_waiting"
+                self._exec(
+                    db,
+                    "INSERT INTO join_requests (learner_id, class_id, display_name, requested_at) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (learner_id) DO UPDATE SET class_id = excluded.class_id, "
+                    "display_name = excluded.display_name, requested_at = excluded.requested_at, "
+                    "denied_at = NULL",
+                    (learner_id, class_id, name, now),
+                )
+                return "pending"
+            self._exec(
+                db,
+                "UPDATE learners SET class_id = ?, display_name = ? WHERE id = ?",
+                (class_id, name, learner_id),
+            )
+            self._exec(db, "DELETE FROM join_requests WHERE learner_id = ?", (learner_id,))
+        return "joined"
+
+    def _members(self, db: Any, class_id: str) -> int:
+        return int(
+            self._exec(db, "SELECT COUNT(*) FROM learners WHERE class_id = ?", (class_id,)).fetchone()[0]
+        )
+
+    def class_learners(self, class_id: str) -> list[LearnerProgress]:
+        with self._read() as db:
+            return self._learners(db, "l.class_id = ?", (class_id,))
+
+    def class_size(self, class_id: str) -> int:
+        with self._read() as db:
+            return self._members(db, class_id)
+
+    _JOIN_COLUMNS = "learner_id, class_id, display_name, requested_at, denied_at"
+
+    @staticmethod
+    def _join_request(row: Sequence[Any]) -> JoinRequest:
+        return JoinRequest(row[0], row[1], row[2], row[3], row[4] is not None)
+
+    def pending_joins(self, class_id: str) -> list[JoinRequest]:
+        with self._read() as db:
+            rows = self._exec(
+                db,
+                f"SELECT {self._JOIN_COLUMNS} FROM join_requests WHERE class_id = ? AND denied_at IS NULL "
+                "ORDER BY requested_at",
+                (class_id,),
+            ).fetchall()
+        return [self._join_request(row) for row in rows]
+
+    def decide_join(self, class_id: str, learner_id: str, approve: bool) -> bool:
+        with self._write() as db:
+            self.lock_class(db, class_id)
+            row = self._exec(
+                db,
+                "SELECT display_name FROM join_requests WHERE learner_id = ? AND class_id = ? "
+                "AND denied_at IS NULL",
+                (learner_id, class_id),
+            ).fetchone()
+            if row is None:
+                return False
+            if approve:
+                self._exec(
+                    db,
+                    "UPDATE learners SET class_id = ?, display_name = ? WHERE id = ?",
+                    (class_id, row[0], learner_id),
+                )
+                self._exec(db, "DELETE FROM join_requests WHERE learner_id = ?", (learner_id,))
+            else:
+                self._exec(
+                    db,
+                    "UPDATE join_requests SET denied_at = ? WHERE learner_id = ?",
+                    (time.time(), learner_id),
+                )
+        return True
+
+    def join_request(self, learner_id: str) -> JoinRequest | None:
+        with self._read() as db:
+            row = self._exec(
+                db, f"SELECT {self._JOIN_COLUMNS} FROM join_requests WHERE learner_id = ?", (learner_id,)
+            ).fetchone()
+        return self._join_request(row) if row else None
