@@ -95,11 +95,15 @@ class InProcessApp:
 
     def get(self, path: str, **kwargs: Any) -> httpx.Response:
         """One GET from a client of its own (no cookies unless given)."""
-        return self.client(headers=kwargs.pop("headers", {})).get(path, **kwargs)
+        return self.client(headers=kwargs.pop("headers", {}), cookies=kwargs.pop("cookies", None)).get(
+            path, **kwargs
+        )
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
         """One POST from a page of this site (see `client`)."""
-        return self.client(headers=kwargs.pop("headers", {})).post(path, **kwargs)
+        return self.client(headers=kwargs.pop("headers", {}), cookies=kwargs.pop("cookies", None)).post(
+            path, **kwargs
+        )
 
     def learner_cookie(self, name: str = "learner") -> str:
         """A learner identity as a browser gets one (see AppProcess.learner_cookie)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import httpx
 import pytest
 
 from app.relay.rates import KeyedRate
@@ -14,6 +13,7 @@ from app.web.client import TrustedProxies, resolve_address, resolve_https
 from app.web.learner import COOKIE, MINT_WINDOW_S, CookieSigner, new_id
 from app.web.state import PROGRESS_DB
 from tests.support.appserver import AppProcess, learner_id_of
+from tests.support.inprocess import InProcessApp
 from tests.support.wsclient import EnvelopeClient
 
 STEP = "initialize-handshake/versions"
@@ -29,18 +29,26 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory):
+    """The same settings, built in process: for what pages and actions answer over HTTP."""
+    with InProcessApp(tmp_path_factory.mktemp("identity-in-process"), new_learners_per_address=MINTS,
+                      max_sessions_per_learner=2, max_sessions_per_address=PER_ADDRESS) as site:  # fmt: skip
+        yield site
+
+
 def where(n: int) -> dict[str, str]:
     """A client address of its own for each test (the app trusts X-Forwarded-For from loopback)."""
     return {"X-Forwarded-For": f"198.51.100.{n}"}
 
 
-def identity(app: AppProcess, n: int) -> str:
+def identity(app: AppProcess | InProcessApp, n: int) -> str:
     """A new learner's signed cookie, made from an address of its own (each address's allowance of new
     identities is small here)."""
     return app.post("/api/identity", headers={"X-Forwarded-For": f"192.0.2.{n}"}).cookies[COOKIE]
 
 
-def learners(app: AppProcess) -> int:
+def learners(app: AppProcess | InProcessApp) -> int:
     with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
         return db.execute("SELECT COUNT(*) FROM learners").fetchone()[0]
 
@@ -96,35 +104,33 @@ def test_https_is_what_the_connection_or_a_trusted_proxy_says() -> None:
     assert not resolve_https(scope("127.0.0.1"), loopback)
 
 
-def test_reading_pages_makes_no_identity_and_is_never_refused(app: AppProcess) -> None:
+def test_reading_pages_makes_no_identity_and_is_never_refused(site: InProcessApp) -> None:
     """A crawler, or a class behind one NAT address reading lessons: before, every page view without a
     cookie made an identity (404s too), and past the address's allowance plain pages answered 429."""
-    before = learners(app)
+    before = learners(site)
     pages = ("/", "/course", f"/course/{STEP}", "/api/progress", "/join", "/resume", "/playground",
              "/api/workspace", "/api/endpoints", "/no-such-page", "/course/no-such-lesson/step")  # fmt: skip
     for _ in range(MINTS * 3):
         for path in pages:
-            reply = httpx.get(app.base + path, headers=where(1), timeout=30)
+            reply = site.request("GET", path, headers=where(1))
             assert reply.status_code in (200, 404), (path, reply.status_code)
             assert "set-cookie" not in reply.headers, path
-    step = httpx.get(app.base + "/api/progress", headers=where(1), timeout=30).json()["steps"][STEP]
+    step = site.request("GET", "/api/progress", headers=where(1)).json()["steps"][STEP]
     assert step["status"] == "new" and step["seen"] is False  # a fresh visitor's empty progress
-    assert learners(app) == before
+    assert learners(site) == before
     # The same address's first actions do make identities, as many as its allowance, then 429.
-    with app.client(headers=where(1)) as first:
+    with site.client(headers=where(1)) as first:
         assert first.post(QUIZ, json={"choices": ["a"]}).status_code == 200
         assert COOKIE in first.cookies
     for _ in range(MINTS - 1):
-        assert app.post("/api/identity", headers=where(1)).status_code == 204
-    refused = app.post("/api/identity", headers=where(1))
+        assert site.post("/api/identity", headers=where(1)).status_code == 204
+    refused = site.post("/api/identity", headers=where(1))
     assert refused.status_code == 429 and "Too many new visitors" in refused.json()["error"]["message"]
-    assert (
-        httpx.get(app.base + "/course", headers=where(1), timeout=30).status_code == 200
-    )  # reading still works
+    assert site.request("GET", "/course", headers=where(1)).status_code == 200  # reading still works
 
 
-def test_the_first_action_makes_the_identity_and_a_failed_one_makes_none(app: AppProcess) -> None:
-    with app.client(headers=where(2)) as browser:
+def test_the_first_action_makes_the_identity_and_a_failed_one_makes_none(site: InProcessApp) -> None:
+    with site.client(headers=where(2)) as browser:
         assert browser.get(f"/course/{STEP}").status_code == 200 and COOKIE not in browser.cookies
         wrong = browser.post("/join", data={"code": "NO-SUCH-CODE", "display_name": "Ada"})
         assert wrong.status_code == 400 and COOKIE not in browser.cookies
@@ -139,24 +145,23 @@ def test_the_first_action_makes_the_identity_and_a_failed_one_makes_none(app: Ap
         assert "set-cookie" not in again.headers  # an identity is made once
     # Failed actions used none of the allowance: the address still has MINTS - 1 left.
     for _ in range(MINTS - 1):
-        assert app.post("/api/identity", headers=where(2)).status_code == 204
+        assert site.post("/api/identity", headers=where(2)).status_code == 204
 
 
-def test_a_bare_learner_id_is_no_identity(app: AppProcess) -> None:
+def test_a_bare_learner_id_is_no_identity(site: InProcessApp) -> None:
     """The id inside a signed cookie, sent bare: before, it was accepted (and re-signed) for any learner
     the store knew, so the signature added nothing to the id's secrecy."""
-    cookie = identity(app, 1)
+    cookie = identity(site, 1)
     marker = "# the victim's secret: 7f3c9a\n"
-    with app.client(cookies={COOKIE: cookie}) as victim:
+    with site.client(cookies={COOKIE: cookie}) as victim:
         assert victim.put("/api/workspace/server.py", content=marker + "print('hi')\n").status_code == 200
         assert victim.get("/api/workspace/server.py").text.startswith(marker)  # the probe finds it
     bare = learner_id_of(cookie)
     for value in (bare, bare + ".", bare + ".not-the-signature"):
-        reply = httpx.get(app.base + "/api/workspace/server.py", cookies={COOKIE: value}, headers=where(3),
-                          timeout=30)  # fmt: skip
+        reply = site.request("GET", "/api/workspace/server.py", cookies={COOKIE: value}, headers=where(3))  # fmt: skip
         assert reply.status_code == 200 and marker not in reply.text, value
         assert bare not in reply.headers.get("set-cookie", ""), value  # never re-issued signed
-        acted = app.post("/api/identity", cookies={COOKIE: value}, headers=where(4))
+        acted = site.post("/api/identity", cookies={COOKIE: value}, headers=where(4))
         assert learner_id_of(acted.cookies[COOKIE]) != bare  # an action makes a new identity instead
 
 
