@@ -101,6 +101,7 @@ $(BIOME_STAMP): tools/lint/package-lock.json
 
 lint: install $(BIOME_STAMP)
 	$(BIOME) lint
+	$(VENV)/bin/lint-imports  # the layers of docs/ARCHITECTURE.md (pyproject.toml, [tool.importlinter])
 	$(PY) -m ruff check app tests bench scripts
 	$(PY) -m ruff format --check app tests bench scripts
 	$(PY) -m mypy app
