@@ -48,7 +48,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         name = getattr(item, "originalname", item.name)
         if "live_app" in fixtures or name in uses or uses.intersection(fixtures):
             item.add_marker("sandbox")
-        if "postgres_server" in fixtures:
+        # A test parametrized over the stores asks for the server by name, for "postgres" only.
+        callspec = getattr(item, "callspec", None)
+        if "postgres_server" in fixtures or (callspec is not None and "postgres" in callspec.params.values()):
             item.add_marker("postgres")
 
 
