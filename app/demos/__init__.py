@@ -1,7 +1,7 @@
 """The registry of MCP servers a learner can talk to. A browser names a server only by its registry name.
 
 Every entry is one of our demo servers (a module with INFO and serve()), except `my-server`: the
-learner's own file, run as `python server.py` would run it (app/sandbox/forkserver.py).
+learner's own file, run as `python server.py` would run it (app/sandbox/forkserver/child.py).
 """
 
 from __future__ import annotations

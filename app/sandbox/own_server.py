@@ -1,6 +1,6 @@
 """Running a learner's own server.py inside a confined instance, as `python server.py` would.
 
-Called only in the instance's server process (app/sandbox/forkserver.py), after every sandbox layer
+Called only in the instance's server process (app/sandbox/forkserver/child.py), after every sandbox layer
 is in force: the file never runs in the fork server or the web process. Nor is it read there: the
 sealed memfd the app sends passes through the fork server as a descriptor, and the instance reads
 and checks it here, after the fork (`run_file`, by the workspace's rules: app/workspace/), so that no
