@@ -31,6 +31,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,8 +74,10 @@ class ConnectionLimits:
 class Connections:
     """Every open connection of this process, counted by address; one per app (AppState)."""
 
-    def __init__(self, limits: ConnectionLimits, trusted: TrustedProxies, metrics: Any = None) -> None:
+    def __init__(self, limits: ConnectionLimits, trusted: TrustedProxies, metrics: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.limits = limits
+        self.clock = clock  # the requests' paces
         self.total = limits.total  # lowered by fit_open_files when descriptors are short
         self.trusted = trusted
         self.metrics = metrics  # app.metrics.Metrics, or None (a protocol test)
@@ -126,7 +129,7 @@ class Connections:
                 kept = [(k, p) for k, p in self._paces.items() if not p.rested]
                 self._paces = dict(kept[-KEYS_KEPT // 2 :])  # and, with that many busy, the oldest
             rate = self.limits.requests_per_s
-            pace = self._paces[key] = Pace(rate, burst=rate * REQUEST_BURST_S)
+            pace = self._paces[key] = Pace(rate, burst=rate * REQUEST_BURST_S, clock=self.clock)
         wait = pace.charge(1)
         if wait and self.metrics is not None:
             self.metrics.requests_paced.inc()
@@ -174,11 +177,13 @@ class RequestPacing:
     (`Connections.request_wait`); one past it waits here before the app sees it. Inside
     ClientMiddleware, whose resolved address it counts."""
 
-    def __init__(self, app: ASGIApp, connections: Connections) -> None:
+    def __init__(self, app: ASGIApp, connections: Connections,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:  # fmt: skip
         self.app = app
         self.connections = connections
+        self.sleep = sleep
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and (wait := self.connections.request_wait(scope)):
-            await asyncio.sleep(wait)
+            await self.sleep(wait)
         await self.app(scope, receive, send)

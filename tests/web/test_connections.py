@@ -16,8 +16,8 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from app.web.client import TrustedProxies, address_key, client_key
-from app.web.connections import ConnectionLimits, Connections
+from app.web.client import ClientMiddleware, TrustedProxies, address_key, client_key
+from app.web.connections import ConnectionLimits, Connections, RequestPacing
 from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until
 from tests.support.wsclient import McpClient
@@ -414,6 +414,41 @@ def test_an_address_may_start_its_burst_at_once_then_waits_at_its_pace() -> None
     assert connections.request_wait({"client": ("192.0.2.10", 5000), "headers": []}) == 0.0
     proxied = {"client": ("10.0.0.1", 5000), "headers": [(b"x-forwarded-for", b"192.0.2.9")]}
     assert connections.request_wait(proxied) > 0.2  # the address behind the proxy: the same one
+
+
+async def test_the_pacing_middleware_holds_an_address_past_its_pace_before_the_app_sees_it() -> None:
+    # In process, on a frozen clock: the waits the middleware takes are recorded, not slept.
+    seen: list[str] = []
+    waits: list[float] = []
+
+    async def app(scope, receive, send) -> None:  # noqa: ANN001
+        seen.append(scope["type"])
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    trusted = TrustedProxies(["10.0.0.1"])
+    connections = Connections(limits(), trusted, clock=lambda: 0.0)
+    paced = ClientMiddleware(RequestPacing(app, connections, sleep=record), trusted=trusted)
+    clients = {peer: httpx.AsyncClient(transport=httpx.ASGITransport(paced, client=(peer, 5000)),
+                                       base_url="http://playground")
+               for peer in ("192.0.2.9", "192.0.2.10", "10.0.0.1")}  # fmt: skip
+    for _ in range(100):  # 10 s at 10 a second: the burst
+        assert (await clients["192.0.2.9"].get("/")).status_code == 200
+    assert waits == []
+    await clients["192.0.2.9"].get("/")
+    await clients["192.0.2.10"].get("/")  # another address: its own pace
+    await clients["10.0.0.1"].get("/", headers={"X-Forwarded-For": "192.0.2.9"})  # the same one, proxied
+    assert [round(w, 3) for w in waits] == [0.1, 0.2]
+    # A WebSocket handshake is a request too.
+    await paced({"type": "websocket", "client": ("192.0.2.9", 5000), "headers": [], "path": "/ws/x"},
+                None, None)  # fmt: skip
+    assert round(waits[-1], 3) == 0.3 and seen[-1] == "websocket" and len(seen) == 104
+    for client in clients.values():
+        await client.aclose()
 
 
 def test_a_small_open_file_limit_lowers_the_total_and_says_so(monkeypatch: pytest.MonkeyPatch,
