@@ -4,12 +4,12 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 PYTHON ?= python3
 # Debian packages the tests need: Chromium (browser tests), libseccomp (sandbox), PostgreSQL (progress
-# store), nginx (the load balancer's configuration, deploy/nginx), gcc (the benchmark's hop in C,
-# bench/cfloor.c), Node and npm (the official TypeScript SDK client, in tests/ts).
-TEST_DEBS := chromium libseccomp2 postgresql nginx gcc
+# store), nginx (the load balancer's configuration, deploy/nginx), Node and npm (the official
+# TypeScript SDK client, in tests/ts).
+TEST_DEBS := chromium libseccomp2 postgresql nginx
 TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
-BENCH_DEBS := libseccomp2 gcc
+BENCH_DEBS := libseccomp2
 
 .PHONY: install lock run test test-fast lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 

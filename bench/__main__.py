@@ -40,6 +40,7 @@ def main() -> int:
             "max_sessions": 2100 if not args.skip_capacity else 250,
             "max_messages_per_10s": 1_000_000,
             "max_sessions_per_learner": 2100,
+            "max_sessions_per_address": 2100,
             "new_sessions_per_min": 1_000_000,
             "requests_per_s_per_address": 1_000_000,
             "server_read_bytes_per_s": 1 << 40,

@@ -9,7 +9,7 @@ callbacks on one connection each, with no task per call (bench/learners.py); it 
 its learners send no WebSocket pings, as a browser sends none (they answer the server's).
 
 The bound is absolute, and the machine's speed and its own background work (the kernel's DAMON, and
-on these guests the agent at PID 1; bench/README.md) move it from run to run. So after the step-up,
+on these guests the agent at PID 1; bench/host.py) move it from run to run. So after the step-up,
 the floor (bench/floor.py: the same stack and sandboxed servers with nothing of ours) carries the
 load of the relay's last step, and the row shows it beside the relay's: a floor over the bound there
 says the machine, not the relay, is what stopped the step-up that day.
@@ -41,7 +41,7 @@ MEASURE_S = 12.0
 MIN_CALLS = 2000
 MAX_MEASURE_S = 60.0
 BUDGET_S = 600.0
-# The floor's servers take uids this far above the app's, clear of the app's and the other floors'.
+# The floor's servers take uids this far above the app's, clear of the app's.
 FLOOR_UID_OFFSET = 10_000
 # Room in the floor's pool beyond the learners: a session's server is replaced as it ends.
 FLOOR_SPARE = 50

@@ -1,8 +1,9 @@
-"""The floor for the relay's round trip: a bare forwarder on the same stack.
+"""The capacity benchmark's floor: a bare forwarder on the same stack.
 
 uvicorn's WebSocket (the same implementation and options as the app) to the pipes of the same
 sandboxed demo server from the same fork server, copying text both ways: no validation, no
-transcript, no findings, no checks, no admission. Whatever the relay costs above this is ours.
+transcript, no findings, no checks, no admission. What the machine carries through it at the relay's
+last step says whether the machine or the relay stopped the step-up (bench/capacity.py).
 
 Run as `python -m bench.floor PORT UID_BASE CAPACITY`; serves `/ws/demo-orders` (subprotocol `mcp`).
 """
@@ -27,7 +28,7 @@ from tests.support.appserver import ROOT, free_port
 from tests.support.wsclient import McpClient
 
 SERVER = "demo-orders"
-# Room for the startup benchmark's 50 sessions at once, as the app's own cap allows them.
+# Sessions at once the floor's pool has room for, unless `serving` is given another figure.
 CAPACITY = 64
 # As many started ahead as the app keeps by default, so a burst spawns as many in both.
 WARM = Settings.model_fields["warm_pool_size"].default
@@ -87,13 +88,12 @@ def make_app(uid_base: int, capacity: int = CAPACITY):  # noqa: ANN201 - a bare 
 
 
 @asynccontextmanager
-async def serving(uid_base: int, module: str = "bench.floor", capacity: int = CAPACITY) -> AsyncIterator[str]:
-    """Run the floor (or `module`, another forwarder run the same way) in its own process on a free
-    port, its pool sized for `capacity` sessions at once (as the app's is for its cap) on uids from
+async def serving(uid_base: int, capacity: int = CAPACITY) -> AsyncIterator[str]:
+    """Run the floor in its own process on a free port, its pool sized for `capacity` sessions at once (as the app's is for its cap) on uids from
     `uid_base`; yield its WebSocket URL once it answers an initialize, and end the process on the way
     out."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", module, str(port), str(uid_base), str(capacity)],
+    proc = subprocess.Popen([sys.executable, "-m", "bench.floor", str(port), str(uid_base), str(capacity)],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
     url = f"ws://127.0.0.1:{port}/ws/{SERVER}"
     try:

@@ -1,5 +1,5 @@
 """What this host charges for memory touched after a pause: most of the first reply's swing between
-days (bench/README.md, round 6).
+days.
 
 On the Firecracker guests these benchmarks run on, reading pages that are already resident costs
 microseconds each once they have gone unread for some milliseconds (whether the CPU slept or spun
@@ -9,12 +9,12 @@ touch. Printed first, so that runs from different days can be read against each 
 
 The same guests run the kernel's DAMON (`kdamond`) to find memory to give back to the hypervisor.
 It samples physical pages every half second and walks, for each, every mapping of it: a page of the
-fork server's is mapped by every instance, so its cost grows with the sessions (bench/README.md,
-rounds 2 and 10). Whether it runs is printed here, and its CPU during each capacity step there.
+fork server's is mapped by every instance, so its cost grows with the sessions. Whether it runs is
+printed here, and its CPU during each capacity step there.
 
 Their PID 1 is not an init system but the guest's agent (`process_api`), whose CPU grows faster
-than the number of network namespaces, one per instance (round 16): 3% of a core with 500 of them
-idle, 34% with 2000. Its name is printed here, and its CPU, too, during each capacity step."""
+than the number of network namespaces, one per instance: 3% of a core with 500 of them idle, 34%
+with 2000. Its name is printed here, and its CPU, too, during each capacity step."""
 
 from __future__ import annotations
 

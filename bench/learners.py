@@ -2,7 +2,7 @@
 the load that stands in for a class's browsers.
 
 The generator shares the machine with what it measures. On `websockets` with a task per learner it
-spent 0.22-0.26 ms of CPU per call (1000 sessions, 15 s phases, bench/README.md round 13); as an
+spent 0.22-0.26 ms of CPU per call (1000 sessions, 15 s phases); as an
 asyncio protocol whose calls are timer callbacks, with no task, future or stream per call, 0.13-0.16
 ms. Each learner answers the server's pings whenever they arrive, as a browser does.
 

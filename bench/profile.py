@@ -44,8 +44,8 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),  # fmt: skip
     ("metrics and logs", ("prometheus_client", "logging/", "app/logs")),
-    # Our WebSocket protocol (app/web/wsprotocol.py) reads whole frames and frames replies itself
-    # (round 24): framing, as uvicorn's and websockets' frames were, with what runs in its callbacks.
+    # Framing: uvicorn's WebSocket protocol (with ours, app/web/wsprotocol.py), websockets' frames, the
+    # ASGI layers, and what runs in their callbacks.
     (
         "framing (WebSocket and ASGI)",
         ("websockets", "uvicorn/protocols", "starlette", "fastapi", "app/web/wsprotocol", "(wsprotocol.py:"),

@@ -12,8 +12,7 @@ from websockets.asyncio.server import ServerConnection
 
 from bench.capacity import CALL
 from bench.learners import Learner, Step
-from bench.thinfloor import upgrade_reply
-from bench.wsframe import TEXT, frame
+from bench.wsframe import TEXT, accept_for, frame
 from tests.support.wsserver import Handler, server
 
 INTERVAL_S = 0.1
@@ -259,7 +258,10 @@ async def test_a_masked_frame_from_the_server_is_refused() -> None:
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
-        writer.write(upgrade_reply(head[:-4]))
+        key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"sec-websocket-key:"))  # fmt: skip
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     b"Sec-WebSocket-Accept: " + accept_for(key) + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
         writer.write(frame(TEXT, b'{"jsonrpc": "2.0", "id": 1, "result": {}}', mask=b"\x01\x02\x03\x04"))
         await reader.read()  # until the learner hangs up
         writer.close()
