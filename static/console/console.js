@@ -210,11 +210,15 @@ class Console {
       }
       this.editor.check();
     } else if (frame.status === "exited") {
-      const why = (frame.exit_status?.text) || frame.reason || "it stopped";
+      const exit = frame.exit_status?.text;
+      // The relay's own reason (a flood, a line over the limit) is a sentence of its own; otherwise
+      // the reason only repeats the exit ("the server exited with status 1").
+      const stopped = frame.reason && frame.reason !== `the server ${exit}` ? frame.reason : null;
+      const said = stopped || `The server ${exit || frame.reason || "stopped"}.`;
       this.pairs.serverExited();
       this.waits.reset();
-      this.log.note(`The server ${why}.`, "error");
-      this.setState("exited", `The server ${why}. Its session is over: start a new server to go on.`);
+      this.log.note(said, "error");
+      this.setState("exited", `${said} Its session is over: start a new server to go on.`);
     }
   }
 

@@ -5,6 +5,10 @@ import { button, copyText, el } from "./dom.js";
 import { jsonView } from "./jsonview.js";
 
 const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
+// The newest entries the log keeps on the page. A server that prints in a loop sends thousands of
+// lines; past this many, each new entry would make the page slower to lay out, so the oldest leave
+// (the transcript export still holds every message).
+export const MAX_SHOWN = 300;
 
 export class MessageLog {
   /**
@@ -15,20 +19,50 @@ export class MessageLog {
     this.list = list;
     this.on = on;
     this.count = 0;
+    this.dropped = 0; // entries taken off the page to keep it at MAX_SHOWN
+    this.droppedNote = null;
+    this.newest = null; // what the next animation frame brings into view
   }
 
   /** Bring the newest entry into view: by scrolling the log when it scrolls by itself (the
-   * playground), else the panel around it (a step's console), never a scroll area in another. */
+   * playground), else the panel around it (a step's console), never a scroll area in another.
+   * Once per animation frame however many entries arrive in it: each scroll lays the page out. */
   reveal(li) {
+    const pending = this.newest !== null;
+    this.newest = li;
+    if (pending) return;
     requestAnimationFrame(() => {
-      if (this.list.scrollHeight > this.list.clientHeight) this.list.scrollTop = li.offsetTop;
-      else li.scrollIntoView({ block: "nearest" });
+      const newest = this.newest;
+      this.newest = null;
+      if (!newest?.isConnected) return;
+      if (this.list.scrollHeight > this.list.clientHeight) this.list.scrollTop = newest.offsetTop;
+      else newest.scrollIntoView({ block: "nearest" });
     });
   }
 
   clear() {
     this.list.replaceChildren();
     this.count = 0;
+    this.dropped = 0;
+    this.droppedNote = null;
+  }
+
+  /** Keep the newest MAX_SHOWN entries, and say at the top how many older ones left the page. */
+  trim() {
+    const shown = this.list.children.length - (this.droppedNote ? 1 : 0);
+    if (shown <= MAX_SHOWN) return;
+    if (!this.droppedNote) {
+      this.droppedNote = el("li", "log-entry log-note-entry note-warn");
+      this.droppedNote.dataset.kind = "note";
+      this.list.prepend(this.droppedNote);
+    }
+    for (let extra = shown - MAX_SHOWN; extra > 0; extra -= 1) {
+      this.droppedNote.nextElementSibling?.remove();
+      this.dropped += 1;
+    }
+    this.droppedNote.textContent =
+      `${this.dropped} older ${this.dropped === 1 ? "entry is" : "entries are"} no longer shown here, to keep the ` +
+      `page quick. "Export the transcript" saves every message.`;
   }
 
   entry(kind, { seq = null, label, time = null, rtt = null, direction, pair = null }) {
@@ -45,6 +79,7 @@ export class MessageLog {
     li.append(head);
     this.list.append(li);
     this.count += 1;
+    this.trim();
     this.reveal(li);
     return li;
   }
@@ -116,6 +151,7 @@ export class MessageLog {
     const li = el("li", `log-entry log-note-entry note-${kind}`, text);
     li.dataset.kind = "note";
     this.list.append(li);
+    this.trim();
     this.reveal(li);
     return li;
   }

@@ -8,6 +8,9 @@ const SERVER_X = WIDTH - 70;
 const TOP = 46;
 const ROW = 34;
 const PAIR_COLOURS = 6; // .pair-0 ... .pair-5 in style.css
+// Arrows drawn at most; later messages are counted below the last one. A server printing in a loop
+// would otherwise grow the diagram by thousands of rows, each one laying the page out again.
+export const MAX_ARROWS = 300;
 let diagrams = 0;
 
 function svg(tag, attrs = {}, text) {
@@ -21,6 +24,8 @@ export class SequenceDiagram {
   constructor(container) {
     this.container = container;
     this.rows = [];
+    this.undrawn = 0; // messages past MAX_ARROWS, counted, not drawn
+    this.scrollPending = false;
     this.pairs = new Map(); // pair key -> colour index
     this.nextColour = 0;
     diagrams += 1; // a page may show two (the console's and an endpoint's): ids must differ
@@ -37,10 +42,21 @@ export class SequenceDiagram {
 
   clear() {
     this.rows = [];
+    this.undrawn = 0;
     this.pairs.clear();
     this.nextColour = 0;
     this.arrows.replaceChildren();
     this.draw();
+  }
+
+  /** Scroll to the newest arrow once per animation frame, however many arrive in it. */
+  scrollSoon() {
+    if (this.scrollPending) return;
+    this.scrollPending = true;
+    requestAnimationFrame(() => {
+      this.scrollPending = false;
+      this.container.scrollTop = this.container.scrollHeight;
+    });
   }
 
   colourFor(pairKey) {
@@ -56,6 +72,11 @@ export class SequenceDiagram {
    * @param {{seq?: number, dir: "c2s"|"s2c"|"relay", label: string, kind: string, pairKey?: string}} row
    */
   add(row) {
+    if (this.rows.length >= MAX_ARROWS) {
+      this.undrawn += 1;
+      this.draw();
+      return;
+    }
     const y = TOP + ROW * this.rows.length + ROW / 2;
     this.rows.push(row);
     const colour = this.colourFor(row.pairKey);
@@ -87,11 +108,15 @@ export class SequenceDiagram {
     g.addEventListener("blur", () => highlight(false));
     this.arrows.append(g);
     this.draw();
-    this.container.scrollTop = this.container.scrollHeight;
+    this.scrollSoon();
   }
 
   draw() {
-    const height = TOP + ROW * Math.max(this.rows.length, 1) + 8;
+    const more = this.undrawn
+      ? [svg("text", { x: WIDTH / 2, y: TOP + ROW * this.rows.length + ROW / 2, "text-anchor": "middle", class: "label" },
+          `… and ${this.undrawn} more message${this.undrawn === 1 ? "" : "s"}: the log has the newest`)]
+      : [];
+    const height = TOP + ROW * (Math.max(this.rows.length, 1) + more.length) + 8;
     this.root.setAttribute("viewBox", `0 0 ${WIDTH} ${height}`);
     this.root.setAttribute("height", String(height));
     this.title.textContent = `Sequence diagram: ${this.rows.length} message${this.rows.length === 1 ? "" : "s"} between you (client) and the server`;
@@ -100,6 +125,7 @@ export class SequenceDiagram {
       svg("text", { x: SERVER_X, y: 18, "text-anchor": "middle", class: "lane-title" }, "server"),
       svg("line", { x1: CLIENT_X, y1: 28, x2: CLIENT_X, y2: height - 4, class: "lane" }),
       svg("line", { x1: SERVER_X, y1: 28, x2: SERVER_X, y2: height - 4, class: "lane" }),
+      ...more,
     );
   }
 }

@@ -107,3 +107,25 @@ def test_a_server_that_never_serves_is_explained_in_the_console(learner: Page) -
     expect(page.locator("[data-console-state]")).to_contain_text("not answering")
     # Saved and restarted while the first server may still have been starting: one session all along.
     expect(notes.filter(has_text="ended while you were away")).to_have_count(0)
+
+
+def test_a_server_printing_in_a_loop_keeps_the_page_quick_and_is_stopped_with_its_reason(
+    learner: Page,
+) -> None:
+    """The page keeps only the newest entries (the log) and arrows (the diagram), so it reads as fast as
+    the relay sends, and the relay's pace then stops the flood: the console says why, not just the
+    signal that ended it."""
+    page = learner
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    write(page, "import sys\n\nwhile True:\n    sys.stdout.write('x\\n')\n")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
+    state = page.locator("[data-console-state]")
+    expect(state).to_have_attribute("data-state", "exited", timeout=90_000)
+    expect(state).to_contain_text("kept writing faster than the playground reads output")
+    entries = page.locator("ol.log li.log-entry")
+    assert entries.count() <= 302  # the newest 300, the note of how many left, and the stop's note
+    expect(page.locator("ol.log .note-warn").first).to_contain_text("no longer shown here")
+    assert page.locator("svg.sequence g.arrow").count() <= 300
+    expect(page.locator("svg.sequence")).to_contain_text("more messages")
