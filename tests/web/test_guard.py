@@ -149,14 +149,10 @@ def test_a_page_moved_onto_this_machine_by_dns_rebinding_is_refused(site: InProc
     assert "set-cookie" not in page.headers  # refused before any identity is minted
     made = site.request("POST", "/api/endpoints", json={"server": "demo-orders"}, headers=REBOUND)
     assert made.status_code == 421
-    assert (
-        site.request("GET", "/healthz", headers=REBOUND).status_code == 200
-    )  # probes name pods
+    assert site.request("GET", "/healthz", headers=REBOUND).status_code == 200  # probes name pods
     for name in ("localhost", "127.0.0.1", "[::1]"):
         port = site.base.rsplit(":", 1)[1]
-        assert (
-            site.request("GET", "/course", headers={"Host": f"{name}:{port}"}).status_code == 200
-        )
+        assert site.request("GET", "/course", headers={"Host": f"{name}:{port}"}).status_code == 200
 
 
 async def test_a_rebound_page_cannot_open_a_console(app: AppProcess) -> None:
