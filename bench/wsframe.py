@@ -1,6 +1,6 @@
-"""WebSocket by hand (RFC 6455), shared by the benchmark's measuring sticks: the thin floor's server
-side (bench/thinfloor.py), the lean client (bench/leanclient.py) and the capacity benchmark's
-learners (bench/learners.py). Framing is section 5.2; the opening handshake, section 4."""
+"""WebSocket by hand (RFC 6455) for the capacity benchmark's learners (bench/learners.py), light
+enough that thousands fit in one load generator. Framing is section 5.2; the opening handshake,
+section 4."""
 
 from __future__ import annotations
 

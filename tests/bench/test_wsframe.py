@@ -1,5 +1,5 @@
-"""The benchmark's hand-written WebSocket parts read frames whole or not at all, and judge an upgrade
-as RFC 6455 section 4 asks: the lean client and the capacity learners both."""
+"""The benchmark's hand-written WebSocket parts read frames whole or not at all, and the capacity
+learners judge an upgrade as RFC 6455 section 4 asks."""
 
 from __future__ import annotations
 
@@ -13,10 +13,18 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from bench.leanclient import LeanClient
 from bench.learners import Learner
-from bench.thinfloor import upgrade_reply
-from bench.wsframe import CLOSE, PING, TEXT, HandshakeRefused, frame, parse, upgrade_refusal, upgrade_request
+from bench.wsframe import (
+    CLOSE,
+    PING,
+    TEXT,
+    HandshakeRefused,
+    accept_for,
+    frame,
+    parse,
+    upgrade_refusal,
+    upgrade_request,
+)
 from tests.support.wsserver import server
 
 
@@ -41,7 +49,18 @@ def test_frames_back_to_back_are_read_one_after_another() -> None:
     assert parse(buffer, second[3]) is None  # a close cut short
 
 
-def test_an_upgrade_answered_by_the_thin_floor_is_accepted() -> None:
+def upgrade_reply(head: bytes) -> bytes:
+    """A server's 101 to the upgrade `head`, with the `mcp` subprotocol, as RFC 6455 section 4.2.2 has it."""
+    key = next(
+        line.split(b":", 1)[1].strip()
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"sec-websocket-key:")
+    )
+    return (b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept_for(key) + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n")  # fmt: skip
+
+
+def test_an_upgrade_answered_with_its_accept_and_mcp_is_accepted() -> None:
     key = base64.b64encode(os.urandom(16))
     request = upgrade_request("127.0.0.1", 8000, "/ws/demo-orders", key)
     assert request.startswith(b"GET /ws/demo-orders HTTP/1.1\r\n") and request.endswith(b"\r\n\r\n")
@@ -58,7 +77,7 @@ def test_an_upgrade_answered_for_another_key_without_mcp_or_not_with_101_is_refu
     assert "429" in (upgrade_refusal(b"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 5", key) or "")
 
 
-CONNECTS = pytest.mark.parametrize("connect", [LeanClient.connect, Learner.open], ids=["lean", "learner"])
+CONNECTS = pytest.mark.parametrize("connect", [Learner.open], ids=["learner"])
 
 
 async def answer(ws: ServerConnection) -> None:
