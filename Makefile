@@ -91,7 +91,7 @@ vendor:
 check-lessons: install
 	$(PY) -m app check-lessons
 
-# Biome (tools/lint, from npm at its locked version) lints the project's JavaScript.
+# Biome (tools/lint, from npm at its locked version) lints and formats the project's JavaScript.
 BIOME_STAMP := tools/lint/node_modules/.installed-stamp
 BIOME := tools/lint/node_modules/.bin/biome
 $(BIOME_STAMP): tools/lint/package-lock.json
@@ -100,13 +100,14 @@ $(BIOME_STAMP): tools/lint/package-lock.json
 	touch $(BIOME_STAMP)
 
 lint: install $(BIOME_STAMP)
-	$(BIOME) lint
+	$(BIOME) check
 	$(VENV)/bin/lint-imports  # the layers of docs/ARCHITECTURE.md (pyproject.toml, [tool.importlinter])
 	$(PY) -m ruff check app tests bench scripts
 	$(PY) -m ruff format --check app tests bench scripts
 	$(PY) -m mypy app
 
-format: install
+format: install $(BIOME_STAMP)
+	$(BIOME) format --write
 	$(PY) -m ruff check --fix app tests bench
 	$(PY) -m ruff format app tests bench
 

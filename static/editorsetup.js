@@ -25,43 +25,86 @@ export function loadCodeMirror() {
 export function siteLook(cm, { rows = 4 } = {}) {
   const t = cm.tags;
   const highlight = cm.HighlightStyle.define([
-    { tag: [t.keyword, t.self, t.operatorKeyword, t.controlKeyword, t.definitionKeyword, t.moduleKeyword], color: "var(--hl-keyword)" },
+    {
+      tag: [t.keyword, t.self, t.operatorKeyword, t.controlKeyword, t.definitionKeyword, t.moduleKeyword],
+      color: "var(--hl-keyword)",
+    },
     { tag: [t.string, t.special(t.string), t.docString], color: "var(--hl-string)" },
     { tag: [t.number, t.bool, t.null, t.atom], color: "var(--hl-number)" },
     { tag: [t.comment, t.lineComment, t.blockComment], color: "var(--hl-comment)", fontStyle: "italic" },
     { tag: t.propertyName, color: "var(--hl-key)" }, // JSON keys, Python attributes
-    { tag: [t.function(t.definition(t.variableName)), t.definition(t.className), t.className, t.meta], color: "var(--hl-name)" },
+    {
+      tag: [t.function(t.definition(t.variableName)), t.definition(t.className), t.className, t.meta],
+      color: "var(--hl-name)",
+    },
     { tag: t.invalid, color: "var(--err)" },
   ]);
   const dark = window.matchMedia("(prefers-color-scheme: dark)").matches;
-  const theme = cm.EditorView.theme({
-    "&": {
-      color: "var(--fg)", backgroundColor: "var(--code-bg)", border: "1px solid var(--line)",
-      borderRadius: "6px", fontSize: ".9rem", maxHeight: "70vh",
+  const theme = cm.EditorView.theme(
+    {
+      "&": {
+        color: "var(--fg)",
+        backgroundColor: "var(--code-bg)",
+        border: "1px solid var(--line)",
+        borderRadius: "6px",
+        fontSize: ".9rem",
+        maxHeight: "70vh",
+      },
+      // The site's focus ring (CodeMirror's own is a faint dotted line).
+      "&.cm-focused": { outline: "3px solid var(--focus)", outlineOffset: "2px" },
+      "&:has(.cm-content[aria-invalid=true])": { borderColor: "var(--err)" },
+      ".cm-scroller": { fontFamily: MONO, lineHeight: String(LINE_HEIGHT), overflow: "auto" },
+      ".cm-content, .cm-gutter": { minHeight: `calc(${rows * LINE_HEIGHT}em + 8px)` },
+      ".cm-content": { caretColor: "var(--fg)", padding: "4px 0" },
+      ".cm-line": { padding: "0 .5rem 0 .4rem" },
+      ".cm-cursor, .cm-dropCursor": { borderLeftColor: "var(--fg)", borderLeftWidth: "2px" },
+      "&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground, .cm-selectionBackground, .cm-content ::selection":
+        { backgroundColor: "color-mix(in srgb, var(--accent) 28%, transparent)" },
+      ".cm-gutters": {
+        backgroundColor: "var(--panel)",
+        color: "var(--muted)",
+        borderRight: "1px solid var(--line)",
+        borderRadius: "6px 0 0 6px",
+      },
+      ".cm-activeLineGutter": {
+        backgroundColor: "color-mix(in srgb, var(--accent) 14%, transparent)",
+        color: "var(--fg)",
+      },
+      ".cm-matchingBracket, &.cm-focused .cm-matchingBracket": {
+        backgroundColor: "color-mix(in srgb, var(--ok) 25%, transparent)",
+        outline: "1px solid var(--ok)",
+      },
+      ".cm-nonmatchingBracket, &.cm-focused .cm-nonmatchingBracket": {
+        color: "var(--err)",
+        outline: "1px solid var(--err)",
+      },
+      ".cm-tooltip": {
+        backgroundColor: "var(--panel)",
+        color: "var(--fg)",
+        border: "1px solid var(--line)",
+        borderRadius: "6px",
+        fontSize: ".9rem",
+      },
+      ".cm-diagnostic": { padding: ".3rem .6rem" },
+      ".cm-diagnostic-error": { borderLeftColor: "var(--err)" },
+      ".cm-diagnostic-warning": { borderLeftColor: "var(--warn)" },
+      // A wavy underline in the site's colour, instead of the bundled red image.
+      ".cm-lintRange-error": {
+        backgroundImage: "none",
+        textDecoration: "underline wavy var(--err)",
+        textDecorationSkipInk: "none",
+        textUnderlineOffset: "3px",
+      },
+      ".cm-lintRange-warning": {
+        backgroundImage: "none",
+        textDecoration: "underline wavy var(--warn)",
+        textDecorationSkipInk: "none",
+        textUnderlineOffset: "3px",
+      },
+      ".cm-lintPoint-error:after": { borderBottomColor: "var(--err)" },
     },
-    // The site's focus ring (CodeMirror's own is a faint dotted line).
-    "&.cm-focused": { outline: "3px solid var(--focus)", outlineOffset: "2px" },
-    "&:has(.cm-content[aria-invalid=true])": { borderColor: "var(--err)" },
-    ".cm-scroller": { fontFamily: MONO, lineHeight: String(LINE_HEIGHT), overflow: "auto" },
-    ".cm-content, .cm-gutter": { minHeight: `calc(${rows * LINE_HEIGHT}em + 8px)` },
-    ".cm-content": { caretColor: "var(--fg)", padding: "4px 0" },
-    ".cm-line": { padding: "0 .5rem 0 .4rem" },
-    ".cm-cursor, .cm-dropCursor": { borderLeftColor: "var(--fg)", borderLeftWidth: "2px" },
-    "&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground, .cm-selectionBackground, .cm-content ::selection":
-      { backgroundColor: "color-mix(in srgb, var(--accent) 28%, transparent)" },
-    ".cm-gutters": { backgroundColor: "var(--panel)", color: "var(--muted)", borderRight: "1px solid var(--line)", borderRadius: "6px 0 0 6px" },
-    ".cm-activeLineGutter": { backgroundColor: "color-mix(in srgb, var(--accent) 14%, transparent)", color: "var(--fg)" },
-    ".cm-matchingBracket, &.cm-focused .cm-matchingBracket": { backgroundColor: "color-mix(in srgb, var(--ok) 25%, transparent)", outline: "1px solid var(--ok)" },
-    ".cm-nonmatchingBracket, &.cm-focused .cm-nonmatchingBracket": { color: "var(--err)", outline: "1px solid var(--err)" },
-    ".cm-tooltip": { backgroundColor: "var(--panel)", color: "var(--fg)", border: "1px solid var(--line)", borderRadius: "6px", fontSize: ".9rem" },
-    ".cm-diagnostic": { padding: ".3rem .6rem" },
-    ".cm-diagnostic-error": { borderLeftColor: "var(--err)" },
-    ".cm-diagnostic-warning": { borderLeftColor: "var(--warn)" },
-    // A wavy underline in the site's colour, instead of the bundled red image.
-    ".cm-lintRange-error": { backgroundImage: "none", textDecoration: "underline wavy var(--err)", textDecorationSkipInk: "none", textUnderlineOffset: "3px" },
-    ".cm-lintRange-warning": { backgroundImage: "none", textDecoration: "underline wavy var(--warn)", textDecorationSkipInk: "none", textUnderlineOffset: "3px" },
-    ".cm-lintPoint-error:after": { borderBottomColor: "var(--err)" },
-  }, { dark });
+    { dark },
+  );
   return [theme, cm.syntaxHighlighting(highlight)];
 }
 
@@ -74,8 +117,17 @@ export function siteLook(cm, { rows = 4 } = {}) {
  */
 export function standIn(textarea, view) {
   Object.assign(textarea.style, {
-    position: "absolute", width: "1px", height: "1px", padding: "0", border: "0", margin: "0",
-    overflow: "hidden", clipPath: "inset(50%)", opacity: "0", pointerEvents: "none", resize: "none",
+    position: "absolute",
+    width: "1px",
+    height: "1px",
+    padding: "0",
+    border: "0",
+    margin: "0",
+    overflow: "hidden",
+    clipPath: "inset(50%)",
+    opacity: "0",
+    pointerEvents: "none",
+    resize: "none",
   });
   textarea.tabIndex = -1;
   textarea.setAttribute("aria-hidden", "true");
@@ -92,7 +144,10 @@ export function standIn(textarea, view) {
   if (label) {
     label.id ||= `${textarea.id}-label`;
     view.contentDOM.setAttribute("aria-labelledby", label.id);
-    label.addEventListener("click", (event) => { event.preventDefault(); view.focus(); });
+    label.addEventListener("click", (event) => {
+      event.preventDefault();
+      view.focus();
+    });
   }
   const described = textarea.getAttribute("aria-describedby");
   if (described) view.contentDOM.setAttribute("aria-describedby", described);

@@ -31,7 +31,11 @@ export function snippets(url) {
     inspector: "npx @modelcontextprotocol/inspector",
     vscode: JSON.stringify({ servers: { playground: { type: "http", url } } }, null, 2),
     "claude-code": `claude mcp add --transport http playground ${url}`,
-    "claude-desktop": JSON.stringify({ mcpServers: { playground: { command: "npx", args: ["mcp-remote", url] } } }, null, 2),
+    "claude-desktop": JSON.stringify(
+      { mcpServers: { playground: { command: "npx", args: ["mcp-remote", url] } } },
+      null,
+      2,
+    ),
   };
 }
 
@@ -40,14 +44,25 @@ export function describeExchange(exchange) {
   const asked = exchange.request_headers || {};
   const answered = exchange.response_headers || {};
   const carried = exchange.carried;
-  let what = exchange.method === "GET" ? "the stream of the server's own messages" : exchange.method === "DELETE" ? "end the session" : "";
+  let what =
+    exchange.method === "GET"
+      ? "the stream of the server's own messages"
+      : exchange.method === "DELETE"
+        ? "end the session"
+        : "";
   if (carried) {
     const id = "id" in carried ? `, id ${JSON.stringify(carried.id)}` : "";
-    what = carried.kind === "response" ? `a reply to the server's request${id}` : `${carried.method} (${carried.kind}${id})`;
+    what =
+      carried.kind === "response" ? `a reply to the server's request${id}` : `${carried.method} (${carried.kind}${id})`;
   }
   const said = [];
-  for (const [name, label] of [["mcp-session-id", "Mcp-Session-Id"], ["mcp-protocol-version", "MCP-Protocol-Version"],
-    ["mcp-method", "Mcp-Method"], ["mcp-name", "Mcp-Name"], ["accept", "Accept"]]) {
+  for (const [name, label] of [
+    ["mcp-session-id", "Mcp-Session-Id"],
+    ["mcp-protocol-version", "MCP-Protocol-Version"],
+    ["mcp-method", "Mcp-Method"],
+    ["mcp-name", "Mcp-Name"],
+    ["accept", "Accept"],
+  ]) {
     if (asked[name]) said.push(`${label}: ${name === "mcp-session-id" ? `${asked[name].slice(0, 8)}…` : asked[name]}`);
   }
   const back = [];
@@ -55,8 +70,12 @@ export function describeExchange(exchange) {
   if (answered["mcp-session-id"]) back.push(`new Mcp-Session-Id ${answered["mcp-session-id"].slice(0, 8)}…`);
   return {
     head: `#${exchange.number} ${exchange.method} → ${exchange.status}${what ? `: ${what}` : ""}`,
-    detail: [said.length ? `sent ${said.join(" · ")}` : "sent no MCP headers", back.length ? `got ${back.join(" · ")}` : ""]
-      .filter(Boolean).join("; "),
+    detail: [
+      said.length ? `sent ${said.join(" · ")}` : "sent no MCP headers",
+      back.length ? `got ${back.join(" · ")}` : "",
+    ]
+      .filter(Boolean)
+      .join("; "),
   };
 }
 
@@ -74,7 +93,9 @@ class EndpointPanel {
     this.pairs = new Pairs();
     this.diagram = new SequenceDiagram(this.$("[data-endpoint-sequence]"));
     this.$("[data-action=make-endpoint]").addEventListener("click", () => this.make());
-    this.$("[data-action=copy-endpoint]").addEventListener("click", () => navigator.clipboard?.writeText(this.endpoint?.url || ""));
+    this.$("[data-action=copy-endpoint]").addEventListener("click", () =>
+      navigator.clipboard?.writeText(this.endpoint?.url || ""),
+    );
     this.listMine();
   }
 
@@ -86,31 +107,37 @@ class EndpointPanel {
     const mine = (await reply.json()).filter((item) => !this.endpoint || item.id !== this.endpoint.id);
     holder.hidden = mine.length === 0;
     const list = holder.querySelector("ul");
-    list.replaceChildren(...mine.map((item) => {
-      const li = document.createElement("li");
-      li.dataset.endpointId = item.id;
-      const words = document.createElement("span");
-      const live = item.live_sessions ? `, ${item.live_sessions} client session${item.live_sessions === 1 ? "" : "s"} on it now` : "";
-      words.textContent = `${item.server}, made ${new Date(item.created_at * 1000).toLocaleString()}${live}`;
-      const end = document.createElement("button");
-      end.type = "button";
-      end.className = "secondary small";
-      end.textContent = "End it";
-      end.addEventListener("click", async () => {
-        end.disabled = true;
-        await fetch(`/api/endpoints/${encodeURIComponent(item.id)}`, { method: "DELETE" }).catch(() => null);
-        this.listMine();
-      });
-      li.append(words, " ", end);
-      return li;
-    }));
+    list.replaceChildren(
+      ...mine.map((item) => {
+        const li = document.createElement("li");
+        li.dataset.endpointId = item.id;
+        const words = document.createElement("span");
+        const live = item.live_sessions
+          ? `, ${item.live_sessions} client session${item.live_sessions === 1 ? "" : "s"} on it now`
+          : "";
+        words.textContent = `${item.server}, made ${new Date(item.created_at * 1000).toLocaleString()}${live}`;
+        const end = document.createElement("button");
+        end.type = "button";
+        end.className = "secondary small";
+        end.textContent = "End it";
+        end.addEventListener("click", async () => {
+          end.disabled = true;
+          await fetch(`/api/endpoints/${encodeURIComponent(item.id)}`, { method: "DELETE" }).catch(() => null);
+          this.listMine();
+        });
+        li.append(words, " ", end);
+        return li;
+      }),
+    );
   }
 
   async make() {
     const error = this.$("[data-endpoint-error]");
     error.hidden = true;
     const reply = await fetch("/api/endpoints", {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ server: this.server }),
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ server: this.server }),
     });
     const body = await reply.json().catch(() => ({}));
     if (!reply.ok) {

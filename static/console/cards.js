@@ -16,7 +16,7 @@ const reply = (id, body) => JSON.stringify({ jsonrpc: "2.0", id, ...body }, null
 
 function exampleFor(schema) {
   const content = {};
-  for (const [name, prop] of Object.entries((schema?.properties) || {})) {
+  for (const [name, prop] of Object.entries(schema?.properties || {})) {
     if (prop.default !== undefined) content[name] = prop.default;
     else if (Array.isArray(prop.enum)) content[name] = prop.enum[0];
     else if (prop.type === "integer" || prop.type === "number") content[name] = prop.minimum ?? 1;
@@ -29,12 +29,33 @@ function exampleFor(schema) {
 /** Prefilled replies for a server request: [{label, text}], the first is the default. */
 export function repliesFor(message) {
   const { id, method, params = {} } = message;
-  const refuse = { label: "Refuse with an error", text: reply(id, { error: { code: -1, message: "The user rejected this request." } }) };
+  const refuse = {
+    label: "Refuse with an error",
+    text: reply(id, { error: { code: -1, message: "The user rejected this request." } }),
+  };
   switch (method) {
     case "sampling/createMessage":
-      return [{ label: "Reply as the model", text: reply(id, { result: { role: "assistant", content: { type: "text", text: "Walk the old fort, then have lunch by the river." }, model: "learner" } }) }, refuse];
+      return [
+        {
+          label: "Reply as the model",
+          text: reply(id, {
+            result: {
+              role: "assistant",
+              content: { type: "text", text: "Walk the old fort, then have lunch by the river." },
+              model: "learner",
+            },
+          }),
+        },
+        refuse,
+      ];
     case "roots/list":
-      return [{ label: "List roots", text: reply(id, { result: { roots: [{ uri: "file:///home/me/trips", name: "trips" }] } }) }, refuse];
+      return [
+        {
+          label: "List roots",
+          text: reply(id, { result: { roots: [{ uri: "file:///home/me/trips", name: "trips" }] } }),
+        },
+        refuse,
+      ];
     case "elicitation/create":
       if (params.mode === "url") {
         // URL mode: the user opens the link and answers there; accepting carries no content.
@@ -45,14 +66,22 @@ export function repliesFor(message) {
         ];
       }
       return [
-        { label: "Accept", text: reply(id, { result: { action: "accept", content: exampleFor(params.requestedSchema) } }) },
+        {
+          label: "Accept",
+          text: reply(id, { result: { action: "accept", content: exampleFor(params.requestedSchema) } }),
+        },
         { label: "Decline", text: reply(id, { result: { action: "decline" } }) },
         { label: "Cancel", text: reply(id, { result: { action: "cancel" } }) },
       ];
     case "ping":
       return [{ label: "Answer the ping", text: reply(id, { result: {} }) }];
     default:
-      return [{ label: "Method not found", text: reply(id, { error: { code: -32601, message: `Method not found: ${method}` } }) }];
+      return [
+        {
+          label: "Method not found",
+          text: reply(id, { error: { code: -32601, message: `Method not found: ${method}` } }),
+        },
+      ];
   }
 }
 
@@ -94,10 +123,19 @@ export class RequestCards {
     const choices = el("div", "card-choices");
     if (replies.length > 1) {
       choices.append(el("span", "hint", "Start from: "));
-      for (const r of replies) choices.append(button(r.label, () => { editor.setText(r.text); area.focus(); }));
+      for (const r of replies)
+        choices.append(
+          button(r.label, () => {
+            editor.setText(r.text);
+            area.focus();
+          }),
+        );
     }
     const actions = el("div", "card-actions");
-    actions.append(button("Send reply", () => this.on.send(area.value), "send-reply"), el("span", "hint", "or Ctrl+Enter"));
+    actions.append(
+      button("Send reply", () => this.on.send(area.value), "send-reply"),
+      el("span", "hint", "or Ctrl+Enter"),
+    );
     card.append(title, request, label, area, status, choices, actions);
     this.container.append(card);
     this.open.set(key, card);
@@ -118,7 +156,9 @@ export class RequestCards {
     this.open.delete(key);
     card.classList.add("answered");
     card.querySelector(".card-actions").replaceChildren(el("p", "hint", "Answered: see your reply in the log."));
-    card.querySelectorAll("textarea, .card-choices button").forEach((n) => { n.disabled = true; });
+    card.querySelectorAll("textarea, .card-choices button").forEach((n) => {
+      n.disabled = true;
+    });
     setTimeout(() => card.remove(), 4000);
   }
 

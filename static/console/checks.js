@@ -54,7 +54,8 @@ export class CheckList {
     }
     const goal = item.querySelector(".check-goal");
     const news = `✓ Check passed: ${goal ? goal.textContent : frame.check}`;
-    if (this.news) this.news.textContent = news; // beside Send, where the learner is looking
+    if (this.news)
+      this.news.textContent = news; // beside Send, where the learner is looking
     else this.announce(news);
     this.showHint();
   }

@@ -13,8 +13,13 @@ let identityReady = document.querySelector("[data-identity=none]") === null;
 let identityAsked = null;
 
 function identityFirst() {
-  identityAsked ??= fetch("/api/identity", { method: "POST" }).then(() => {}, () => {});
-  return identityAsked.then(() => { identityReady = true; });
+  identityAsked ??= fetch("/api/identity", { method: "POST" }).then(
+    () => {},
+    () => {},
+  );
+  return identityAsked.then(() => {
+    identityReady = true;
+  });
 }
 
 export class Connection {
@@ -70,7 +75,9 @@ export class Connection {
     const ws = new WebSocket(this.url(resume), SUBPROTOCOL);
     this.ws = ws;
     this.on.status(resume ? "reconnecting" : "connecting", { attempt: this.attempt });
-    ws.addEventListener("open", () => { this.attempt = 0; });
+    ws.addEventListener("open", () => {
+      this.attempt = 0;
+    });
     ws.addEventListener("message", (event) => {
       if (this.ws !== ws) return; // an old socket we replaced
       let frame;

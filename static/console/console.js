@@ -25,15 +25,21 @@ class Console {
     this.revision = root.dataset.rev || null;
     const $ = (sel) => root.querySelector(sel);
     this.ui = {
-      state: $("[data-console-state]"), facts: $(".session-facts"), send: $("[data-action=send]"),
-      newServer: $("[data-action=new-server]"), announcer: $("[data-console-announce]"), tools: $("[data-tool-feedback]"),
+      state: $("[data-console-state]"),
+      facts: $(".session-facts"),
+      send: $("[data-action=send]"),
+      newServer: $("[data-action=new-server]"),
+      announcer: $("[data-console-announce]"),
+      tools: $("[data-tool-feedback]"),
       template: $("select[data-templates]"),
     };
     this.entries = []; // every frame of this page, for the export when the server's copy is gone
     this.fullText = ""; // what the console said when the playground had no place for it
     this.pairs = new Pairs();
 
-    this.announce = (text) => { this.ui.announcer.textContent = text; };
+    this.announce = (text) => {
+      this.ui.announcer.textContent = text;
+    };
     this.editor = new Editor($("textarea.editor"), $("[data-editor-status]"), {
       send: (text) => this.sendText(text),
       note: (value, info) => this.idNote(value, info),
@@ -43,10 +49,22 @@ class Console {
     this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
     this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"), $("[data-next-hint]"));
     this.checks.showHint();
-    this.waits = new Waits($("[data-wait]"), this.pairs, {
-      cancel: (id) => this.put(pretty({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: id, reason: "took too long" } })),
-      serverAsking: () => this.cards.openMethods()[0] || null,
-    }, Number(root.dataset.replyTimeoutMs) || undefined);
+    this.waits = new Waits(
+      $("[data-wait]"),
+      this.pairs,
+      {
+        cancel: (id) =>
+          this.put(
+            pretty({
+              jsonrpc: "2.0",
+              method: "notifications/cancelled",
+              params: { requestId: id, reason: "took too long" },
+            }),
+          ),
+        serverAsking: () => this.cards.openMethods()[0] || null,
+      },
+      Number(root.dataset.replyTimeoutMs) || undefined,
+    );
     this.templates = templateGroups(this.server, this.revision);
     fillTemplates(this.ui.template, this.templates, this.revision);
     this.connection = new Connection(this.server, this.step, {
@@ -65,7 +83,12 @@ class Console {
     on("next-id", () => this.nextId());
     on("restart", () => this.restart());
     on("new-server", () => this.newServer());
-    on("clear", () => { this.log.clear(); this.diagram.clear(); this.entries = []; this.announce("The log is cleared."); });
+    on("clear", () => {
+      this.log.clear();
+      this.diagram.clear();
+      this.entries = [];
+      this.announce("The log is cleared.");
+    });
     on("export", () => exportTranscript(this.connection.session, this.server, this.entries));
     // Arrow keys scroll the log and the diagram here; they must not turn the lesson's page (course.js).
     this.root.addEventListener("keydown", (event) => {
@@ -84,7 +107,10 @@ class Console {
         // Closed for good (the server exited, or the session ended): no reconnect is coming.
         this.setState("exited", "Nothing was sent: this server has stopped. Start a new server, then send again.");
       } else {
-        this.setState("lost", "Not connected, so nothing was sent. The console is reconnecting; send again in a moment.");
+        this.setState(
+          "lost",
+          "Not connected, so nothing was sent. The console is reconnecting; send again in a moment.",
+        );
       }
       return;
     }
@@ -119,16 +145,19 @@ class Console {
     const waiting = this.pairs.newestWaitingId();
     this.put(pretty(item.build(this.pairs.nextFreeId, { waiting })));
     if (item.key === "cancelled") {
-      this.tell(waiting === null
-        ? "No request is waiting for its reply, so this names id 1: put the id of the request to cancel."
-        : `This cancels request ${JSON.stringify(waiting)}, the newest one still waiting.`);
+      this.tell(
+        waiting === null
+          ? "No request is waiting for its reply, so this names id 1: put the id of the request to cancel."
+          : `This cancels request ${JSON.stringify(waiting)}, the newest one still waiting.`,
+      );
     }
   }
 
   nextId() {
     const result = this.editor.check();
     if (!result.ok) return this.tell("Fix the JSON first: the next id goes into a valid message.");
-    if (!result.idSpan) return this.tell("This message has no id (a notification has none), so there is nothing to change.");
+    if (!result.idSpan)
+      return this.tell("This message has no id (a notification has none), so there is nothing to change.");
     const id = this.pairs.nextFreeId;
     const [a, b] = result.idSpan;
     const text = this.editor.text;
@@ -172,19 +201,31 @@ class Console {
   onFrame(frame) {
     if (["sent", "received", "relay_error", "stderr"].includes(frame.type)) this.entries.push(frame);
     switch (frame.type) {
-      case "state": return this.onState(frame);
-      case "sent": return this.onSent(frame);
-      case "received": return this.onReceived(frame);
-      case "relay_error": return this.onRelayError(frame);
-      case "stderr": return this.log.stderr(frame);
-      case "check": return this.checks.update(frame);
-      case "full": return this.onFull(frame);
-      default: return undefined;
+      case "state":
+        return this.onState(frame);
+      case "sent":
+        return this.onSent(frame);
+      case "received":
+        return this.onReceived(frame);
+      case "relay_error":
+        return this.onRelayError(frame);
+      case "stderr":
+        return this.log.stderr(frame);
+      case "check":
+        return this.checks.update(frame);
+      case "full":
+        return this.onFull(frame);
+      default:
+        return undefined;
     }
   }
 
   onState(frame) {
-    const facts = { session: frame.session, status: frame.status, revision: frame.revision || this.revision || "not negotiated yet" };
+    const facts = {
+      session: frame.session,
+      status: frame.status,
+      revision: frame.revision || this.revision || "not negotiated yet",
+    };
     this.showFacts(facts);
     if (frame.status === "starting") {
       this.connection.lastSeq = 0; // a restart begins a fresh transcript
@@ -247,7 +288,13 @@ class Console {
     }
     const words = labels.received(message, info, frame, method);
     this.log.received(frame, words, pairKey);
-    this.diagram.add({ seq: frame.seq, dir: "s2c", label, kind: info.kind === "response" && "error" in message ? "error" : info.kind, pairKey });
+    this.diagram.add({
+      seq: frame.seq,
+      dir: "s2c",
+      label,
+      kind: info.kind === "response" && "error" in message ? "error" : info.kind,
+      pairKey,
+    });
     if (!frame.replayed) this.announce(`Received: ${words}.`);
   }
 
@@ -277,14 +324,20 @@ class Console {
     else if (kind === "reconnecting") this.setState("reconnecting", `Reconnecting (attempt ${detail.attempt})…`);
     else if (kind === "lost") {
       this.waits.stopSending();
-      this.setState("lost", `The connection dropped. Reconnecting in ${(detail.delayMs / 1000).toFixed(1)} s; your transcript is kept.`);
+      this.setState(
+        "lost",
+        `The connection dropped. Reconnecting in ${(detail.delayMs / 1000).toFixed(1)} s; your transcript is kept.`,
+      );
     } else if (kind === "closed") {
       if (detail.code === 1013) return; // onFull already said it and will retry
       if (detail.code === 1000) {
         this.log.note(`The session ended: ${detail.reason || "closed"}.`, "warn");
         this.setState("exited", `The session ended (${detail.reason || "closed"}). Start a new server to go on.`);
       } else if (this.ui.state.dataset.state !== "exited") {
-        this.setState("exited", `The server stopped: ${detail.reason || "no reason given"}. Start a new server to go on.`);
+        this.setState(
+          "exited",
+          `The server stopped: ${detail.reason || "no reason given"}. Start a new server to go on.`,
+        );
       }
     }
   }

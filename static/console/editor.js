@@ -34,7 +34,10 @@ export class Editor {
       }
     });
     this.check();
-    if (rich) loadCodeMirror().then((cm) => { if (cm) this.upgrade(cm); });
+    if (rich)
+      loadCodeMirror().then((cm) => {
+        if (cm) this.upgrade(cm);
+      });
   }
 
   /** Swap the textarea for a CodeMirror JSON editor holding the same text. */
@@ -47,7 +50,18 @@ export class Editor {
       selection: { anchor: this.textarea.selectionStart, head: this.textarea.selectionEnd },
       extensions: [
         // Before the default keymap, whose Mod-Enter inserts a line.
-        cm.Prec.highest(cm.keymap.of([{ key: "Mod-Enter", preventDefault: true, run: () => { this.sendNow(); return true; } }])),
+        cm.Prec.highest(
+          cm.keymap.of([
+            {
+              key: "Mod-Enter",
+              preventDefault: true,
+              run: () => {
+                this.sendNow();
+                return true;
+              },
+            },
+          ]),
+        ),
         cm.minimalSetup, // Tab is not bound: it leaves the box, as the console's keyboard help says
         cm.lineNumbers(),
         cm.highlightActiveLineGutter(),
@@ -119,19 +133,27 @@ export class Editor {
     const lineText = text.split("\n")[result.line - 1] ?? "";
     const start = Math.max(0, result.column - 60);
     excerpt.textContent = `${lineText.slice(start, start + 100)}\n${" ".repeat(result.column - 1 - start)}^`;
-    this.status.append(where, excerpt, line("hint", "You can still send it as it is, to see how the relay answers (-32700 Parse error)."));
+    this.status.append(
+      where,
+      excerpt,
+      line("hint", "You can still send it as it is, to see how the relay answers (-32700 Parse error)."),
+    );
     return result;
   }
 
   /** Underline where the JSON breaks, inside the editor (the words stay in the status below). */
   markError(result) {
     const length = this.view.state.doc.length;
-    const diagnostics = result.ok ? [] : [{
-      from: Math.min(result.position, length),
-      to: Math.min(result.position + 1, length),
-      severity: "error",
-      message: `Not valid JSON: ${result.message}.`,
-    }];
+    const diagnostics = result.ok
+      ? []
+      : [
+          {
+            from: Math.min(result.position, length),
+            to: Math.min(result.position + 1, length),
+            severity: "error",
+            message: `Not valid JSON: ${result.message}.`,
+          },
+        ];
     this.view.dispatch(this.cm.setDiagnostics(this.view.state, diagnostics));
   }
 

@@ -16,9 +16,13 @@ function scan(text) {
   let depth = 0;
   let idSpan = null; // where the top-level "id" value sits, for "next id"
 
-  const fail = (message, at = i) => { throw new JsonError(message, at); };
+  const fail = (message, at = i) => {
+    throw new JsonError(message, at);
+  };
   const what = () => (i >= text.length ? "the end of the text" : `“${text[i]}”`);
-  const ws = () => { while (i < text.length && " \t\n\r".includes(text[i])) i += 1; };
+  const ws = () => {
+    while (i < text.length && " \t\n\r".includes(text[i])) i += 1;
+  };
   const expect = (ch, context) => {
     if (text[i] !== ch) fail(`expected “${ch}” ${context}, found ${what()}`);
     i += 1;
@@ -32,12 +36,16 @@ function scan(text) {
     if (ch === '"') return string();
     if (ch === "-" || (ch >= "0" && ch <= "9")) return number();
     for (const word of ["true", "false", "null"]) {
-      if (text.startsWith(word, i)) { i += word.length; return; }
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return;
+      }
     }
-    if (ch === "'") fail("strings need double quotes (\"), not single quotes");
+    if (ch === "'") fail('strings need double quotes ("), not single quotes');
     if (i >= text.length) fail("expected a value, found the end of the text");
     const bare = /^[A-Za-z_]+/.exec(text.slice(i));
-    if (bare) fail(`“${bare[0]}” is not a JSON value (strings need double quotes; NaN and Infinity do not exist in JSON)`);
+    if (bare)
+      fail(`“${bare[0]}” is not a JSON value (strings need double quotes; NaN and Infinity do not exist in JSON)`);
     fail(`expected a value, found ${what()}`);
   }
 
@@ -51,7 +59,11 @@ function scan(text) {
   function object() {
     nest("{");
     ws();
-    if (text[i] === "}") { i += 1; depth -= 1; return; }
+    if (text[i] === "}") {
+      i += 1;
+      depth -= 1;
+      return;
+    }
     for (;;) {
       ws();
       if (text[i] === "}") fail("a comma before “}” (trailing commas are not allowed in JSON)");
@@ -64,8 +76,15 @@ function scan(text) {
       value();
       if (depth === 1 && key === "id") idSpan = [start, i];
       ws();
-      if (text[i] === ",") { i += 1; continue; }
-      if (text[i] === "}") { i += 1; depth -= 1; return; }
+      if (text[i] === ",") {
+        i += 1;
+        continue;
+      }
+      if (text[i] === "}") {
+        i += 1;
+        depth -= 1;
+        return;
+      }
       fail(`expected “,” or “}” after a value in an object, found ${what()}`);
     }
   }
@@ -73,14 +92,25 @@ function scan(text) {
   function array() {
     nest("[");
     ws();
-    if (text[i] === "]") { i += 1; depth -= 1; return; }
+    if (text[i] === "]") {
+      i += 1;
+      depth -= 1;
+      return;
+    }
     for (;;) {
       ws();
       if (text[i] === "]") fail("a comma before “]” (trailing commas are not allowed in JSON)");
       value();
       ws();
-      if (text[i] === ",") { i += 1; continue; }
-      if (text[i] === "]") { i += 1; depth -= 1; return; }
+      if (text[i] === ",") {
+        i += 1;
+        continue;
+      }
+      if (text[i] === "]") {
+        i += 1;
+        depth -= 1;
+        return;
+      }
       fail(`expected “,” or “]” after a value in an array, found ${what()}`);
     }
   }
@@ -91,7 +121,10 @@ function scan(text) {
     let out = "";
     while (i < text.length) {
       const ch = text[i];
-      if (ch === '"') { i += 1; return out; }
+      if (ch === '"') {
+        i += 1;
+        return out;
+      }
       if (ch === "\\") {
         const esc = text[i + 1];
         if (esc === "u") {
@@ -115,18 +148,20 @@ function scan(text) {
         i += 2;
         continue;
       }
-      if (ch < " ") fail(ch === "\n" ? "a line break inside a string (write \\n instead)" : "a control character inside a string");
+      if (ch < " ")
+        fail(ch === "\n" ? "a line break inside a string (write \\n instead)" : "a control character inside a string");
       out += ch;
       i += 1;
     }
-    fail("a string that is never closed (a missing \")", start);
+    fail('a string that is never closed (a missing ")', start);
   }
 
   function number() {
     const match = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i));
     if (!match) fail("a malformed number");
     const after = text[i + match[0].length];
-    if (after && /[0-9.eE]/.test(after)) fail("a malformed number (leading zeros, or a dot without digits)", i + match[0].length);
+    if (after && /[0-9.eE]/.test(after))
+      fail("a malformed number (leading zeros, or a dot without digits)", i + match[0].length);
     if (!Number.isFinite(Number(match[0]))) fail("a number too big for a double");
     i += match[0].length;
   }

@@ -17,7 +17,11 @@ function scalar(value) {
 
 function keyLabel(key) {
   if (key === undefined) return null;
-  const span = el("span", typeof key === "number" ? "j-index" : "j-key", typeof key === "number" ? "" : JSON.stringify(key));
+  const span = el(
+    "span",
+    typeof key === "number" ? "j-index" : "j-key",
+    typeof key === "number" ? "" : JSON.stringify(key),
+  );
   if (typeof key !== "number") span.append(el("span", "j-punct", ": "));
   return span;
 }
@@ -46,10 +50,13 @@ function node(value, key, depth, last) {
   const summary = el("summary", "j-line");
   const label = keyLabel(key);
   if (label) summary.append(label);
-  const count = isArray ? `${entries.length} item${entries.length === 1 ? "" : "s"}` : `${entries.length} key${entries.length === 1 ? "" : "s"}`;
+  const count = isArray
+    ? `${entries.length} item${entries.length === 1 ? "" : "s"}`
+    : `${entries.length} key${entries.length === 1 ? "" : "s"}`;
   summary.append(el("span", "j-punct", open), el("span", "j-folded", ` ${count} ${close}${comma}`));
   const body = el("div", "j-children");
-  for (const [i, [k, v]] of entries.entries()) body.append(node(v, isArray ? i : k, depth + 1, i === entries.length - 1));
+  for (const [i, [k, v]] of entries.entries())
+    body.append(node(v, isArray ? i : k, depth + 1, i === entries.length - 1));
   details.append(summary, body, el("div", "j-line j-close", close + comma));
   return details;
 }

@@ -6,7 +6,8 @@ export const labels = {
   sent(message, info) {
     if (info.kind === "request") return `${message.method} (request, id ${id(message)})`;
     if (info.kind === "notification") return `${message.method} (notification)`;
-    if (info.kind === "response") return `${"error" in message ? "error reply" : "reply"} to the server's request id ${id(message)}`;
+    if (info.kind === "response")
+      return `${"error" in message ? "error reply" : "reply"} to the server's request id ${id(message)}`;
     return "message";
   },
   /** `method`: the method of the request this line answers (pairs.js), when the page knows it. */

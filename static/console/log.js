@@ -87,13 +87,20 @@ export class MessageLog {
   body(li, message, raw) {
     const actions = el("div", "log-actions");
     const text = raw;
-    actions.append(button("Copy", async (event) => {
-      const ok = await copyText(text);
-      event.target.textContent = ok ? "Copied" : "Copy failed";
-      setTimeout(() => { event.target.textContent = "Copy"; }, 1500);
-    }));
-    if (this.on.edit) { // a read-only log (an instructor following a learner) has no editor
-      actions.append(button("Edit in the editor", () => this.on.edit(message === null ? raw : JSON.stringify(message, null, 2))));
+    actions.append(
+      button("Copy", async (event) => {
+        const ok = await copyText(text);
+        event.target.textContent = ok ? "Copied" : "Copy failed";
+        setTimeout(() => {
+          event.target.textContent = "Copy";
+        }, 1500);
+      }),
+    );
+    if (this.on.edit) {
+      // a read-only log (an instructor following a learner) has no editor
+      actions.append(
+        button("Edit in the editor", () => this.on.edit(message === null ? raw : JSON.stringify(message, null, 2))),
+      );
     }
     li.querySelector(".log-head").append(actions);
     li.append(message === null ? el("pre", "log-raw", raw) : jsonView(message));
@@ -121,7 +128,14 @@ export class MessageLog {
   }
 
   received(frame, label, pair = null) {
-    const li = this.entry("received", { seq: frame.seq, label, time: frame.at_ms, rtt: frame.rtt_ms, direction: "← received", pair });
+    const li = this.entry("received", {
+      seq: frame.seq,
+      label,
+      time: frame.at_ms,
+      rtt: frame.rtt_ms,
+      direction: "← received",
+      pair,
+    });
     if (frame.message === null) li.append(el("p", "log-note", "This line is not JSON: a client cannot read it."));
     this.body(li, frame.message, frame.raw);
     this.findings(li, frame.findings);
@@ -132,12 +146,20 @@ export class MessageLog {
 
   relayError(frame) {
     const err = frame.error || {};
-    const li = this.entry("relay_error", { label: `relay error ${err.code}: ${err.message}`, time: frame.at_ms, direction: "⨯ relay" });
+    const li = this.entry("relay_error", {
+      label: `relay error ${err.code}: ${err.message}`,
+      time: frame.at_ms,
+      direction: "⨯ relay",
+    });
     li.classList.add("is-error");
     if (frame.explanation) li.append(el("p", "log-note", frame.explanation));
     const data = err.data || {};
     if (data.line !== undefined) li.append(el("p", "log-note", `Where: line ${data.line}, column ${data.column}.`));
-    this.body(li, { jsonrpc: "2.0", id: frame.id ?? null, error: err }, JSON.stringify({ jsonrpc: "2.0", id: frame.id ?? null, error: err }));
+    this.body(
+      li,
+      { jsonrpc: "2.0", id: frame.id ?? null, error: err },
+      JSON.stringify({ jsonrpc: "2.0", id: frame.id ?? null, error: err }),
+    );
     return li;
   }
 

@@ -5,7 +5,12 @@
 /** What kind of JSON-RPC message a parsed value is, in a few words. */
 export function describe(value) {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return { kind: "other", words: Array.isArray(value) ? "an array (a batch): the relay will refuse it" : "not an object: not a JSON-RPC message" };
+    return {
+      kind: "other",
+      words: Array.isArray(value)
+        ? "an array (a batch): the relay will refuse it"
+        : "not an object: not a JSON-RPC message",
+    };
   }
   const hasId = Object.hasOwn(value, "id");
   if (typeof value.method === "string") {

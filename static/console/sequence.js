@@ -30,7 +30,12 @@ export class SequenceDiagram {
     this.nextColour = 0;
     diagrams += 1; // a page may show two (the console's and an endpoint's): ids must differ
     const titleId = diagrams === 1 ? "sequence-title" : `sequence-title-${diagrams}`;
-    this.root = svg("svg", { class: "sequence", role: "img", "aria-labelledby": titleId, viewBox: `0 0 ${WIDTH} ${TOP + ROW}` });
+    this.root = svg("svg", {
+      class: "sequence",
+      role: "img",
+      "aria-labelledby": titleId,
+      viewBox: `0 0 ${WIDTH} ${TOP + ROW}`,
+    });
     this.title = svg("title", { id: titleId }, "Sequence diagram: no messages yet");
     this.root.append(this.title);
     this.lanes = svg("g", { class: "lanes" });
@@ -88,12 +93,20 @@ export class SequenceDiagram {
     const tip = toServer ? -1 : 1;
     const line = svg("line", { x1, y1: y, x2: x2 + tip * 8, y2: y, class: "shaft" });
     if (row.kind === "notification") line.setAttribute("stroke-dasharray", "6 4");
-    const head = row.dir === "relay"
-      ? svg("path", { d: `M${x2 - 6} ${y - 6} L${x2 + 6} ${y + 6} M${x2 + 6} ${y - 6} L${x2 - 6} ${y + 6}`, class: "cross" })
-      : svg("polygon", { points: `${x2},${y} ${x2 + tip * 10},${y - 5} ${x2 + tip * 10},${y + 5}`, class: "head" });
+    const head =
+      row.dir === "relay"
+        ? svg("path", {
+            d: `M${x2 - 6} ${y - 6} L${x2 + 6} ${y + 6} M${x2 + 6} ${y - 6} L${x2 - 6} ${y + 6}`,
+            class: "cross",
+          })
+        : svg("polygon", { points: `${x2},${y} ${x2 + tip * 10},${y - 5} ${x2 + tip * 10},${y + 5}`, class: "head" });
     const label = svg("text", { x: (x1 + x2) / 2, y: y - 6, "text-anchor": "middle", class: "label" }, row.label);
     const seq = row.seq ? svg("text", { x: 8, y: y + 4, class: "seq" }, `#${row.seq}`) : null;
-    const hover = svg("title", {}, `${row.seq ? `#${row.seq} ` : ""}${toServer ? "client → server" : "server → client"}: ${row.label}`);
+    const hover = svg(
+      "title",
+      {},
+      `${row.seq ? `#${row.seq} ` : ""}${toServer ? "client → server" : "server → client"}: ${row.label}`,
+    );
     g.append(hover, line, head, label);
     if (seq) g.append(seq);
     const highlight = (on) => {
@@ -113,8 +126,13 @@ export class SequenceDiagram {
 
   draw() {
     const more = this.undrawn
-      ? [svg("text", { x: WIDTH / 2, y: TOP + ROW * this.rows.length + ROW / 2, "text-anchor": "middle", class: "label" },
-          `… and ${this.undrawn} more message${this.undrawn === 1 ? "" : "s"}: the log has the newest`)]
+      ? [
+          svg(
+            "text",
+            { x: WIDTH / 2, y: TOP + ROW * this.rows.length + ROW / 2, "text-anchor": "middle", class: "label" },
+            `… and ${this.undrawn} more message${this.undrawn === 1 ? "" : "s"}: the log has the newest`,
+          ),
+        ]
       : [];
     const height = TOP + ROW * (Math.max(this.rows.length, 1) + more.length) + 8;
     this.root.setAttribute("viewBox", `0 0 ${WIDTH} ${height}`);

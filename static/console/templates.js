@@ -15,10 +15,18 @@ export async function loadServers() {
     const reply = await fetch(SERVERS_URL, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
     if (!reply.ok) throw new Error(`${SERVERS_URL}: ${reply.status}`);
     const servers = await reply.json();
-    try { localStorage.setItem(CACHE_KEY, JSON.stringify(servers)); } catch { /* storage off: no copy */ }
+    try {
+      localStorage.setItem(CACHE_KEY, JSON.stringify(servers));
+    } catch {
+      /* storage off: no copy */
+    }
     return servers;
   } catch {
-    try { return JSON.parse(localStorage.getItem(CACHE_KEY)) || []; } catch { return []; }
+    try {
+      return JSON.parse(localStorage.getItem(CACHE_KEY)) || [];
+    } catch {
+      return [];
+    }
   }
 }
 
@@ -43,7 +51,11 @@ function initialize(revision) {
     method: "initialize",
     params: {
       protocolVersion: revision,
-      capabilities: { roots: { listChanged: true }, sampling: {}, ...(revision >= "2025-06-18" ? { elicitation: {} } : {}) },
+      capabilities: {
+        roots: { listChanged: true },
+        sampling: {},
+        ...(revision >= "2025-06-18" ? { elicitation: {} } : {}),
+      },
       clientInfo: { name: "playground-console", version: "1.0.0" },
     },
   };
@@ -54,39 +66,74 @@ function initialize(revision) {
 export function templateGroups(server, revision, servers = SERVERS) {
   const s = samplesFrom(servers.find((it) => it.name === server)?.samples);
   const stateless = revision === STATELESS_REVISION;
-  const meta = { "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION, "io.modelcontextprotocol/clientCapabilities": {} };
+  const meta = {
+    "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION,
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
   const request = (method, params) => (id) => {
     const full = stateless ? { ...(params || {}), _meta: meta } : params;
     return { jsonrpc: "2.0", id, method, ...(full ? { params: full } : {}) };
   };
   const notification = (method, params) => () => ({ jsonrpc: "2.0", method, ...(params ? { params } : {}) });
   return [
-    { group: "Handshake", items: [
-      ...HANDSHAKE_REVISIONS.map((rev) => ({ key: `initialize-${rev}`, label: `initialize (${rev})`,
-        build: (id) => ({ jsonrpc: "2.0", id, ...initialize(rev) }) })),
-      { key: "initialized", label: "notifications/initialized", build: notification("notifications/initialized") },
-      { key: "discover", label: `server/discover (${STATELESS_REVISION})`,
-        build: (id) => ({ jsonrpc: "2.0", id, method: "server/discover", params: { _meta: meta } }) },
-    ] },
-    { group: "Any time", items: [
-      { key: "ping", label: "ping", build: request("ping") },
-      // Cancels the newest request still waiting (the console passes its id), else names id 1 to edit.
-      { key: "cancelled", label: "notifications/cancelled",
-        build: (_id, context = {}) => notification("notifications/cancelled",
-          { requestId: context.waiting ?? 1, reason: "took too long" })() },
-    ] },
-    { group: "Tools", items: [
-      { key: "tools-list", label: "tools/list", build: request("tools/list") },
-      { key: "tools-call", label: `tools/call (${s.tool[0]})`, build: request("tools/call", { name: s.tool[0], arguments: s.tool[1] }) },
-    ] },
-    { group: "Resources", items: [
-      { key: "resources-list", label: "resources/list", build: request("resources/list") },
-      { key: "resources-read", label: "resources/read", build: request("resources/read", { uri: s.uri }) },
-    ] },
-    { group: "Prompts", items: [
-      { key: "prompts-list", label: "prompts/list", build: request("prompts/list") },
-      { key: "prompts-get", label: "prompts/get", build: request("prompts/get", { name: s.prompt[0], arguments: s.prompt[1] }) },
-    ] },
+    {
+      group: "Handshake",
+      items: [
+        ...HANDSHAKE_REVISIONS.map((rev) => ({
+          key: `initialize-${rev}`,
+          label: `initialize (${rev})`,
+          build: (id) => ({ jsonrpc: "2.0", id, ...initialize(rev) }),
+        })),
+        { key: "initialized", label: "notifications/initialized", build: notification("notifications/initialized") },
+        {
+          key: "discover",
+          label: `server/discover (${STATELESS_REVISION})`,
+          build: (id) => ({ jsonrpc: "2.0", id, method: "server/discover", params: { _meta: meta } }),
+        },
+      ],
+    },
+    {
+      group: "Any time",
+      items: [
+        { key: "ping", label: "ping", build: request("ping") },
+        // Cancels the newest request still waiting (the console passes its id), else names id 1 to edit.
+        {
+          key: "cancelled",
+          label: "notifications/cancelled",
+          build: (_id, context = {}) =>
+            notification("notifications/cancelled", { requestId: context.waiting ?? 1, reason: "took too long" })(),
+        },
+      ],
+    },
+    {
+      group: "Tools",
+      items: [
+        { key: "tools-list", label: "tools/list", build: request("tools/list") },
+        {
+          key: "tools-call",
+          label: `tools/call (${s.tool[0]})`,
+          build: request("tools/call", { name: s.tool[0], arguments: s.tool[1] }),
+        },
+      ],
+    },
+    {
+      group: "Resources",
+      items: [
+        { key: "resources-list", label: "resources/list", build: request("resources/list") },
+        { key: "resources-read", label: "resources/read", build: request("resources/read", { uri: s.uri }) },
+      ],
+    },
+    {
+      group: "Prompts",
+      items: [
+        { key: "prompts-list", label: "prompts/list", build: request("prompts/list") },
+        {
+          key: "prompts-get",
+          label: "prompts/get",
+          build: request("prompts/get", { name: s.prompt[0], arguments: s.prompt[1] }),
+        },
+      ],
+    },
   ];
 }
 

@@ -78,13 +78,15 @@ export class Waits {
     const asking = this.on.serverAsking ? this.on.serverAsking() : null;
     if (asking) {
       // Not slow: the server is waiting for the learner, who plays the client here.
-      p.textContent = `The server is waiting for your answer to its ${asking} request (the card below): `
-        + `it finishes ${request.method} (id ${JSON.stringify(request.id)}) once you answer.`;
+      p.textContent =
+        `The server is waiting for your answer to its ${asking} request (the card below): ` +
+        `it finishes ${request.method} (id ${JSON.stringify(request.id)}) once you answer.`;
       this.line.append(p);
       return;
     }
-    p.textContent = `No reply after ${Math.round(this.slowMs / 1000)} s. MCP sets no deadline: a server may be slow or may never answer. `
-      + "A client decides how long to wait, then tells the server it gave up with notifications/cancelled. ";
+    p.textContent =
+      `No reply after ${Math.round(this.slowMs / 1000)} s. MCP sets no deadline: a server may be slow or may never answer. ` +
+      "A client decides how long to wait, then tells the server it gave up with notifications/cancelled. ";
     const b = document.createElement("button");
     b.type = "button";
     b.className = "link-button";

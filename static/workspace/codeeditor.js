@@ -40,8 +40,24 @@ export async function pythonEditor(textarea, { onSave, onRun, onChange } = {}) {
 function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }) {
   let quiet = false; // while setValue replaces the text: not the learner's edit
   const keys = [];
-  if (onSave) keys.push({ key: "Mod-s", preventDefault: true, run: (view) => { onSave(view.state.doc.toString()); return true; } });
-  if (onRun) keys.push({ key: "Mod-Enter", preventDefault: true, run: (view) => { onRun(view.state.doc.toString()); return true; } });
+  if (onSave)
+    keys.push({
+      key: "Mod-s",
+      preventDefault: true,
+      run: (view) => {
+        onSave(view.state.doc.toString());
+        return true;
+      },
+    });
+  if (onRun)
+    keys.push({
+      key: "Mod-Enter",
+      preventDefault: true,
+      run: (view) => {
+        onRun(view.state.doc.toString());
+        return true;
+      },
+    });
   const rows = Number(textarea.getAttribute("rows")) || 12;
   const view = new cm.EditorView({
     doc: textarea.value,
@@ -58,7 +74,9 @@ function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }) {
       cm.keymap.of([cm.indentWithTab]), // Escape first, and Tab leaves (CodeMirror's tab focus mode)
       cm.python(),
       siteLook(cm, { rows }),
-      mirrorInto(cm, textarea, (text) => { if (!quiet && onChange) onChange(text); }),
+      mirrorInto(cm, textarea, (text) => {
+        if (!quiet && onChange) onChange(text);
+      }),
     ],
   });
   textarea.after(view.dom);
@@ -69,13 +87,24 @@ function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }) {
     getValue: () => view.state.doc.toString(),
     setValue(text) {
       quiet = true;
-      try { replaceAll(view, text); } finally { quiet = false; }
+      try {
+        replaceAll(view, text);
+      } finally {
+        quiet = false;
+      }
     },
     setDiagnostics(diagnostics) {
       const doc = view.state.doc;
-      view.dispatch(cm.setDiagnostics(view.state, diagnostics.map((d) => ({
-        ...rangeOf(doc, d), severity: d.severity || "error", message: d.message,
-      }))));
+      view.dispatch(
+        cm.setDiagnostics(
+          view.state,
+          diagnostics.map((d) => ({
+            ...rangeOf(doc, d),
+            severity: d.severity || "error",
+            message: d.message,
+          })),
+        ),
+      );
     },
     focus: () => view.focus(),
   };
@@ -99,7 +128,11 @@ function plainEditor(textarea, { onSave, onRun, onChange }) {
   list.setAttribute("aria-live", "polite");
   if (textarea.id) list.id = `${textarea.id}-diagnostics`;
   textarea.after(list);
-  if (list.id) textarea.setAttribute("aria-describedby", [textarea.getAttribute("aria-describedby"), list.id].filter(Boolean).join(" "));
+  if (list.id)
+    textarea.setAttribute(
+      "aria-describedby",
+      [textarea.getAttribute("aria-describedby"), list.id].filter(Boolean).join(" "),
+    );
   textarea.addEventListener("keydown", (event) => {
     if (!(event.ctrlKey || event.metaKey)) return;
     const handler = event.key === "s" || event.key === "S" ? onSave : event.key === "Enter" ? onRun : null;
@@ -107,19 +140,25 @@ function plainEditor(textarea, { onSave, onRun, onChange }) {
     event.preventDefault();
     handler(textarea.value);
   });
-  textarea.addEventListener("input", () => { if (onChange) onChange(textarea.value); });
+  textarea.addEventListener("input", () => {
+    if (onChange) onChange(textarea.value);
+  });
   return {
     usingFallback: true,
     getValue: () => textarea.value,
-    setValue(text) { textarea.value = text; },
+    setValue(text) {
+      textarea.value = text;
+    },
     setDiagnostics(diagnostics) {
-      list.replaceChildren(...diagnostics.map((d) => {
-        const p = document.createElement("p");
-        p.className = d.severity === "error" || !d.severity ? "editor-err" : "editor-hint";
-        p.dataset.line = String(d.line);
-        p.textContent = `Line ${d.line}${d.col ? `, column ${d.col}` : ""}: ${d.message}`;
-        return p;
-      }));
+      list.replaceChildren(
+        ...diagnostics.map((d) => {
+          const p = document.createElement("p");
+          p.className = d.severity === "error" || !d.severity ? "editor-err" : "editor-hint";
+          p.dataset.line = String(d.line);
+          p.textContent = `Line ${d.line}${d.col ? `, column ${d.col}` : ""}: ${d.message}`;
+          return p;
+        }),
+      );
     },
     focus: () => textarea.focus(),
   };

@@ -11,7 +11,9 @@ async function errorText(response) {
   try {
     const body = await response.json();
     if (body?.error?.message) return body.error.message;
-  } catch (_) { /* not JSON: say the status */ }
+  } catch (_) {
+    /* not JSON: say the status */
+  }
   return `The playground answered ${response.status}.`;
 }
 
@@ -54,12 +56,16 @@ class Workspace {
     this.showHistory(state.history);
     for (const button of this.buttons) button.disabled = false;
     this.root.querySelector('[data-action="save"]').addEventListener("click", () => this.save());
-    this.root.querySelector('[data-action="save-restart"]').addEventListener("click", () => this.save({ restart: true }));
+    this.root
+      .querySelector('[data-action="save-restart"]')
+      .addEventListener("click", () => this.save({ restart: true }));
     this.root.querySelector('[data-action="restore"]').addEventListener("click", () => this.restore());
     this.root.dataset.state = "ready";
-    this.say(state.starter
-      ? "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server."
-      : `Version ${state.version}, saved ${when(state.history[0].saved_at)}.`);
+    this.say(
+      state.starter
+        ? "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server."
+        : `Version ${state.version}, saved ${when(state.history[0].saved_at)}.`,
+    );
   }
 
   say(text, tone = "") {
@@ -98,7 +104,11 @@ class Workspace {
     this.say("Saving…");
     let response;
     try {
-      response = await fetch(FILE_URL, { method: "PUT", body: text, headers: { "Content-Type": "text/x-python; charset=utf-8" } });
+      response = await fetch(FILE_URL, {
+        method: "PUT",
+        body: text,
+        headers: { "Content-Type": "text/x-python; charset=utf-8" },
+      });
     } catch (_) {
       this.say("Not saved: the playground could not be reached. Your text is still here; try again.", "error");
       return false;
@@ -115,9 +125,14 @@ class Workspace {
     const problems = body.diagnostics.length;
     if (problems) {
       const first = body.diagnostics[0];
-      this.say(`Saved as version ${body.version}, but Python cannot run it: line ${first.line}, column ${first.col}: ${first.message}.`, "warn");
+      this.say(
+        `Saved as version ${body.version}, but Python cannot run it: line ${first.line}, column ${first.col}: ${first.message}.`,
+        "warn",
+      );
     } else {
-      this.say(`Saved as version ${body.version}.${restart ? " Restarting your server with it…" : " Restart the server to run it."}`);
+      this.say(
+        `Saved as version ${body.version}.${restart ? " Restarting your server with it…" : " Restart the server to run it."}`,
+      );
     }
     if (restart) this.restartConsole();
     return true;
@@ -134,16 +149,20 @@ class Workspace {
     try {
       const response = await fetch("/api/workspace", { headers: { Accept: "application/json" } });
       if (response.ok) this.showHistory((await response.json()).history);
-    } catch (_) { /* the list stays as it was */ }
+    } catch (_) {
+      /* the list stays as it was */
+    }
   }
 
   showHistory(history) {
-    this.history.replaceChildren(...history.map((version, index) => {
-      const option = document.createElement("option");
-      option.value = String(version.version);
-      option.textContent = `${version.version}: ${when(version.saved_at)}, ${version.size} bytes${index === 0 ? " (newest)" : ""}`;
-      return option;
-    }));
+    this.history.replaceChildren(
+      ...history.map((version, index) => {
+        const option = document.createElement("option");
+        option.value = String(version.version);
+        option.textContent = `${version.version}: ${when(version.saved_at)}, ${version.size} bytes${index === 0 ? " (newest)" : ""}`;
+        return option;
+      }),
+    );
     this.root.querySelector("[data-history-box]").hidden = history.length === 0;
   }
 
@@ -190,7 +209,9 @@ class Exercise {
       const [lesson, step] = this.root.dataset.exercise.split("/");
       let response;
       try {
-        response = await fetch(`/api/exercises/${encodeURIComponent(lesson)}/${encodeURIComponent(step)}`, { method: "POST" });
+        response = await fetch(`/api/exercises/${encodeURIComponent(lesson)}/${encodeURIComponent(step)}`, {
+          method: "POST",
+        });
       } catch (_) {
         this.status.textContent = "Not run: the playground could not be reached. Try again.";
         this.reset();
@@ -221,9 +242,7 @@ class Exercise {
     });
     const passed = report.outcomes.filter((o) => o.passed).length;
     const total = report.outcomes.length;
-    let words = report.passed
-      ? `All ${total} passed: the exercise is done.`
-      : `${passed} of ${total} passed.`;
+    let words = report.passed ? `All ${total} passed: the exercise is done.` : `${passed} of ${total} passed.`;
     if (report.problem) words += ` The run stopped: ${report.problem}.`;
     this.status.replaceChildren(...inlineCode(words));
     this.root.dataset.passed = report.passed ? "true" : this.root.dataset.passed;

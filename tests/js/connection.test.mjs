@@ -16,11 +16,20 @@ class FakeSocket extends EventTarget {
     this.closedWith = null;
     FakeSocket.made.push(this);
   }
-  send(text) { this.sent.push(text); }
-  close(code, reason) { this.closedWith = { code, reason }; }
+  send(text) {
+    this.sent.push(text);
+  }
+  close(code, reason) {
+    this.closedWith = { code, reason };
+  }
   // What the browser does when the relay acts:
-  opened() { this.readyState = FakeSocket.OPEN; this.dispatchEvent(new Event("open")); }
-  frame(frame) { this.dispatchEvent(Object.assign(new Event("message"), { data: JSON.stringify(frame) })); }
+  opened() {
+    this.readyState = FakeSocket.OPEN;
+    this.dispatchEvent(new Event("open"));
+  }
+  frame(frame) {
+    this.dispatchEvent(Object.assign(new Event("message"), { data: JSON.stringify(frame) }));
+  }
   lost(code, reason = "") {
     this.readyState = 3;
     this.dispatchEvent(Object.assign(new Event("close"), { code, reason }));
@@ -98,11 +107,17 @@ test("the delay stops growing at its longest", () => {
     latest().lost(1006);
     mock.timers.tick(statuses.at(-1)[1].delayMs);
   }
-  assert.deepEqual(statuses.filter(([s]) => s === "lost").map(([, d]) => d.delayMs),
-    [300, 1000, 2000, 4000, 8000, 8000, 8000, 8000]);
+  assert.deepEqual(
+    statuses.filter(([s]) => s === "lost").map(([, d]) => d.delayMs),
+    [300, 1000, 2000, 4000, 8000, 8000, 8000, 8000],
+  );
 });
 
-for (const [code, why] of [[1000, "ended on purpose"], [1011, "the server exited"], [1013, "the playground is full"]]) {
+for (const [code, why] of [
+  [1000, "ended on purpose"],
+  [1011, "the server exited"],
+  [1013, "the playground is full"],
+]) {
   test(`a close ${code} (${why}) is final: no reconnect`, () => {
     const { connection, statuses } = connect();
     connection.open();

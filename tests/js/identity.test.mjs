@@ -22,7 +22,9 @@ globalThis.location = { protocol: "http:", host: "playground.example" };
 globalThis.document = { querySelector: (selector) => (selector === "[data-identity=none]" ? {} : null) };
 globalThis.fetch = (url, init) => {
   asked.push([url, init?.method]);
-  return new Promise((resolve) => { answer = resolve; });
+  return new Promise((resolve) => {
+    answer = resolve;
+  });
 };
 const { Connection } = await import("../../static/console/connection.js");
 
@@ -37,7 +39,10 @@ test("the first console asks for an identity and opens only once it is answered;
   assert.equal(made.length, 0); // no handshake before the cookie exists
   answer({ status: 204 });
   await new Promise((resolve) => setTimeout(resolve, 0));
-  assert.deepEqual(made.map((socket) => new URL(socket.url).pathname), ["/ws/demo-orders", "/ws/demo-tasks"]);
+  assert.deepEqual(
+    made.map((socket) => new URL(socket.url).pathname),
+    ["/ws/demo-orders", "/ws/demo-tasks"],
+  );
   consoleFor("demo-orders").open(); // a later console opens at once
   assert.equal(made.length, 3);
   assert.equal(asked.length, 1);

@@ -20,8 +20,17 @@ test("a reply pairs with the request it answers, by the relay's `answers`", () =
   assert.deepEqual(pairs.sent(request(1, 1, "initialize"), "request"), { pairKey: "c:1", label: "initialize" });
   assert.deepEqual(pairs.sent(request(2, 2, "tools/list"), "request"), { pairKey: "c:2", label: "tools/list" });
   // Out of order, and with the same id as another request: the seq decides, not the id.
-  assert.deepEqual(pairs.received(result(3, 2, 2), "response"), { pairKey: "c:2", label: "result", method: "tools/list" });
-  const error = { type: "received", seq: 4, answers: 1, message: { jsonrpc: "2.0", id: 1, error: { code: -32602, message: "bad" } } };
+  assert.deepEqual(pairs.received(result(3, 2, 2), "response"), {
+    pairKey: "c:2",
+    label: "result",
+    method: "tools/list",
+  });
+  const error = {
+    type: "received",
+    seq: 4,
+    answers: 1,
+    message: { jsonrpc: "2.0", id: 1, error: { code: -32602, message: "bad" } },
+  };
   assert.deepEqual(pairs.received(error, "response"), { pairKey: "c:1", label: "error -32602", method: "initialize" });
   assert.equal(pairs.methodOf(1), "initialize");
 });
@@ -31,7 +40,10 @@ test("requests wait until answered; the newest waiting id is what a cancel names
   assert.equal(pairs.newestWaitingId(), null);
   pairs.sent(request(1, "a"), "request");
   pairs.sent(request(2, "b"), "request");
-  pairs.sent({ type: "sent", seq: 3, message: { jsonrpc: "2.0", method: "notifications/initialized" } }, "notification");
+  pairs.sent(
+    { type: "sent", seq: 3, message: { jsonrpc: "2.0", method: "notifications/initialized" } },
+    "notification",
+  );
   assert.deepEqual([...pairs.waiting.keys()], [1, 2]); // a notification waits for nothing
   assert.equal(pairs.newestWaitingId(), "b");
   pairs.received(result(4, 2, "b"), "response");
@@ -68,7 +80,11 @@ test("the relay answering for a request, or the learner giving up, ends its wait
 
 test("a server's request pairs with the learner's reply to it, by id", () => {
   const { pairs } = pairsAt();
-  const asked = { type: "received", seq: 4, message: { jsonrpc: "2.0", id: 0, method: "sampling/createMessage", params: {} } };
+  const asked = {
+    type: "received",
+    seq: 4,
+    message: { jsonrpc: "2.0", id: 0, method: "sampling/createMessage", params: {} },
+  };
   assert.deepEqual(pairs.received(asked, "request"), { pairKey: "s:0:4", label: "sampling/createMessage" });
   const answer = { type: "sent", seq: 5, message: { jsonrpc: "2.0", id: 0, result: { role: "assistant" } } };
   assert.deepEqual(pairs.sent(answer, "response"), { pairKey: "s:0:4", label: "result" });
@@ -86,8 +102,14 @@ test("lines that pair with nothing are labelled for the diagram", () => {
   assert.deepEqual(pairs.received(notification, "notification"), { pairKey: null, label: "notifications/progress" });
   const orphan = { type: "received", seq: 2, message: { jsonrpc: "2.0", id: 5, result: {} } };
   assert.deepEqual(pairs.received(orphan, "response"), { pairKey: null, label: "reply to no request" });
-  assert.deepEqual(pairs.received({ type: "received", seq: 3, message: null }, "other"), { pairKey: null, label: "not JSON" });
-  assert.deepEqual(pairs.sent({ type: "sent", seq: 4, message: { jsonrpc: "2.0" } }, "other"), { pairKey: null, label: "message" });
+  assert.deepEqual(pairs.received({ type: "received", seq: 3, message: null }, "other"), {
+    pairKey: null,
+    label: "not JSON",
+  });
+  assert.deepEqual(pairs.sent({ type: "sent", seq: 4, message: { jsonrpc: "2.0" } }, "other"), {
+    pairKey: null,
+    label: "message",
+  });
 });
 
 test("the next free id is one more than the largest integer id used", () => {

@@ -5,11 +5,14 @@ import { test } from "node:test";
 import { findTemplate, loadServers, samplesFrom, templateGroups } from "../../static/console/templates.js";
 
 const SERVERS = [
-  { name: "demo-orders", samples: [
-    { method: "tools/call", params: { name: "get_order_status", arguments: { order_id: "123456" } } },
-    { method: "resources/read", params: { uri: "policy://refunds" } },
-    { method: "prompts/get", params: { name: "triage", arguments: { ticket: "late" } } },
-  ] },
+  {
+    name: "demo-orders",
+    samples: [
+      { method: "tools/call", params: { name: "get_order_status", arguments: { order_id: "123456" } } },
+      { method: "resources/read", params: { uri: "policy://refunds" } },
+      { method: "prompts/get", params: { name: "triage", arguments: { ticket: "late" } } },
+    ],
+  },
   { name: "my-server", samples: [{ method: "tools/list" }, { method: "resources/list" }, { method: "prompts/list" }] },
 ];
 
@@ -17,10 +20,17 @@ test("a server's own tool, resource and prompt fill the templates", () => {
   const groups = templateGroups("demo-orders", "2025-11-25", SERVERS);
   const call = findTemplate(groups, "tools-call");
   assert.equal(call.label, "tools/call (get_order_status)");
-  assert.deepEqual(call.build(4), { jsonrpc: "2.0", id: 4, method: "tools/call",
-    params: { name: "get_order_status", arguments: { order_id: "123456" } } });
+  assert.deepEqual(call.build(4), {
+    jsonrpc: "2.0",
+    id: 4,
+    method: "tools/call",
+    params: { name: "get_order_status", arguments: { order_id: "123456" } },
+  });
   assert.deepEqual(findTemplate(groups, "resources-read").build(5).params, { uri: "policy://refunds" });
-  assert.deepEqual(findTemplate(groups, "prompts-get").build(6).params, { name: "triage", arguments: { ticket: "late" } });
+  assert.deepEqual(findTemplate(groups, "prompts-get").build(6).params, {
+    name: "triage",
+    arguments: { ticket: "late" },
+  });
 });
 
 test("a server without a tool sample, or one the page does not know, gets placeholders", () => {
@@ -53,7 +63,9 @@ test("the last answer of /api/servers is kept and used when the app cannot answe
   try {
     globalThis.fetch = async (url) => ({ ok: true, json: async () => (url === "/api/servers" ? SERVERS : null) });
     assert.deepEqual(await loadServers(), SERVERS);
-    globalThis.fetch = async () => { throw new TypeError("offline"); };
+    globalThis.fetch = async () => {
+      throw new TypeError("offline");
+    };
     assert.deepEqual(await loadServers(), SERVERS);
     globalThis.fetch = async () => ({ ok: false, status: 503 });
     assert.deepEqual(await loadServers(), SERVERS);
