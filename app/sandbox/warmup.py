@@ -72,15 +72,16 @@ async def _exercise(server: MCPServer, messages: list[dict[str, Any]]) -> list[s
 def warm_up(server: MCPServer, messages: list[dict[str, Any]] | None = None) -> list[str]:
     """Run one short session against `server` in this process; return the reply lines."""
     logging.disable(logging.CRITICAL)  # the warm-up's deliberate errors are nobody's business
+    before = set(threading.enumerate())
     try:
         replies = anyio.run(_exercise, server, messages or DEFAULT_MESSAGES)
     finally:
         logging.disable(logging.NOTSET)
     # Sync tools ran in anyio's worker threads, which end once their loop is gone. Wait for them:
     # forking while another thread runs could copy a lock it holds.
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread():
-            thread.join(THREAD_EXIT_TIMEOUT_S)
-    if threading.active_count() > 1:
+    started = set(threading.enumerate()) - before
+    for thread in started:
+        thread.join(THREAD_EXIT_TIMEOUT_S)
+    if any(thread.is_alive() for thread in started):
         raise RuntimeError("the warm-up left threads running")
     return replies
