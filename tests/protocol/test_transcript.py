@@ -143,8 +143,8 @@ def tracked_after_calls(calls: int) -> int:
 
 
 def test_what_the_collector_walks_does_not_grow_with_the_entries_kept() -> None:
-    # With thousands of sessions, an object per entry made every collection walk what every session
-    # had said: full collections of seconds, each a stall for every learner (bench/README.md).
+    # With thousands of sessions, an object per entry would make every collection walk what every
+    # session has said: full collections of seconds, each a stall for every learner.
     few, many = tracked_after_calls(PARSED_KEEP_ENTRIES), tracked_after_calls(20 * PARSED_KEEP_ENTRIES)
     assert many <= few + 10, (few, many)
     assert many < 6 * PARSED_KEEP_ENTRIES, many  # the newest entries' parsed messages, and the indexes
