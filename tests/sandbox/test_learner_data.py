@@ -19,7 +19,6 @@ import pytest
 
 from app.demos import MY_SERVER
 from app.sandbox.own_server import BAD_FILE_EXIT
-from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.forkserver import RawClient, pipes, running_forkserver
 from tests.support.procs import wait_until
@@ -201,19 +200,9 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
-def save(app: AppProcess, learner: str, source: str) -> None:
-    with app.client(cookies={COOKIE: app.learner_cookie(learner)}) as page:
-        reply = page.put("/api/workspace/server.py", content=source)
-    assert reply.status_code == 200, reply.text
-
-
-def cookie(app: AppProcess, learner: str) -> dict[str, str]:
-    return {"Cookie": f"{COOKIE}={app.learner_cookie(learner)}"}
-
-
 async def own_server(app: AppProcess, learner: str) -> McpClient:
     client = await McpClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                     additional_headers=cookie(app, learner))  # fmt: skip
+                                     additional_headers=app.learner_headers(learner))  # fmt: skip
     assert "result" in await client.initialize()
     return client
 
@@ -230,8 +219,10 @@ async def scanned(app: AppProcess, learner: str) -> dict:
 async def test_a_learners_file_is_nowhere_in_another_learners_server(app: AppProcess) -> None:
     theirs = f"learner-a-secret-{secrets.token_hex(16)}"
     mine = f"learner-b-own-{secrets.token_hex(16)}"
-    save(app, "learner-a", holder(theirs, HOLDER_TOOLS))
-    save(app, "learner-b", SCANNER.format(own=mine, wanted=[theirs.encode().hex(), mine.encode().hex()]))
+    app.save_server("learner-a", holder(theirs, HOLDER_TOOLS))
+    app.save_server(
+        "learner-b", SCANNER.format(own=mine, wanted=[theirs.encode().hex(), mine.encode().hex()])
+    )
     scans = []
     for _ in range(ROUNDS):  # A's server runs, then B's scans a fresh instance of its own at once
         client = await own_server(app, "learner-a")
@@ -242,7 +233,7 @@ async def test_a_learners_file_is_nowhere_in_another_learners_server(app: AppPro
         scans.append(await scanned(app, "learner-b"))
     for index in range(SESSIONS_BETWEEN):  # then after other people's sessions have come and gone
         between = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base,
-                                          additional_headers=cookie(app, f"bystander-{index}"))  # fmt: skip
+                                          additional_headers=app.learner_headers(f"bystander-{index}"))  # fmt: skip
         try:
             assert "result" in await between.initialize()
         finally:

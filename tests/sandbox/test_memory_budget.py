@@ -22,7 +22,6 @@ from app.sandbox.cgroups import (
     memory_budget_bytes,
 )
 from app.sandbox.launcher import ExitStatus
-from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.procs import descendants, wait_until
 from tests.support.wsclient import EnvelopeClient, McpClient
@@ -103,14 +102,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
         yield app
 
 
-def save(app: AppProcess, name: str, source: str) -> None:
-    with app.client(cookies={COOKIE: app.learner_cookie(name)}) as page:
-        page.put("/api/workspace/server.py", content=source.encode()).raise_for_status()
-
-
 async def console(app: AppProcess, name: str) -> EnvelopeClient:
     return await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                        additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie(name)}"})  # fmt: skip
+                                        additional_headers=app.learner_headers(name))  # fmt: skip
 
 
 def test_the_budget_is_the_parent_cgroups_limit(app: AppProcess) -> None:
@@ -123,7 +117,7 @@ async def test_the_largest_instance_is_ended_and_told_why_while_a_small_one_stil
     small = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base)
     try:
         await small.initialize()
-        save(app, "hog", HOG)
+        app.save_server("hog", HOG)
         hog = await console(app, "hog")
         try:
             state = await hog.recv_type("state")
@@ -149,8 +143,8 @@ async def test_the_largest_instance_goes_first_not_the_one_that_asks_last(app: A
     # The earlier tests' instances may still be leaving: measure the room from what stays.
     assert wait_until(lambda: usage(parent) < BUDGET_MB * MIB // 4, 60), usage(parent)
     room = BUDGET_MB * MIB - usage(parent)
-    save(app, "large", HOLDER.format(hold_mb=room * 70 // 100 // MIB))
-    save(app, "smaller", HOLDER.format(hold_mb=room * 35 // 100 // MIB))
+    app.save_server("large", HOLDER.format(hold_mb=room * 70 // 100 // MIB))
+    app.save_server("smaller", HOLDER.format(hold_mb=room * 35 // 100 // MIB))
     large = await console(app, "large")
     try:
         assert "holding" in (await large.recv_type("stderr", timeout=120))["text"]
@@ -185,7 +179,7 @@ async def test_no_new_session_starts_while_the_instances_use_nearly_all_the_budg
                 "the warm pool alone is too large"
             )
             name = f"holder-{len(holders)}"
-            save(app, name, HOLDER.format(hold_mb=hold_mb))
+            app.save_server(name, HOLDER.format(hold_mb=hold_mb))
             holders.append(holder := await console(app, name))
             await holder.recv_type("state")
             assert "holding" in (await holder.recv_type("stderr", timeout=120))["text"]

@@ -21,7 +21,6 @@ import websockets
 
 from app.protocol.jsonrpc import json_items
 from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, READ_BYTES_PER_S, UNHEARD_BYTES, line_cost
-from app.web.learner import COOKIE
 from tests.sandbox.attacks import ATTACKS, is_denied
 from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until_async
@@ -71,20 +70,10 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
-def save(app: AppProcess, learner: str, source: str) -> None:
-    with app.client(cookies={COOKIE: app.learner_cookie(learner)}) as page:
-        reply = page.put("/api/workspace/server.py", content=source)
-    assert reply.status_code == 200, reply.text
-
-
-def cookie(app: AppProcess, learner: str) -> dict[str, str]:
-    return {"Cookie": f"{COOKIE}={app.learner_cookie(learner)}"}
-
-
 async def test_every_escape_is_denied_from_a_learners_file(app: AppProcess) -> None:
-    save(app, "attacker", ATTACKER)
+    app.save_server("attacker", ATTACKER)
     client = await McpClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                     additional_headers=cookie(app, "attacker"))  # fmt: skip
+                                     additional_headers=app.learner_headers("attacker"))  # fmt: skip
     try:
         assert (await client.initialize())["result"]["serverInfo"]["name"] == "learner-attacker"
         reply = await client.call(2, "tools/call", {"name": "attempts",
@@ -100,7 +89,7 @@ async def test_every_escape_is_denied_from_a_learners_file(app: AppProcess) -> N
 async def _console_until_exit(app: AppProcess, learner: str, send_first: bool = False) -> tuple[dict, str]:
     """Open a console on the learner's file; return its exited state frame and all its stderr."""
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=cookie(app, learner))  # fmt: skip
+                                          additional_headers=app.learner_headers(learner))  # fmt: skip
     stderr: list[str] = []
     try:
         if send_first:
@@ -119,7 +108,7 @@ async def _orders_answers_quickly(app: AppProcess) -> float:
     """Seconds for another visitor's demo-orders console to open and answer initialize."""
     began = time.monotonic()
     client = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base,
-                                     additional_headers=cookie(app, "bystander"))  # fmt: skip
+                                     additional_headers=app.learner_headers("bystander"))  # fmt: skip
     try:
         assert "result" in await client.initialize()
     finally:
@@ -158,7 +147,7 @@ while True:
 
 
 async def test_a_file_that_forks_until_refused_is_stopped_by_the_process_limit(app: AppProcess) -> None:
-    save(app, "forker", FORKER)
+    app.save_server("forker", FORKER)
     state, stderr = await _console_until_exit(app, "forker")
     assert "refused after" in stderr, stderr
     forked = int(stderr.split("refused after ")[1].split()[0])
@@ -167,7 +156,7 @@ async def test_a_file_that_forks_until_refused_is_stopped_by_the_process_limit(a
 
 
 async def test_a_file_that_allocates_until_refused_is_stopped_by_the_memory_limit(app: AppProcess) -> None:
-    save(app, "allocator", ALLOCATOR)
+    app.save_server("allocator", ALLOCATOR)
     state, stderr = await _console_until_exit(app, "allocator")
     # Refused by RLIMIT_AS (a MemoryError, exit 1) or killed by the cgroup's OOM killer (SIGKILL).
     assert ("MemoryError" in stderr and state["exit_status"]["code"] == 1) or state["exit_status"]["signal"] == 9, (
@@ -176,16 +165,16 @@ async def test_a_file_that_allocates_until_refused_is_stopped_by_the_memory_limi
 
 
 async def test_a_file_that_spins_is_stopped_by_the_cpu_limit(app: AppProcess) -> None:
-    save(app, "spinner", SPINNER)
+    app.save_server("spinner", SPINNER)
     state, _ = await _console_until_exit(app, "spinner")
     assert state["exit_status"]["signal"] in (9, 24), state  # SIGXCPU at the soft limit, SIGKILL at the hard
     assert await _orders_answers_quickly(app) < 10
 
 
 async def test_a_file_that_floods_stdout_is_stopped_by_the_output_limit(app: AppProcess) -> None:
-    save(app, "flooder", FLOODER)
+    app.save_server("flooder", FLOODER)
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=cookie(app, "flooder"))  # fmt: skip
+                                          additional_headers=app.learner_headers("flooder"))  # fmt: skip
     try:
         while True:
             frame = await client.recv_type("state", timeout=60)
@@ -198,9 +187,9 @@ async def test_a_file_that_floods_stdout_is_stopped_by_the_output_limit(app: App
 
 
 async def test_a_file_that_never_serves_is_reported_after_a_short_time(app: AppProcess) -> None:
-    save(app, "sleeper", "import time\ntime.sleep(10 ** 6)\n")
+    app.save_server("sleeper", "import time\ntime.sleep(10 ** 6)\n")
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=cookie(app, "sleeper"))  # fmt: skip
+                                          additional_headers=app.learner_headers("sleeper"))  # fmt: skip
     try:
         assert (await client.recv_type("state"))["status"] == "ready"
         await client.send(init_request(version="2025-11-25"))
@@ -216,7 +205,7 @@ async def test_a_file_that_never_serves_is_reported_after_a_short_time(app: AppP
 
 async def test_many_hostile_files_at_once_leave_the_playground_responsive(app: AppProcess) -> None:
     for name, source in (("hog-1", SPINNER), ("hog-2", FORKER), ("hog-3", ALLOCATOR)):
-        save(app, name, source)
+        app.save_server(name, source)
     hogs = [asyncio.create_task(_console_until_exit(app, name)) for name in ("hog-1", "hog-2", "hog-3")]
     try:
         assert await _orders_answers_quickly(app) < 10
@@ -241,9 +230,9 @@ ODD_METHOD = textwrap.dedent("""
 async def test_a_message_whose_method_is_not_a_string_is_explained_and_the_session_goes_on(
     app: AppProcess,
 ) -> None:
-    save(app, "odd-method", ODD_METHOD)
+    app.save_server("odd-method", ODD_METHOD)
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=cookie(app, "odd-method"))  # fmt: skip
+                                          additional_headers=app.learner_headers("odd-method"))  # fmt: skip
     try:
         assert (await client.recv_type("state"))["status"] == "ready"
         for request_id in (1, 2):  # the second shows the session still reads its server
@@ -283,10 +272,10 @@ sys.stdin.readline()
 
 
 async def test_a_file_writing_costly_lines_as_fast_as_it_can_is_read_at_the_pace(app: AppProcess) -> None:
-    save(app, "costly", COSTLY_FLOODER)
+    app.save_server("costly", COSTLY_FLOODER)
     began = time.monotonic()
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=cookie(app, "costly"))  # fmt: skip
+                                          additional_headers=app.learner_headers("costly"))  # fmt: skip
     lines = 20
     try:
         assert (await client.recv_type("state"))["status"] == "ready"
@@ -306,7 +295,7 @@ async def test_a_file_writing_costly_lines_as_fast_as_it_can_is_read_at_the_pace
 
 
 async def test_a_file_writing_a_line_of_too_many_values_is_stopped_and_told_why(app: AppProcess) -> None:
-    save(app, "many-values", TOO_MANY_VALUES)
+    app.save_server("many-values", TOO_MANY_VALUES)
     state, _ = await _console_until_exit(app, "many-values", send_first=True)
     assert state["reason"] == "The server wrote a line of more than 10000 JSON values; the session was ended."
     assert await _orders_answers_quickly(app) < 10
@@ -323,10 +312,10 @@ while True:
 
 async def test_a_file_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pace(app: AppProcess) -> None:
     # Unpaced, the web process relayed 300 MiB a second of it to the console, for most of its core.
-    save(app, "stderr-flood", STDERR_FLOODER)
+    app.save_server("stderr-flood", STDERR_FLOODER)
     began = time.monotonic()
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=cookie(app, "stderr-flood"))  # fmt: skip
+                                          additional_headers=app.learner_headers("stderr-flood"))  # fmt: skip
     try:
         assert (await client.recv_type("state"))["status"] == "ready"
         await client.send(init_request(version="2025-11-25"))
@@ -387,7 +376,7 @@ class Victim:
 
     async def __aenter__(self) -> Victim:
         client = await McpClient.connect(self.app.ws_base + "/ws/demo-orders", origin=self.app.base,
-                                         additional_headers=cookie(self.app, "victim"))  # fmt: skip
+                                         additional_headers=self.app.learner_headers("victim"))  # fmt: skip
         assert "result" in await client.initialize()
         self.task = asyncio.create_task(self._ping(client))
         return self
@@ -431,7 +420,7 @@ class Console:
     async def open(cls, app: AppProcess, learner: str, query: str = "", mcp: bool = False) -> Console:
         kind = McpClient if mcp else EnvelopeClient
         return cls(await kind.connect(app.ws_base + "/ws/my-server" + query, origin=app.base,
-                                      additional_headers=cookie(app, learner)))  # fmt: skip
+                                      additional_headers=app.learner_headers(learner)))  # fmt: skip
 
     async def _read(self) -> None:
         try:
@@ -458,7 +447,7 @@ async def _flood(app: AppProcess, learner: str, source: str, kind: str,
                  mcp: bool = False) -> tuple[dict, Victim]:  # fmt: skip
     """One console on `source`, paused (in its first COUNTED_S it gets no more `kind` frames than one
     budget lets through since its session began); its end, and the victim's pings meanwhile."""
-    save(app, learner, source)
+    app.save_server(learner, source)
     async with Victim(app) as victim:
         began = time.monotonic()
         console = await Console.open(app, learner, mcp=mcp)
@@ -500,7 +489,7 @@ async def test_a_file_flooding_stderr_with_short_lines_is_paused_then_ended_and_
 
 
 async def test_one_learners_four_flooding_consoles_share_one_budget(app: AppProcess) -> None:
-    save(app, "four-floods", LINE_FLOODER)
+    app.save_server("four-floods", LINE_FLOODER)
     async with Victim(app) as victim:
         began = time.monotonic()
         consoles = [await Console.open(app, "four-floods") for _ in range(4)]
@@ -528,7 +517,7 @@ def _server_lines_read(app: AppProcess) -> float:
 
 
 async def test_a_flood_nobody_listens_to_is_read_no_further_than_a_small_buffer(app: AppProcess) -> None:
-    save(app, "unheard-flooder", LINE_FLOODER)
+    app.save_server("unheard-flooder", LINE_FLOODER)
     before = _server_lines_read(app)
     console = await Console.open(app, "unheard-flooder")
     # Read while listened to: the probe below sees the lines the relay reads.

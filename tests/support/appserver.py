@@ -121,6 +121,20 @@ class AppProcess:
             self._learners[name] = response.cookies[COOKIE]
         return self._learners[name]
 
+    def save_server(self, learner: str, source: str | bytes) -> None:
+        """Save `source` as `learner`'s server.py through the workspace API, as the page's editor does."""
+        from app.web.learner import COOKIE
+
+        with self.client(cookies={COOKIE: self.learner_cookie(learner)}) as page:
+            reply = page.put("/api/workspace/server.py", content=source)
+        assert reply.status_code == 200, reply.text
+
+    def learner_headers(self, learner: str) -> dict[str, str]:
+        """The Cookie header of `learner`, for a WebSocket client."""
+        from app.web.learner import COOKIE
+
+        return {"Cookie": f"{COOKIE}={self.learner_cookie(learner)}"}
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-8000:]
