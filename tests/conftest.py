@@ -71,6 +71,16 @@ def _leaks_fail_where_they_happen():
     gc.collect()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _preloaded_python():
+    """The preloaded Python the plain demo servers fork from (tests/support/preloaded.py), started on
+    first use and ended with the session."""
+    from tests.support import preloaded
+
+    yield
+    preloaded.stop()
+
+
 @pytest.fixture(scope="session")
 def live_app(tmp_path_factory: pytest.TempPathFactory):
     """The real app on a free loopback port with default settings, shared by the session's tests."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from app.course.models import Expect
@@ -125,8 +126,8 @@ def run_expect(expect: Expect, channel: Channel) -> None:
 class ProcessChannel(LineClient):
     """A demo server module run as a plain subprocess on stdio (for `check-lessons`)."""
 
-    def __init__(self, module: str, cwd: str) -> None:
-        super().__init__(module, cwd, read_timeout_s=REPLY_TIMEOUT_S)
+    def __init__(self, module: str, cwd: str, python: Sequence[str] = ()) -> None:
+        super().__init__(module, cwd, read_timeout_s=REPLY_TIMEOUT_S, python=python)
 
     def receive(self) -> Any:
         try:

@@ -14,6 +14,7 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Self
 
@@ -44,12 +45,15 @@ class StreamClosed(LineClientError):
 class LineClient:
     """`python -m module` in `cwd`; write lines to its stdin, read its stdout and stderr line by line."""
 
-    def __init__(self, module: str, cwd: str | Path, read_timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(
+        self, module: str, cwd: str | Path, read_timeout_s: float = READ_TIMEOUT_S, python: Sequence[str] = ()
+    ) -> None:
+        """`python`: the command that runs `-m module` (this interpreter unless given)."""
         env = {k: os.environ[k] for k in ENV_ALLOWED if k in os.environ}
         env["PYTHONPATH"] = str(cwd)
         self.read_timeout_s = read_timeout_s
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module], cwd=cwd, env=env, stdin=subprocess.PIPE,
+            [*(python or [sys.executable]), "-m", module], cwd=cwd, env=env, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         self._stdout: queue.Queue[str | None] = queue.Queue()

@@ -13,6 +13,7 @@ from app.course.expect import ExpectFailed, ProcessChannel, contains, run_expect
 from app.course.models import Example, Expect
 from app.demos import load_registry
 from app.protocol.revisions import parse_strict_json, validate_message
+from tests.support import preloaded
 
 DEMOS = load_registry()
 CATALOG = Catalog.load(PROJECT_ROOT / "lessons", servers=DEMOS.keys())
@@ -28,7 +29,7 @@ def channel_to(server: str) -> ProcessChannel:
     """The demo server as `make check-lessons` runs it: a plain subprocess on stdio."""
     module = DEMOS[server].module
     assert module is not None
-    return ProcessChannel(module, str(PROJECT_ROOT))
+    return ProcessChannel(module, str(PROJECT_ROOT), python=preloaded.interpreter())
 
 
 def test_every_lesson_loads() -> None:

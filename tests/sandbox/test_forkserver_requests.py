@@ -139,7 +139,7 @@ def test_the_end_of_the_socket_stops_the_fork_server_and_its_instances(forkserve
     for fd in fds + ours:
         os.close(fd)
     forkserver.sock.close()
-    assert forkserver.proc.wait(30) == 0
+    assert forkserver.proc.wait(30) == 0, forkserver.stderr.read_text(errors="replace")
     assert wait_until(lambda: not os.path.exists(f"/proc/{reply['pid']}"), 30)
 
 

@@ -12,6 +12,7 @@ import tempfile
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus
 from app.sandbox.process import ServerProcess
+from tests.support import preloaded
 
 # Demo servers by module; a test may add its own.
 MODULES = {"demo-orders": "app.demos.orders", "exits": "tests.support.plainproc"}
@@ -115,7 +116,7 @@ class PlainSource:
         else:
             target = ["-m", self.modules[server]]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, *target,
+            *preloaded.interpreter(), *target,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd()},
             start_new_session=True,

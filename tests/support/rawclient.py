@@ -11,6 +11,7 @@ from typing import Any
 
 from app.protocol import messages
 from app.protocol.lineclient import LineClient
+from tests.support import preloaded
 from tests.support.appserver import ROOT
 
 # A cold start imports the SDK (about 0.4 s here); a busy machine can take many times that.
@@ -30,7 +31,7 @@ class RawClient(LineClient):
     """One demo server as a subprocess, read line by line in arrival order."""
 
     def __init__(self, module: str) -> None:
-        super().__init__(module, ROOT, read_timeout_s=READ_TIMEOUT_S)
+        super().__init__(module, ROOT, read_timeout_s=READ_TIMEOUT_S, python=preloaded.interpreter())
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Message:
         """Request and response, failing if anything else arrives in between."""
