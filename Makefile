@@ -58,14 +58,17 @@ system-deps-bench:
 run: install system-deps-run
 	$(PY) -m app
 
+# Workers (pytest-xdist): most tests wait on a subprocess, a socket or a browser, so twice the cores
+# keep them busy; a module's tests stay on one worker, which starts its module fixtures once.
+TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 4 ] && n=4; echo $$((n * 2)))
 test: install system-deps-test $(TS_CLIENT) test-js
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 # The fast tier (docs/testing.md): no root, browser, database server or real clock. The folders whose
 # every test it leaves out are not even imported.
 FAST := not sandbox and not browser and not postgres and not deploy and not bench and not slow
 test-fast: install
-	$(PY) -m pytest -q -p no:cacheprovider -m "$(FAST)" \
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope -m "$(FAST)" \
 		--ignore=tests/sandbox --ignore=tests/browser --ignore=tests/deploy --ignore=tests/bench
 
 # Unit tests of the console's DOM-free modules (static/console), with Node's own test runner.
