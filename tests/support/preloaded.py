@@ -138,7 +138,7 @@ def _serve(path: str, ready_fd: int) -> None:
                     if not data:
                         selector.unregister(conn)
     finally:
-        for conn, pid in children.values():
+        for _conn, pid in children.values():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
