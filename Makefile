@@ -11,7 +11,7 @@ TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 BENCH_DEBS := libseccomp2
 
-.PHONY: install lock run test test-fast lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
+.PHONY: install lock run test test-fast coverage lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 
 install: $(STAMP)
 
@@ -70,6 +70,15 @@ FAST := not sandbox and not browser and not postgres and not deploy and not benc
 test-fast: install
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope -m "$(FAST)" \
 		--ignore=tests/sandbox --ignore=tests/browser --ignore=tests/deploy --ignore=tests/bench
+
+# Line and branch coverage of app/ over the whole suite (docs/testing.md). The web process gives up
+# root, so the data folder is open to every uid; a sandboxed server cannot write there, and is left out.
+coverage: install system-deps-test $(TS_CLIENT)
+	rm -rf test-artifacts/coverage && mkdir -p test-artifacts/coverage && chmod 1777 test-artifacts/coverage
+	-$(PY) -m coverage run -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m coverage combine -q
+	$(PY) -m coverage report --format=total
+	$(PY) -m coverage report | tail -1
 
 # Unit tests of the console's DOM-free modules (static/console), with Node's own test runner.
 test-js:
