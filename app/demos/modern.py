@@ -3,6 +3,9 @@
 - `subscriptions/listen`: the server agrees only to the notifications it can ever send (tools list
   changes, updates of its one resource); the acknowledgment names that subset, and a stream left
   with nothing to carry is ended at once, gracefully, with the listen result.
+- The tool list changes on the box office's own clock, never because of a request: sales for the
+  late show open and close every `LATE_SHOW_EVERY_S` seconds, adding or removing `book_late_show`
+  (2026-07-28 server/tools, Capabilities: the list must not vary as a side effect of requests).
 - Multi round-trip requests beyond one round: `book_seats` asks where, then asks a second question
   that depends on the first answer; the first answer rides the (sealed) `requestState`.
 - Caching hints: list and read results carry `ttlMs` and `cacheScope` chosen per method.
@@ -14,14 +17,22 @@ A dual-era server like the SDK's others: an `initialize` first opens a handshake
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.apps import Apps, client_supports_apps
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.subscriptions import SUBSCRIPTION_ID_META_KEY, InMemorySubscriptionBus, ListenHandler
+from mcp.server.subscriptions import (
+    SUBSCRIPTION_ID_META_KEY,
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import (
     SubscriptionFilter,
@@ -55,6 +66,8 @@ LATE_SHOW_TOOL = "book_late_show"
 SEATS: dict[str, int] = {"stalls": 40, "balcony": 20}
 BOOKINGS: list[str] = []  # this learner's instance only: each is its own forked process
 MAX_SEATS = 6
+# Sales for the late show open or close this often: soon enough for a learner watching a stream.
+LATE_SHOW_EVERY_S = 10.0
 
 bus = InMemorySubscriptionBus()
 apps = Apps()
@@ -78,13 +91,29 @@ def seat_map(ctx: Context) -> str:
 apps.add_html_resource(SEAT_MAP_URI, SEAT_MAP_HTML)
 
 
+@asynccontextmanager
+async def box_office_clock(_: MCPServer[Any]) -> AsyncIterator[None]:
+    """While the server serves, the late show's sales open and close on a timer (closed at first)."""
+    set_late_show(False)  # the fork server's warm-up serves too: every instance starts alike
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(late_show_clock, LATE_SHOW_EVERY_S)
+        try:
+            yield
+        finally:
+            tasks.cancel_scope.cancel()
+
+
 # The extension's tools and resources are taken when the server is built: define them first.
 server = MCPServer(
     "demo-modern",
     version="1.0.0",
-    instructions="Open a subscriptions/listen stream, book seats (two questions), and read my-bookings.",
+    instructions=(
+        "Open a subscriptions/listen stream (the late show's sales open and close every few seconds), "
+        "book seats (two questions), and read my-bookings."
+    ),
     extensions=[apps],
     subscriptions=bus,
+    lifespan=box_office_clock,
     # The same list for every caller, for five minutes; a booking list is one caller's own.
     cache_hints={
         "server/discover": CacheHint(ttl_ms=3_600_000, scope="public"),
@@ -176,24 +205,34 @@ async def book_seats(
 
 
 def book_late_show(count: int) -> str:
-    """Book seats for the late show (exists once the late show is open)."""
+    """Book seats for the late show (a tool only while its sales are open)."""
     if not 1 <= count <= MAX_SEATS:
         raise ToolError(f"count must be between 1 and {MAX_SEATS}.")
     BOOKINGS.append(f"{count} seat(s) at the late show")
     return f"Booked {count} seat(s) at the late show."
 
 
-@server.tool(structured_output=False)
-async def open_late_show(ctx: Context) -> str:
-    """Open the late show: adds the book_late_show tool, so the tool list changes."""
-    if server._tool_manager.get_tool(LATE_SHOW_TOOL) is not None:
-        return "The late show is already open; the tool list did not change."
-    server.add_tool(book_late_show, name=LATE_SHOW_TOOL, structured_output=False)
-    await ctx.notify_tools_changed()
-    return (
-        "The late show is open: book_late_show was added. Streams that asked for toolsListChanged "
-        "get notifications/tools/list_changed."
-    )
+SALES = {"late_show": False}  # while the late show's sales are open, `book_late_show` is a tool
+
+
+def set_late_show(open_: bool) -> None:
+    """Open or close the late show's sales, adding or removing its tool."""
+    if open_ == SALES["late_show"]:
+        return
+    if open_:
+        server.add_tool(book_late_show, name=LATE_SHOW_TOOL, structured_output=False)
+    else:
+        server.remove_tool(LATE_SHOW_TOOL)
+    SALES["late_show"] = open_
+
+
+async def late_show_clock(every_s: float) -> None:
+    """Every `every_s` seconds, open the late show's sales if closed, else close them, and tell the
+    streams that asked for toolsListChanged. No request causes it: it is the box office's own clock."""
+    while True:
+        await anyio.sleep(every_s)
+        set_late_show(not SALES["late_show"])
+        await bus.publish(ToolsListChanged())
 
 
 @server.resource(BOOKINGS_URI, mime_type="text/plain")
@@ -202,7 +241,7 @@ def my_bookings() -> str:
     return "; ".join(BOOKINGS) if BOOKINGS else "No bookings yet."
 
 
-# Requests the fork server sends once before forking (read-only: no booking, no late show).
+# Requests the fork server sends once before forking (read-only: no booking).
 WARM_UP = [
     messages.discover(1),
     messages.request(2, "tools/list", {"_meta": messages.envelope()}),

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+import pytest
+from mcp.server.subscriptions import ToolsListChanged
+
+from app.demos import modern
 from tests.support.rawclient import RawClient, envelope
 
 ASKING = envelope({"elicitation": {}})
@@ -92,23 +97,64 @@ def test_a_stream_is_acknowledged_with_the_subset_and_carries_its_id() -> None:
             "_meta": {SUBSCRIPTION_ID: "s1"},
             "notifications": {"toolsListChanged": True},
         }
-        reply, between = client.until_response(
-            client.request("tools/call", {"_meta": envelope(), "name": "open_late_show", "arguments": {}})
-        )
-        assert "book_late_show was added" in reply["result"]["content"][0]["text"]
-        changed = between or [client.read()]
-        assert changed == [
+        # On stdio the client ends its stream with notifications/cancelled; the server goes on answering.
+        client.notify("notifications/cancelled", {"requestId": "s1"})
+        assert client.call("tools/list", {"_meta": envelope()})["result"]["tools"]
+
+
+def test_no_request_changes_the_tool_list() -> None:
+    """2026-07-28 server/tools, Capabilities: the list must not vary as a side effect of requests,
+    so no tool opens the late show; the box office's clock does."""
+    with RawClient("app.demos.modern") as client:
+        listed = client.call("tools/list", {"_meta": envelope()})["result"]["tools"]
+        assert {"seat_map", "book_seats"} <= {tool["name"] for tool in listed}
+        assert "open_late_show" not in {tool["name"] for tool in listed}
+
+
+def test_the_late_show_opens_and_closes_on_the_clock_and_each_change_is_published() -> None:
+    published: list[tuple[object, bool]] = []  # each event, and whether the late show was open then
+
+    async def two_ticks() -> list[str]:
+        unsubscribe = modern.bus.subscribe(lambda event: published.append((event, modern.SALES["late_show"])))
+        try:
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(modern.late_show_clock, 0.01)
+                    while len(published) < 2:
+                        await anyio.sleep(0.005)
+                    tasks.cancel_scope.cancel()
+            modern.set_late_show(True)
+            return [tool.name for tool in await modern.server.list_tools()]
+        finally:
+            unsubscribe()
+            modern.set_late_show(False)
+
+    open_names = anyio.run(two_ticks)
+    assert [was_open for _, was_open in published[:2]] == [True, False]
+    assert all(isinstance(event, ToolsListChanged) for event, _ in published)
+    assert "book_late_show" in open_names
+    assert "book_late_show" not in [tool.name for tool in anyio.run(modern.server.list_tools)]
+
+
+@pytest.mark.slow
+def test_a_stream_hears_the_clock_without_sending_anything() -> None:
+    with RawClient("app.demos.modern") as client:
+        client.send(
             {
                 "jsonrpc": "2.0",
-                "method": "notifications/tools/list_changed",
-                "params": {"_meta": {SUBSCRIPTION_ID: "s1"}},
+                "id": "s1",
+                "method": "subscriptions/listen",
+                "params": {"_meta": envelope(), "notifications": {"toolsListChanged": True}},
             }
-        ]
+        )
+        assert client.read()["method"] == "notifications/subscriptions/acknowledged"
+        assert client.read() == {  # within LATE_SHOW_EVERY_S of the start, with no request in between
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {SUBSCRIPTION_ID: "s1"}},
+        }
         names = [t["name"] for t in client.call("tools/list", {"_meta": envelope()})["result"]["tools"]]
         assert "book_late_show" in names
-        # On stdio the client ends its stream with notifications/cancelled; nothing more arrives on it.
-        client.notify("notifications/cancelled", {"requestId": "s1"})
-        assert client.call("tools/call", {"_meta": envelope(), "name": "open_late_show", "arguments": {}})
 
 
 def test_resource_updates_reach_a_stream_that_named_the_uri() -> None:

@@ -67,7 +67,7 @@ def listen_acknowledged(t: Transcript) -> Outcome:
 
 @check(
     "listen-notified",
-    "With a stream open, cause a change and receive a notification tagged with the stream's id.",
+    "With a stream open, wait for a change and receive a notification tagged with the stream's id.",
 )
 def listen_notified(t: Transcript) -> Outcome:
     pairs = _acknowledged(t)
@@ -82,7 +82,10 @@ def listen_notified(t: Transcript) -> Outcome:
                         True,
                         f"`{entry.method}` arrived on stream {json.dumps(stream)} (message #{entry.seq}).",
                     )
-    return False, "Your stream is open. Now make a change it asked for: call `open_late_show`, or book seats."
+    return False, (
+        "Your stream is open. Wait for a change it asked for: the late show's sales open or close every "
+        "ten seconds."
+    )
 
 
 def _is_input_required(response: Entry | None) -> bool:
