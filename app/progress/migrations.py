@@ -137,6 +137,27 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         )""",
         "CREATE INDEX join_requests_class ON join_requests (class_id, requested_at)",
     ),
+    # 9: protected endpoints (MCP authorization): an endpoint's kind of access, the clients that
+    # registered with the playground's authorization server, and what it grants, each by the hash of
+    # its secret: a consent waiting for the owner, a code, an access or a refresh token (`data`: JSON).
+    (
+        "ALTER TABLE endpoints ADD COLUMN auth TEXT NOT NULL DEFAULT 'none'",
+        """CREATE TABLE oauth_clients (
+            client_id TEXT PRIMARY KEY,
+            info TEXT NOT NULL,
+            created_at {time} NOT NULL
+        )""",
+        """CREATE TABLE oauth_grants (
+            key_hash TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            endpoint_id TEXT REFERENCES endpoints(id) ON DELETE CASCADE,
+            data TEXT NOT NULL,
+            expires_at {time} NOT NULL,
+            used_at {time}
+        )""",
+        "CREATE INDEX oauth_grants_expiry ON oauth_grants (expires_at)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

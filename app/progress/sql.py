@@ -12,6 +12,7 @@ from typing import Any
 
 from app.progress.classes_sql import SQLClasses
 from app.progress.database import CODE_ATTEMPTS
+from app.progress.oauth_sql import SQLOAuth
 from app.progress.store import (
     RESUME_CODE_LENGTH,
     SERVER_FILE_VERSIONS,
@@ -29,7 +30,7 @@ from app.progress.store import (
 QUIZ_ATTEMPTS_KEPT = 5
 
 
-class SQLProgressStore(SQLClasses):
+class SQLProgressStore(SQLClasses, SQLOAuth):
     """A ProgressStore over one SQL database (SQLite or PostgreSQL)."""
 
     # --- one learner -------------------------------------------------------------------------------
@@ -148,24 +149,24 @@ class SQLProgressStore(SQLClasses):
 
     # --- Streamable HTTP endpoints ------------------------------------------------------------------
 
-    _ENDPOINT_COLUMNS = "id, learner_id, server, created_at, expires_at, ended_at"
+    _ENDPOINT_COLUMNS = "id, learner_id, server, created_at, expires_at, ended_at, auth"
 
     @staticmethod
     def _endpoint(row: Sequence[Any]) -> EndpointInfo:
-        return EndpointInfo(row[0], row[1], row[2], row[3], row[4], row[5] is not None)
+        return EndpointInfo(row[0], row[1], row[2], row[3], row[4], row[5] is not None, row[6])
 
     def create_endpoint(
-        self, learner_id: str, server: str, token_hash: str, lifetime_s: float
+        self, learner_id: str, server: str, token_hash: str, lifetime_s: float, auth: str = "none"
     ) -> EndpointInfo:
         now = time.time()
-        info = EndpointInfo(secrets.token_urlsafe(9), learner_id, server, now, now + lifetime_s)
+        info = EndpointInfo(secrets.token_urlsafe(9), learner_id, server, now, now + lifetime_s, auth=auth)
         with self._write() as db:
             self._touch(db, learner_id, now)
             self._exec(
                 db,
-                "INSERT INTO endpoints (id, token_hash, learner_id, server, created_at, expires_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (info.id, token_hash, learner_id, server, info.created_at, info.expires_at),
+                "INSERT INTO endpoints (id, token_hash, learner_id, server, created_at, expires_at, auth) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (info.id, token_hash, learner_id, server, info.created_at, info.expires_at, auth),
             )
         return info
 

@@ -70,9 +70,27 @@ class EndpointInfo:
     created_at: float
     expires_at: float
     ended: bool = False
+    auth: str = "none"  # "none", or "oauth": a protected endpoint (an access token in every request)
 
     def live(self, now: float) -> bool:
         return not self.ended and now < self.expires_at
+
+
+# What the authorization server keeps: a consent waiting for the owner's answer, an authorization
+# code, an access token, a refresh token.
+OAUTH_KINDS = ("consent", "code", "access", "refresh")
+
+
+@dataclass(frozen=True)
+class OAuthGrant:
+    """Something the authorization server issued, stored by the hash of its secret only."""
+
+    key_hash: str
+    kind: str  # one of OAUTH_KINDS
+    client_id: str
+    endpoint_id: str | None
+    data: str  # JSON: what the kind needs (scopes, redirect URI, PKCE challenge, the pair's hash...)
+    expires_at: float
 
 
 @dataclass(frozen=True)
@@ -212,7 +230,7 @@ class ProgressStore(Protocol):
 
     # Streamable HTTP endpoints.
     def create_endpoint(
-        self, learner_id: str, server: str, token_hash: str, lifetime_s: float
+        self, learner_id: str, server: str, token_hash: str, lifetime_s: float, auth: str = "none"
     ) -> EndpointInfo: ...
 
     def endpoint_by_token_hash(self, token_hash: str) -> EndpointInfo | None: ...
@@ -222,6 +240,24 @@ class ProgressStore(Protocol):
         ...
 
     def end_endpoint(self, endpoint_id: str) -> None: ...
+
+    # The authorization server of protected endpoints: its clients, and its grants by kind
+    # (OAUTH_KINDS), each keyed by the hash of its secret.
+    def save_oauth_client(self, client_id: str, info: str) -> None: ...
+
+    def oauth_client(self, client_id: str) -> str | None: ...
+
+    def add_oauth_grant(self, grant: OAuthGrant) -> None: ...
+
+    def oauth_grant(self, key_hash: str, kind: str) -> OAuthGrant | None:
+        """The grant, if it exists, has not expired and was not used."""
+        ...
+
+    def use_oauth_grant(self, key_hash: str, kind: str) -> OAuthGrant | None:
+        """As `oauth_grant`, and marks it used in the same step: only one caller ever gets it."""
+        ...
+
+    def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None: ...
 
     # The learner's own server.py.
     def save_server_file(self, learner_id: str, source: str) -> ServerFile:

@@ -18,6 +18,8 @@ from app.progress.store import (
     JOIN_CODE_LENGTH,
     MAX_CLASS_NUMBER,
     MAX_PENDING_JOINS,
+    OAuthGrant,
+    ProgressError,
 )
 
 ADA, BOB, CY = "learner-ada-0000000000", "learner-bob-0000000000", "learner-cy-00000000000"
@@ -397,3 +399,28 @@ def closing_store(store):  # noqa: ANN001, ANN201
 
     store.open()
     return closing(store)
+
+
+def test_a_protected_endpoint_and_its_grants_are_kept_by_hash_used_once_and_revoked(store) -> None:  # noqa: ANN001
+    info = store.create_endpoint(ADA, "demo-orders", "hash-of-token", 3600, auth="oauth")
+    assert info.auth == "oauth" and store.endpoint_by_token_hash("hash-of-token").auth == "oauth"
+    assert store.create_endpoint(ADA, "demo-orders", "another", 3600).auth == "none"
+    store.save_oauth_client("client-1", '{"client_id": "client-1"}')
+    store.save_oauth_client("client-1", '{"client_id": "client-1", "client_name": "again"}')
+    assert store.oauth_client("client-1") == '{"client_id": "client-1", "client_name": "again"}'
+    assert store.oauth_client("nobody") is None
+    now = time.time()
+    code = OAuthGrant("code-hash", "code", "client-1", info.id, '{"scopes": ["mcp:read"]}', now + 60)
+    store.add_oauth_grant(code)
+    store.add_oauth_grant(OAuthGrant("old-hash", "access", "client-1", info.id, "{}", now - 1))
+    assert store.oauth_grant("code-hash", "code") == code
+    assert store.oauth_grant("code-hash", "access") is None  # a kind is part of the key's meaning
+    assert store.oauth_grant("old-hash", "access") is None  # expired
+    assert store.use_oauth_grant("code-hash", "code") == code
+    assert store.use_oauth_grant("code-hash", "code") is None  # once only
+    assert store.oauth_grant("code-hash", "code") is None
+    store.add_oauth_grant(OAuthGrant("token-hash", "access", "client-1", info.id, "{}", now + 60))
+    store.revoke_oauth_grants(["token-hash", "not-there"])
+    assert store.oauth_grant("token-hash", "access") is None
+    with pytest.raises(ProgressError):
+        store.add_oauth_grant(OAuthGrant("x", "password", "client-1", None, "{}", now + 60))

@@ -1,0 +1,91 @@
+"""The progress store's part of the authorization server of protected endpoints: registered clients,
+and grants (consents waiting, codes, access and refresh tokens) by the hash of their secret, on the
+SQL database (database.py). Every replica reads the same rows, so a flow may cross replicas."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from app.progress.database import SQLDatabase
+from app.progress.store import OAUTH_KINDS, OAuthGrant, ProgressError
+
+
+class SQLOAuth(SQLDatabase):
+    _GRANT_COLUMNS = "key_hash, kind, client_id, endpoint_id, data, expires_at"
+
+    @staticmethod
+    def _grant(row: Sequence[Any]) -> OAuthGrant:
+        return OAuthGrant(row[0], row[1], row[2], row[3], row[4], row[5])
+
+    def save_oauth_client(self, client_id: str, info: str) -> None:
+        with self._write() as db:
+            self._exec(
+                db,
+                "INSERT INTO oauth_clients (client_id, info, created_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (client_id) DO UPDATE SET info = excluded.info",
+                (client_id, info, time.time()),
+            )
+
+    def oauth_client(self, client_id: str) -> str | None:
+        with self._read() as db:
+            row = self._exec(
+                db, "SELECT info FROM oauth_clients WHERE client_id = ?", (client_id,)
+            ).fetchone()
+        return row[0] if row else None
+
+    def add_oauth_grant(self, grant: OAuthGrant) -> None:
+        if grant.kind not in OAUTH_KINDS:
+            raise ProgressError(f"unknown grant kind {grant.kind!r}")
+        now = time.time()
+        with self._write() as db:
+            # Expired grants go as new ones come: the table holds only what may still be used.
+            self._exec(db, "DELETE FROM oauth_grants WHERE expires_at < ?", (now,))
+            self._exec(
+                db,
+                f"INSERT INTO oauth_grants ({self._GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    grant.key_hash,
+                    grant.kind,
+                    grant.client_id,
+                    grant.endpoint_id,
+                    grant.data,
+                    grant.expires_at,
+                ),
+            )
+
+    def oauth_grant(self, key_hash: str, kind: str) -> OAuthGrant | None:
+        with self._read() as db:
+            row = self._exec(
+                db,
+                f"SELECT {self._GRANT_COLUMNS} FROM oauth_grants WHERE key_hash = ? AND kind = ? "
+                "AND used_at IS NULL AND expires_at > ?",
+                (key_hash, kind, time.time()),
+            ).fetchone()
+        return self._grant(row) if row else None
+
+    def use_oauth_grant(self, key_hash: str, kind: str) -> OAuthGrant | None:
+        now = time.time()
+        with self._write() as db:
+            row = self._exec(
+                db,
+                f"SELECT {self._GRANT_COLUMNS} FROM oauth_grants WHERE key_hash = ? AND kind = ? "
+                "AND used_at IS NULL AND expires_at > ?",
+                (key_hash, kind, now),
+            ).fetchone()
+            if row is None:
+                return None
+            used = self._exec(
+                db,
+                "UPDATE oauth_grants SET used_at = ? WHERE key_hash = ? AND used_at IS NULL",
+                (now, key_hash),
+            )
+            if used.rowcount != 1:  # another replica used it first
+                return None
+        return self._grant(row)
+
+    def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None:
+        with self._write() as db:
+            for key_hash in key_hashes:
+                self._exec(db, "DELETE FROM oauth_grants WHERE key_hash = ?", (key_hash,))
