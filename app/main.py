@@ -22,7 +22,9 @@ from app.web import (
     join,
     learner,
     mcp_http,
+    oauth,
     pages,
+    protected,
     resume,
     spec_refs,
     workspace,
@@ -59,6 +61,9 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     app.include_router(ws.router)
     app.include_router(endpoints.router)
     app.include_router(mcp_http.router)
+    app.include_router(oauth.router)
+    app.include_router(protected.router)
+    app.router.routes.extend(oauth.client_routes(state.progress))  # the SDK's, for OAuth clients
     app.include_router(workspace.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)

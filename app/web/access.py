@@ -20,7 +20,9 @@ router = APIRouter()
 
 ACCESS_COOKIE = "playground_access"
 # Paths that stay open without the site's access code: the form itself, assets, probes.
-OPEN_PATHS = ("/access", "/static/", "/healthz", "/metrics", "/mcp/")  # an endpoint's token is its credential
+# An endpoint's token is its credential; an OAuth client's requests carry their own (app/web/oauth.py).
+OPEN_PATHS = ("/access", "/static/", "/healthz", "/metrics", "/mcp/", "/.well-known/", "/authorize", "/token",
+              "/register", "/revoke")  # fmt: skip
 
 
 def access_token(code: str) -> str:

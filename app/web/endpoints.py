@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from fastapi import APIRouter, Request
@@ -34,7 +34,7 @@ def token_hash(token: str) -> str:
 
 
 def _endpoint_json(info: EndpointInfo, live: int) -> dict[str, Any]:
-    return {"id": info.id, "server": info.server, "created_at": int(info.created_at),
+    return {"id": info.id, "server": info.server, "auth": info.auth, "created_at": int(info.created_at),
             "expires_at": int(info.expires_at), "live_sessions": live}  # fmt: skip
 
 
@@ -50,6 +50,10 @@ async def end_session(state: AppState, listener: HttpListener, reason: str) -> N
 
 class NewEndpoint(BaseModel):
     server: str = Field(max_length=100, description="A registry name, as in /api/servers.")
+    auth: Literal["none", "oauth"] = Field(
+        "none",
+        description='"oauth": a protected endpoint, open only with an access token (MCP authorization).',
+    )
 
 
 @router.post("/api/endpoints", status_code=201)
@@ -70,6 +74,7 @@ async def create_endpoint(request: Request, body: NewEndpoint) -> JSONResponse:
         body.server,
         token_hash(token),
         state.settings.endpoint_lifetime_s,
+        body.auth,
     )
     url = site_url(request) + f"/mcp/{token}"
     return JSONResponse({**_endpoint_json(info, 0), "url": url}, status_code=201)

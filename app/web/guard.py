@@ -8,7 +8,8 @@ response, and no state change from another site.
   `Sec-Fetch-Site: same-origin`, or an `Origin` naming this site. Anything else (another site, a
   sandboxed frame's `null`, no word at all) gets 403 before any cookie is read or minted. Exempt:
   requests with the instructor's Bearer header and no cookie (nothing but the token authenticates
-  them), and endpoint URLs (`/mcp/...`, which have an Origin rule of their own).
+  them), endpoint URLs (`/mcp/...`, which have an Origin rule of their own) and the authorization
+  server's routes for OAuth clients (`/authorize`, `/token`, `/register`, `/revoke`: no cookie counts).
 - Every HTTP response carries a Content-Security-Policy without inline script or eval, framing
   refused, `nosniff`, no Referer sent onwards (URLs can hold codes), and HSTS when reached over HTTPS.
 - A request body is never held or parsed past its limit: an endpoint URL's is the hard frame cap
@@ -32,6 +33,9 @@ STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # its address) and metrics read nothing of a learner's and change nothing.
 HOST_EXEMPT = ("/healthz", "/metrics")
 EXEMPT_PREFIXES = ("/mcp/",)
+# The authorization server's routes for OAuth clients (app/web/oauth.py): no cookie authenticates them,
+# and a client in a browser page on another site may call them (they send CORS headers).
+OAUTH_CLIENT_PATHS = ("/authorize", "/token", "/register", "/revoke")
 CONTENT_SECURITY_POLICY = "; ".join((
     "default-src 'self'",
     "script-src 'self'",
@@ -112,7 +116,8 @@ class GuardMiddleware:
             await send(message)
 
         headers = Headers(scope=scope)
-        if scope["method"] in STATE_CHANGING and not scope["path"].startswith(EXEMPT_PREFIXES):
+        cross_site_ok = scope["path"].startswith(EXEMPT_PREFIXES) or scope["path"] in OAUTH_CLIENT_PATHS
+        if scope["method"] in STATE_CHANGING and not cross_site_ok:
             if not bearer_only(headers) and not from_this_site(headers):
                 await _refuse(scope, receive, send_with_headers)
                 return

@@ -39,6 +39,11 @@ _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 # otherwise make one per request).
 ANONYMOUS_PATHS = (
     "/mcp/",
+    "/.well-known/",
+    "/authorize",
+    "/token",
+    "/register",
+    "/revoke",
     "/static/",
     "/healthz",
     "/metrics",

@@ -39,6 +39,7 @@ from app.relay.httpwire import FINAL, Gate, HttpListener
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
+from app.web import protected
 from app.web.client import client_key
 from app.web.endpoints import end_session, token_hash
 from app.web.errors import error_body
@@ -70,7 +71,18 @@ async def _endpoint(request: Request, token: str) -> EndpointInfo | JSONResponse
     info = await state.endpoint_cache.get(token_hash(token), load)
     if info is None or not info.live(time.time()):
         return _error(404, "No such endpoint: it may have ended or expired. Make a new one.")
+    if info.auth == "oauth":
+        scopes = await protected.token_scopes(request, token, info)
+        if isinstance(scopes, JSONResponse):
+            return scopes
+        request.state.scopes = scopes
     return info
+
+
+def _beyond_scopes(request: Request, token: str, message: Any) -> JSONResponse | None:
+    """The 403 for a message of a protected endpoint that its token's scopes do not cover."""
+    scopes = getattr(request.state, "scopes", None)
+    return None if scopes is None else protected.insufficient_scope(request, token, scopes, message)
 
 
 def _listener(request: Request, state: AppState, info: EndpointInfo) -> HttpListener | JSONResponse:
@@ -113,6 +125,8 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
         first = text if isinstance(text, FrameError) else gate.admit(text)
         if isinstance(first, FrameError):
             return _jsonrpc_error(429 if first.code == RATE_LIMITED else 400, first), None, None
+        if (refusal := _beyond_scopes(request, token, first.message)) is not None:
+            return refusal, None, first.message
         version = modern_version(first.message)
         if version is not None:
             response, listener = await _stateless(request, state, info, first, version, sse)
@@ -131,6 +145,8 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
         if isinstance(text, str):
             listener.session.transcript.add_relay_error(text[:2000], result.reply())
         return _jsonrpc_error(429 if result.code == RATE_LIMITED else 400, result), listener, None
+    if (refusal := _beyond_scopes(request, token, result.message)) is not None:
+        return refusal, listener, result.message
     if "method" not in result.message or "id" not in result.message:
         await _send(listener, result)  # a notification, or a response to the server's own request
         return Response(status_code=202), listener, result.message

@@ -1,0 +1,310 @@
+"""Protected endpoints (MCP authorization): the official Python SDK client goes through the whole flow
+against the real app (401, Protected Resource Metadata, authorization server metadata, dynamic
+registration, the owner's consent, the code with PKCE, tokens, step-up on 403), and every refusal
+is checked from the attacker's side."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import httpx2
+import pytest
+from mcp.client.auth import OAuthClientProvider
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
+from app.web.learner import COOKIE
+from tests.support.appserver import AppProcess
+
+REDIRECT = "http://127.0.0.1:9/callback"
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "attacker", "version": "1"}}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    with AppProcess(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50) as app:
+        yield app
+
+
+def protected_endpoint(app: AppProcess, owner: str = "owner") -> dict:
+    with app.client(cookies={COOKIE: app.learner_cookie(owner)}) as page:
+        made = page.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"})
+    assert made.status_code == 201, made.text
+    assert made.json()["auth"] == "oauth"
+    return made.json()
+
+
+class Memory:
+    """The SDK client's token storage, in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+class Owner:
+    """The endpoint's owner in their browser: opens the authorization URL the client hands over, sees
+    the consent page and allows (or denies) with a form post, as the page's buttons do."""
+
+    def __init__(self, app: AppProcess, learner: str = "owner", answer: str = "allow") -> None:
+        self.app = app
+        self.learner = learner
+        self.answer = answer
+        self.pages: list[str] = []
+        self.redirects: list[str] = []
+
+    async def redirect_handler(self, url: str) -> None:
+        self.redirects.append(self.consent(url, self.answer))
+
+    async def callback_handler(self) -> AuthorizationCodeResult:
+        query = parse_qs(urlsplit(self.redirects[-1]).query)
+        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
+                                       iss=query.get("iss", [None])[0])  # fmt: skip
+
+    def consent(self, url: str, answer: str) -> str:
+        with self.app.client(cookies={COOKIE: self.app.learner_cookie(self.learner)}) as browser:
+            asked = browser.get(url)
+            assert asked.status_code == 302 and asked.headers["location"].startswith("/oauth/"), (
+                asked.status_code,
+                asked.headers.get("location"),
+                asked.text[:300],
+            )
+            consent = asked.headers["location"]
+            shown = browser.get(consent)
+            assert shown.status_code == 200, shown.text
+            self.pages.append(shown.text)
+            answered = browser.post(consent, data={"answer": answer})
+        assert answered.status_code == 303, answered.text
+        return answered.headers["location"]
+
+
+async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(app: AppProcess) -> None:
+    endpoint = protected_endpoint(app)
+    owner, storage = Owner(app), Memory()
+    auth = OAuthClientProvider(
+        endpoint["url"],
+        OAuthClientMetadata(client_name="Test client", redirect_uris=[REDIRECT]),  # type: ignore[list-item]
+        storage, owner.redirect_handler, owner.callback_handler,
+    )  # fmt: skip
+    async with (
+        httpx2.AsyncClient(auth=auth, timeout=30) as http,
+        streamable_http_client(endpoint["url"], http_client=http) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        assert storage.tokens is not None and storage.tokens.scope == "mcp:read"  # what the 401 asked for
+        call = await client.call_tool("get_order_status", {"order_id": "481516"})
+        assert not call.is_error and "shipped" in call.content[0].text
+    assert len(owner.redirects) == 2, "a second consent: the step-up to mcp:tools after the 403"
+    assert set(storage.tokens.scope.split()) == {"mcp:read", "mcp:tools"}
+    assert storage.client is not None and storage.client.client_id  # registered dynamically (RFC 7591)
+    assert "Test client" in owner.pages[0] and "mcp:read" in owner.pages[0]
+    assert all(parse_qs(urlsplit(r).query)["iss"] == [app.base] for r in owner.redirects)  # RFC 9207
+
+
+def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: AppProcess) -> None:
+    endpoint = protected_endpoint(app)
+    refused = httpx.post(endpoint["url"], json=INITIALIZE, timeout=30)
+    assert refused.status_code == 401
+    token = endpoint["url"].rsplit("/", 1)[1]
+    metadata_url = f"{app.base}/.well-known/oauth-protected-resource/mcp/{token}"
+    assert (
+        refused.headers["www-authenticate"] == f'Bearer resource_metadata="{metadata_url}", scope="mcp:read"'
+    )
+    prm = httpx.get(metadata_url, timeout=30).json()
+    assert prm["resource"] == endpoint["url"] and prm["authorization_servers"] == [app.base]
+    assert prm["scopes_supported"] == ["mcp:read", "mcp:tools"]
+    asm = httpx.get(app.base + "/.well-known/oauth-authorization-server", timeout=30).json()
+    assert asm["issuer"] == app.base and asm["code_challenge_methods_supported"] == ["S256"]
+    assert asm["registration_endpoint"] == app.base + "/register"
+    assert set(asm["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+    made_up = httpx.post(
+        endpoint["url"], json=INITIALIZE, headers={"Authorization": "Bearer made-up"}, timeout=30
+    )
+    assert made_up.status_code == 401 and 'error="invalid_token"' in made_up.headers["www-authenticate"]
+
+
+# --- the flow by hand, from the attacker's side ----------------------------------------------------
+
+
+def register(app: AppProcess, redirect: str = REDIRECT, method: str = "none") -> dict:
+    """A client registering itself, as any program may (no cookie, from anywhere): public (`none`) or
+    with a secret (`client_secret_post`)."""
+    made = httpx.post(app.base + "/register", json={"redirect_uris": [redirect], "client_name": "by hand",
+                                                    "token_endpoint_auth_method": method}, timeout=30)  # fmt: skip
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    return verifier, challenge
+
+
+def authorize_url(app: AppProcess, client: dict, endpoint: dict, challenge: str | None, scope: str = "mcp:read",
+                  redirect: str = REDIRECT) -> str:  # fmt: skip
+    query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect,
+             "state": "s1", "scope": scope, "resource": endpoint["url"]}  # fmt: skip
+    if challenge is not None:
+        query |= {"code_challenge": challenge, "code_challenge_method": "S256"}
+    return app.base + "/authorize?" + str(httpx.QueryParams(query))
+
+
+def credentials(client: dict) -> dict[str, str]:
+    return {"client_id": client["client_id"], **({"client_secret": client["client_secret"]}
+                                                 if client.get("client_secret") else {})}  # fmt: skip
+
+
+def token_request(app: AppProcess, client: dict, code: str, verifier: str) -> httpx.Response:
+    return httpx.post(app.base + "/token", data={"grant_type": "authorization_code", "code": code,
+                                                 "redirect_uri": REDIRECT, "code_verifier": verifier,
+                                                 **credentials(client)}, timeout=30)  # fmt: skip
+
+
+def code_for(app: AppProcess, endpoint: dict, client: dict, challenge: str, scope: str = "mcp:read") -> str:
+    location = Owner(app).consent(authorize_url(app, client, endpoint, challenge, scope), "allow")
+    assert location.startswith(REDIRECT)
+    query = parse_qs(urlsplit(location).query)
+    assert query["state"] == ["s1"]
+    return query["code"][0]
+
+
+def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    without = httpx.get(authorize_url(app, client, endpoint, None), timeout=30)
+    assert without.status_code == 302 and "error=invalid_request" in without.headers["location"]
+    verifier, challenge = pkce()
+    code = code_for(app, endpoint, client, challenge)
+    wrong = token_request(app, client, code, pkce()[0])
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    good = token_request(app, client, code, verifier)
+    assert good.status_code == 200, good.text
+    assert token_request(app, client, code, verifier).json()["error"] == "invalid_grant"  # single use
+    access = good.json()["access_token"]
+    works = httpx.post(
+        endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {access}"}, timeout=30
+    )
+    assert works.status_code == 200, works.text
+
+
+def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    refused = httpx.get(
+        authorize_url(app, client, endpoint, pkce()[1], redirect="https://evil.example/cb"), timeout=30
+    )
+    assert refused.status_code == 400 and "evil.example" not in refused.headers.get("location", "")
+
+
+def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    verifier, challenge = pkce()
+    asked = httpx.get(authorize_url(app, client, endpoint, challenge), timeout=30)
+    consent = app.base + asked.headers["location"]
+    with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as stranger:
+        assert stranger.get(consent).status_code == 403
+        refused = stranger.post(consent, data={"answer": "allow"})
+        assert refused.status_code == 403 and "code=" not in refused.headers.get("location", "")
+    with app.client() as nobody:  # no identity at all: refused, and none is made
+        refused = nobody.post(consent, data={"answer": "allow"})
+        assert refused.status_code == 403 and COOKIE not in refused.cookies
+    code = code_for(app, endpoint, client, challenge)
+    access = token_request(app, client, code, verifier).json()["access_token"]
+    other = protected_endpoint(app, "someone else")
+    elsewhere = httpx.post(
+        other["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {access}"}, timeout=30
+    )
+    assert elsewhere.status_code == 401 and 'error="invalid_token"' in elsewhere.headers["www-authenticate"]
+
+
+def test_a_read_token_gets_403_naming_the_scope_for_a_tool_call(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    verifier, challenge = pkce()
+    access = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()[
+        "access_token"
+    ]
+    headers = {"Authorization": f"Bearer {access}", "Accept": "application/json"}
+    opened = httpx.post(endpoint["url"], json=INITIALIZE, headers=headers, timeout=30)
+    session = {
+        **headers,
+        "Mcp-Session-Id": opened.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "get_order_status", "arguments": {"order_id": "481516"}}}  # fmt: skip
+    refused = httpx.post(endpoint["url"], json=call, headers=session, timeout=30)
+    assert refused.status_code == 403
+    challenge_header = refused.headers["www-authenticate"]
+    assert (
+        'error="insufficient_scope"' in challenge_header and 'scope="mcp:read mcp:tools"' in challenge_header
+    )
+
+
+def test_the_client_routes_take_no_cookie_and_the_consent_form_no_other_site(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    # Registration from another site's page works (no cookie counts there) and makes no identity.
+    cross = httpx.post(app.base + "/register", json={"redirect_uris": [REDIRECT]},
+                       headers={"Origin": "https://elsewhere.example"}, timeout=30)  # fmt: skip
+    assert cross.status_code == 201 and COOKIE not in cross.cookies
+    asked = httpx.get(authorize_url(app, client, endpoint, pkce()[1]), timeout=30)
+    consent = app.base + asked.headers["location"]
+    forged = httpx.post(consent, data={"answer": "allow"}, cookies={COOKIE: app.learner_cookie("owner")},
+                        headers={"Origin": "https://elsewhere.example"}, timeout=30)  # fmt: skip
+    assert forged.status_code == 403 and "code=" not in forged.headers.get("location", "")
+
+
+def test_a_denial_sends_access_denied_back_with_the_state(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    location = Owner(app).consent(authorize_url(app, client, endpoint, pkce()[1]), "deny")
+    query = parse_qs(urlsplit(location).query)
+    assert query["error"] == ["access_denied"] and query["state"] == ["s1"] and "code" not in query
+
+
+def test_refresh_rotates_and_revoking_ends_both_tokens(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app, method="client_secret_post")
+    verifier, challenge = pkce()
+    tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()
+    refresh = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], **credentials(client)}
+    without_secret = httpx.post(app.base + "/token", data={**refresh, "client_secret": "wrong"}, timeout=30)
+    assert without_secret.status_code == 401 and without_secret.json()["error"] == "invalid_client"
+    refreshed = httpx.post(app.base + "/token", data=refresh, timeout=30)
+    assert refreshed.status_code == 200, refreshed.text
+    again = httpx.post(app.base + "/token", data=refresh, timeout=30)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"  # rotated: single use
+    old = httpx.post(endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {tokens['access_token']}"},
+                     timeout=30)  # fmt: skip
+    assert old.status_code == 401  # the pair it came with is gone
+    new = refreshed.json()
+    revoked = httpx.post(
+        app.base + "/revoke", data={"token": new["access_token"], **credentials(client)}, timeout=30
+    )
+    assert revoked.status_code == 200, revoked.text
+    after = httpx.post(endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {new['access_token']}"},
+                       timeout=30)  # fmt: skip
+    assert after.status_code == 401
