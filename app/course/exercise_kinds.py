@@ -97,6 +97,9 @@ async def _call(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
                 False,
                 f"expected the notification `{method}` during the call; saw {', '.join(map(str, seen)) or 'none'}",
             )
+    for method in spec.get("never_notifies", []):
+        if method in seen:
+            return False, f"expected no `{method}` during the call, but it was sent"
     if spec.get("progress"):
         mine = [n for n in notes if n.get("method") == "notifications/progress"
                 and (n.get("params") or {}).get("progressToken") == token]  # fmt: skip

@@ -49,6 +49,7 @@ KINDS: dict[str, tuple[set[str], set[str]]] = {
             "is_error",
             "error_code",
             "notifies",
+            "never_notifies",
             "progress",
         },
     ),  # fmt: skip
@@ -156,10 +157,9 @@ def _parse_test(item: Any, n: int) -> ExerciseTest:
     spec = {key: value for key, value in item.items() if key != "title"}
     if "arguments" in spec and kind != "prompt" and not isinstance(spec["arguments"], dict):
         raise ExerciseError(f"test {n}: `arguments` is an object")
-    if "notifies" in spec and not (
-        isinstance(spec["notifies"], list) and all(isinstance(m, str) for m in spec["notifies"])
-    ):
-        raise ExerciseError(f"test {n}: `notifies` is a list of notification methods")
+    for key in ("notifies", "never_notifies"):
+        if key in spec and not (isinstance(spec[key], list) and all(isinstance(m, str) for m in spec[key])):
+            raise ExerciseError(f"test {n}: `{key}` is a list of notification methods")
     return ExerciseTest(item["title"].strip(), kind, spec)
 
 

@@ -126,11 +126,10 @@ def order_food(dish: str) -> str:
 
 
 @mcp.tool()
-async def open_kitchen(ctx: Context) -> str:
+def open_kitchen() -> str:
     """Open the kitchen, which adds the order_food tool."""
-    mcp.add_tool(order_food)
-    await ctx.session.send_tool_list_changed()  # tell the client to ask tools/list again
-    return "The kitchen is open: order_food is now a tool."
+    mcp.add_tool(order_food)  # no notification: this server declared "listChanged": false
+    return "The kitchen is open: list the tools again to find order_food."
 
 
 if __name__ == "__main__":

@@ -9,8 +9,10 @@ import textwrap
 import pytest
 
 from app.course import exercises
+from app.course.catalog import Catalog
 from app.course.exercises import Exercise, ExerciseTest
 from app.sandbox.errors import SandboxError
+from tests.support.appserver import ROOT
 from tests.support.plainproc import PlainSource
 
 SERVER = textwrap.dedent('''
@@ -80,6 +82,7 @@ async def test_every_kind_passes_on_a_server_that_has_it() -> None:
         ("prompt", {"prompt": "greet", "arguments": ["name"]}),
         ("get prompt", {"get_prompt": "greet", "arguments": {"name": "Ada"}, "text_contains": "Ada"}),
         ("capability", {"capability": "tools"}),
+        ("quiet", {"call": "slow", "arguments": {"steps": 1}, "never_notifies": ["notifications/tools/list_changed"]}),
         ("missing argument", {"get_prompt": "greet", "arguments": {}, "error_code": 0}),
     ))  # fmt: skip
     assert report.problem is None
@@ -93,6 +96,8 @@ async def test_each_failure_says_what_came_back() -> None:
         ("expected an error", {"read": "note://today", "error_code": -32602}),
         ("no such prompt", {"prompt": "farewell"}),
         ("capability value", {"capability": "tools.listChanged", "value": True}),
+        ("unwanted notification", {"call": "slow", "arguments": {"steps": 1},
+                                   "never_notifies": ["notifications/message"]}),
     ))  # fmt: skip
     reasons = {o.title: o.reason for o in report.outcomes}
     assert all(not o.passed for o in report.outcomes)
@@ -105,6 +110,10 @@ async def test_each_failure_says_what_came_back() -> None:
     assert reasons["no such prompt"] == "prompts/list has no prompt named `farewell` (it has: `greet`)"
     assert (
         reasons["capability value"] == "expected the capability `tools.listChanged` to be true; it is false"
+    )
+    assert (
+        reasons["unwanted notification"]
+        == "expected no `notifications/message` during the call, but it was sent"
     )
 
 
@@ -139,3 +148,20 @@ async def test_a_server_gone_before_the_first_message_is_reported_not_raised() -
         plain.remove_files()
     assert report.problem == "the server exited before `initialize` could be sent to it"
     assert [o.reason for o in report.outcomes] == ["not run: " + report.problem]
+
+
+async def test_lesson_14_fails_a_server_that_announces_a_list_change_it_never_declared() -> None:
+    """2025-11-25 basic/lifecycle, Operation: only negotiated capabilities; `mcp.run()` declares
+    `listChanged: false`, so `open_kitchen` must not send `notifications/tools/list_changed`."""
+    lessons = ROOT / "lessons"
+    step = Catalog.load(lessons).step("notifications-stateless-and-clients/list-changed")
+    assert step is not None and step.exercise is not None
+    solution = (lessons / "solutions" / "14-list-changed.py").read_text()
+    assert (await run(solution, step.exercise)).passed
+    announcing = solution.replace(
+        "    mcp.add_tool(order_food)",
+        "    mcp.add_tool(order_food)\n    await ctx.session.send_tool_list_changed()",
+    ).replace("def open_kitchen() -> str:", "async def open_kitchen(ctx: Context) -> str:")
+    report = await run(announcing, step.exercise)
+    failed = [o.reason for o in report.outcomes if not o.passed]
+    assert failed == ["expected no `notifications/tools/list_changed` during the call, but it was sent"]
