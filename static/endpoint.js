@@ -115,7 +115,8 @@ class EndpointPanel {
         const live = item.live_sessions
           ? `, ${item.live_sessions} client session${item.live_sessions === 1 ? "" : "s"} on it now`
           : "";
-        words.textContent = `${item.server}, made ${new Date(item.created_at * 1000).toLocaleString()}${live}`;
+        const kind = item.auth === "oauth" ? " (protected)" : "";
+        words.textContent = `${item.server}${kind}, made ${new Date(item.created_at * 1000).toLocaleString()}${live}`;
         const end = document.createElement("button");
         end.type = "button";
         end.className = "secondary small";
@@ -137,7 +138,10 @@ class EndpointPanel {
     const reply = await fetch("/api/endpoints", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ server: this.server }),
+      body: JSON.stringify({
+        server: this.server,
+        auth: this.$("[data-endpoint-protect]")?.checked ? "oauth" : "none",
+      }),
     });
     const body = await reply.json().catch(() => ({}));
     if (!reply.ok) {
@@ -154,8 +158,10 @@ class EndpointPanel {
       const slot = this.$(`[data-snippet="${name}"]`);
       if (slot) slot.textContent = text;
     }
+    this.$("[data-endpoint-protected]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint]").hidden = false;
     this.$("[data-action=make-endpoint]").hidden = true;
+    this.$("[data-endpoint-options]").hidden = true;
     this.listMine();
     this.poll();
   }

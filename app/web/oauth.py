@@ -42,6 +42,7 @@ from starlette.routing import BaseRoute
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
 from app.web.client import site_url
 from app.web.endpoints import token_hash
+from app.web.guard import CONTENT_SECURITY_POLICY
 from app.web.learner import has_identity, learner_id
 from app.web.state import get_state
 from app.web.templating import page
@@ -280,10 +281,15 @@ async def consent_page(request: Request, consent: str) -> Response:
         return page(request, "oauth_consent.html", status=403, title="Authorization request",
                     error="Only the owner of this endpoint can allow a client to use it. Open this page in "
                           "the browser you made the endpoint in.")  # fmt: skip
-    return page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
-                client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
-                client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
-                endpoint=info, scopes=data["scopes"], descriptions=SCOPE_TEXT)  # fmt: skip
+    shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
+                 client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
+                 client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
+                 endpoint=info, scopes=data["scopes"], descriptions=SCOPE_TEXT)  # fmt: skip
+    # The answer redirects to the client: a browser applies the form's CSP to that redirect too.
+    shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
+        "form-action 'self'", f"form-action 'self' {_source(data['redirect_uri'])}"
+    )
+    return shown
 
 
 @router.post(CONSENT_PATH + "{consent}")
@@ -313,6 +319,12 @@ async def consent_answer(request: Request, consent: str, answer: str = Form(""))
 async def _client_name(request: Request, client_id: str) -> str | None:
     info = await Provider(get_state(request).progress).get_client(client_id)
     return info.client_name if info is not None else None
+
+
+def _source(url: str) -> str:
+    """A redirect URI as a CSP source: its origin (http and https), or its scheme (an app's own)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
 
 
 def _host(url: str) -> str:

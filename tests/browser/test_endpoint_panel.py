@@ -1,16 +1,23 @@
 """The "Connect your own client" panel in Chromium: it makes an endpoint, its Python snippet runs as
-given, and the page shows that client's exchange live."""
+given, and the page shows that client's exchange live; a protected endpoint's consent page allows a
+client."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import secrets
 import subprocess
 import sys
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 from playwright.sync_api import Page, expect
 
-from tests.support.appserver import ROOT
+from tests.support.appserver import ROOT, AppProcess
 
 CLIENT_TIMEOUT_S = 120
+REDIRECT = "http://127.0.0.1:9/callback"  # nothing listens: the browser's request to it is what we see
 
 
 def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page) -> None:
@@ -48,3 +55,36 @@ def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page
     expect(listed).to_contain_text("MCP-Protocol-Version: 2026-07-28")
     expect(listed).to_contain_text("Mcp-Method: tools/list")
     expect(listed).to_contain_text("got text/event-stream")  # the SDK asks for both; we answer as a stream
+
+
+def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
+    page: Page, second_page: Page, browser_app: AppProcess
+) -> None:
+    page.goto("/playground")
+    panel = page.locator("[data-endpoint-panel]")
+    panel.locator("[data-endpoint-protect]").check()
+    panel.get_by_role("button", name="Make an endpoint URL").click()
+    expect(panel.locator("[data-endpoint-protected]")).to_be_visible()
+    url = panel.locator("[data-endpoint-url]").inner_text()
+    assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30).status_code == 401
+    # A client registers and sends the owner's browser to /authorize, as the SDK clients do.
+    client = httpx.post(browser_app.base + "/register", json={"redirect_uris": [REDIRECT], "client_name": "Walker",
+                                                              "token_endpoint_auth_method": "none"}, timeout=30).json()  # fmt: skip
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    query = httpx.QueryParams({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT,
+                               "state": "walk", "code_challenge": challenge, "code_challenge_method": "S256",
+                               "resource": url, "scope": "mcp:read"})  # fmt: skip
+    second_page.goto(f"/authorize?{query}")  # another browser: not the owner
+    expect(second_page.get_by_role("alert")).to_contain_text("Only the owner")
+    page.goto(f"/authorize?{query}")
+    expect(page.get_by_text("Walker")).to_be_visible()
+    # The answer's redirect leaves the site: the page's form-action policy must let it go to the client.
+    with page.expect_request(lambda request: request.url.startswith(REDIRECT)) as went:
+        page.get_by_role("button", name="Allow").click()
+    back = parse_qs(urlsplit(went.value.url).query)
+    assert back["state"] == ["walk"] and back["iss"] == [browser_app.base] and back["code"]
+    token = httpx.post(browser_app.base + "/token", data={"grant_type": "authorization_code", "code": back["code"][0],
+                       "redirect_uri": REDIRECT, "client_id": client["client_id"], "code_verifier": verifier},
+                       timeout=30)  # fmt: skip
+    assert token.status_code == 200 and token.json()["scope"] == "mcp:read"
