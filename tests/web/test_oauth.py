@@ -5,9 +5,6 @@ is checked from the attacker's side."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,16 +15,24 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import (
-    AuthorizationCodeResult,
-    OAuthClientInformationFull,
     OAuthClientMetadata,
-    OAuthToken,
 )
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.oauthflow import (
+    REDIRECT,
+    Memory,
+    Owner,
+    authorize_url,
+    code_for,
+    credentials,
+    pkce,
+    protected_endpoint,
+    register,
+    token_request,
+)
 
-REDIRECT = "http://127.0.0.1:9/callback"
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                          "clientInfo": {"name": "attacker", "version": "1"}}}  # fmt: skip
@@ -37,70 +42,6 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
     with AppProcess(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50) as app:
         yield app
-
-
-def protected_endpoint(app: AppProcess, owner: str = "owner") -> dict:
-    with app.client(cookies={COOKIE: app.learner_cookie(owner)}) as page:
-        made = page.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"})
-    assert made.status_code == 201, made.text
-    assert made.json()["auth"] == "oauth"
-    return made.json()
-
-
-class Memory:
-    """The SDK client's token storage, in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-class Owner:
-    """The endpoint's owner in their browser: opens the authorization URL the client hands over, sees
-    the consent page and allows (or denies) with a form post, as the page's buttons do."""
-
-    def __init__(self, app: AppProcess, learner: str = "owner", answer: str = "allow") -> None:
-        self.app = app
-        self.learner = learner
-        self.answer = answer
-        self.pages: list[str] = []
-        self.redirects: list[str] = []
-
-    async def redirect_handler(self, url: str) -> None:
-        self.redirects.append(self.consent(url, self.answer))
-
-    async def callback_handler(self) -> AuthorizationCodeResult:
-        query = parse_qs(urlsplit(self.redirects[-1]).query)
-        return AuthorizationCodeResult(code=query["code"][0], state=query.get("state", [None])[0],
-                                       iss=query.get("iss", [None])[0])  # fmt: skip
-
-    def consent(self, url: str, answer: str) -> str:
-        with self.app.client(cookies={COOKIE: self.app.learner_cookie(self.learner)}) as browser:
-            asked = browser.get(url)
-            assert asked.status_code == 302 and asked.headers["location"].startswith("/oauth/"), (
-                asked.status_code,
-                asked.headers.get("location"),
-                asked.text[:300],
-            )
-            consent = asked.headers["location"]
-            shown = browser.get(consent)
-            assert shown.status_code == 200, shown.text
-            self.pages.append(shown.text)
-            answered = browser.post(consent, data={"answer": answer})
-        assert answered.status_code == 303, answered.text
-        return answered.headers["location"]
 
 
 async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(app: AppProcess) -> None:
@@ -151,49 +92,6 @@ def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: AppProcess
 
 
 # --- the flow by hand, from the attacker's side ----------------------------------------------------
-
-
-def register(app: AppProcess, redirect: str = REDIRECT, method: str = "none") -> dict:
-    """A client registering itself, as any program may (no cookie, from anywhere): public (`none`) or
-    with a secret (`client_secret_post`)."""
-    made = httpx.post(app.base + "/register", json={"redirect_uris": [redirect], "client_name": "by hand",
-                                                    "token_endpoint_auth_method": method}, timeout=30)  # fmt: skip
-    assert made.status_code == 201, made.text
-    return made.json()
-
-
-def pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    return verifier, challenge
-
-
-def authorize_url(app: AppProcess, client: dict, endpoint: dict, challenge: str | None, scope: str = "mcp:read",
-                  redirect: str = REDIRECT) -> str:  # fmt: skip
-    query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect,
-             "state": "s1", "scope": scope, "resource": endpoint["url"]}  # fmt: skip
-    if challenge is not None:
-        query |= {"code_challenge": challenge, "code_challenge_method": "S256"}
-    return app.base + "/authorize?" + str(httpx.QueryParams(query))
-
-
-def credentials(client: dict) -> dict[str, str]:
-    return {"client_id": client["client_id"], **({"client_secret": client["client_secret"]}
-                                                 if client.get("client_secret") else {})}  # fmt: skip
-
-
-def token_request(app: AppProcess, client: dict, code: str, verifier: str) -> httpx.Response:
-    return httpx.post(app.base + "/token", data={"grant_type": "authorization_code", "code": code,
-                                                 "redirect_uri": REDIRECT, "code_verifier": verifier,
-                                                 **credentials(client)}, timeout=30)  # fmt: skip
-
-
-def code_for(app: AppProcess, endpoint: dict, client: dict, challenge: str, scope: str = "mcp:read") -> str:
-    location = Owner(app).consent(authorize_url(app, client, endpoint, challenge, scope), "allow")
-    assert location.startswith(REDIRECT)
-    query = parse_qs(urlsplit(location).query)
-    assert query["state"] == ["s1"]
-    return query["code"][0]
 
 
 def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app: AppProcess) -> None:

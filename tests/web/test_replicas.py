@@ -1,4 +1,5 @@
-"""Scaling out: two app replicas sharing one PostgreSQL database see the same classes and progress."""
+"""Scaling out: two app replicas sharing one PostgreSQL database see the same classes and progress, and
+the same authorization flows of protected endpoints."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.oauthflow import code_for, pkce, protected_endpoint, register, token_request
 
 TOKEN = "replica-token"
 STEP = "initialize-handshake/versions"
@@ -39,3 +41,30 @@ def test_two_replicas_share_progress_and_classes(tmp_path: Path, postgres_server
             ) as teacher:
                 page = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser")
                 assert page.select_one("tr[data-learner] th").get_text() == "Edsger"
+
+
+def test_an_authorization_begun_on_one_replica_finishes_and_is_used_on_the_other(
+    tmp_path: Path,
+    postgres_server,  # noqa: ANN001
+) -> None:
+    with postgres_server.fresh_database() as url:
+        common = {"database_url": url, "warm_pool_size": 0}
+        with AppProcess(tmp_path / "a", **common) as a, AppProcess(tmp_path / "b", **common) as b:
+            endpoint = protected_endpoint(a)
+            client = register(b)
+            verifier, challenge = pkce()
+            code = code_for(a, endpoint, client, challenge)  # the consent on replica a
+            tokens = token_request(b, client, code, verifier)  # the code redeemed on replica b
+            assert tokens.status_code == 200, tokens.text
+            on_b = endpoint["url"].replace(a.base, b.base)
+            headers = {
+                "Authorization": f"Bearer {tokens.json()['access_token']}",
+                "Accept": "application/json",
+            }
+            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+            assert httpx.post(on_b, json=init, headers=headers, timeout=30).status_code == 200
+            assert (
+                token_request(a, client, code, verifier).json()["error"] == "invalid_grant"
+            )  # used, everywhere
