@@ -173,6 +173,7 @@ class EndpointPanel {
       if (this.step) query.set("step", this.step);
       const reply = await fetch(`/api/endpoints/${encodeURIComponent(this.endpoint.id)}/traffic?${query}`);
       if (reply.ok) this.show(await reply.json());
+      if (this.endpoint.auth === "oauth") await this.pollFlow();
     } finally {
       setTimeout(() => this.poll(), POLL_MS);
     }
@@ -223,6 +224,40 @@ class EndpointPanel {
       this.log.relayError(frame);
       this.diagram.add({ dir: "relay", label: `${err.code} ${err.message}`, kind: "error" });
     }
+  }
+
+  /** A protected endpoint's authorization flow, step by step (app/web/oauth_log.py). */
+  async pollFlow() {
+    const id = encodeURIComponent(this.endpoint.id);
+    const reply = await fetch(`/api/endpoints/${id}/auth?after=${this.flowAfter || 0}`).catch(() => null);
+    if (!reply?.ok) return;
+    const body = await reply.json();
+    this.flowAfter = body.next_after;
+    const list = this.$("[data-endpoint-flow]");
+    for (const event of body.events) {
+      const item = document.createElement("li");
+      item.dataset.step = event.step;
+      item.className = event.status >= 400 ? "exchange-refused" : "exchange-ok";
+      const head = document.createElement("p");
+      head.className = "exchange-head";
+      head.textContent = `${event.title} (${event.request} → ${event.status})`;
+      const meaning = document.createElement("p");
+      meaning.className = "exchange-detail";
+      meaning.textContent = event.meaning;
+      const reference = document.createElement("p");
+      reference.className = "hint";
+      reference.textContent = event.reference;
+      const detail = document.createElement("details");
+      const summary = document.createElement("summary");
+      summary.textContent = "What was sent (secrets masked)";
+      const pre = document.createElement("pre");
+      pre.className = "code";
+      pre.textContent = JSON.stringify(event.detail, null, 2);
+      detail.append(summary, pre);
+      item.append(head, meaning, reference, detail);
+      list.append(item);
+    }
+    if (body.events.length) this.$("[data-endpoint-flow-box]").hidden = false;
   }
 
   showExchange(exchange) {

@@ -138,8 +138,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX join_requests_class ON join_requests (class_id, requested_at)",
     ),
     # 9: protected endpoints (MCP authorization): an endpoint's kind of access, the clients that
-    # registered with the playground's authorization server, and what it grants, each by the hash of
-    # its secret: a consent waiting for the owner, a code, an access or a refresh token (`data`: JSON).
+    # registered with the playground's authorization server, what it grants, each by the hash of its
+    # secret (a consent waiting for the owner, a code, an access or a refresh token; `data`: JSON),
+    # and the flow's steps as its owner watches them.
     (
         "ALTER TABLE endpoints ADD COLUMN auth TEXT NOT NULL DEFAULT 'none'",
         """CREATE TABLE oauth_clients (
@@ -157,6 +158,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             used_at {time}
         )""",
         "CREATE INDEX oauth_grants_expiry ON oauth_grants (expires_at)",
+        # Each step of an endpoint's authorization flows, for its owner to watch (no secret in `data`).
+        """CREATE TABLE oauth_events (
+            id {serial},
+            endpoint_id TEXT NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
+            at {time} NOT NULL,
+            data TEXT NOT NULL
+        )""",
+        "CREATE INDEX oauth_events_endpoint ON oauth_events (endpoint_id, id)",
     ),
 )
 

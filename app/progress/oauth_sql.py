@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.progress.database import SQLDatabase
-from app.progress.store import OAUTH_KINDS, OAuthGrant, ProgressError
+from app.progress.store import OAUTH_EVENTS_KEPT, OAUTH_KINDS, OAuthGrant, ProgressError
 
 
 class SQLOAuth(SQLDatabase):
@@ -89,3 +89,33 @@ class SQLOAuth(SQLDatabase):
         with self._write() as db:
             for key_hash in key_hashes:
                 self._exec(db, "DELETE FROM oauth_grants WHERE key_hash = ?", (key_hash,))
+
+    def any_oauth_grant(self, key_hash: str) -> OAuthGrant | None:
+        with self._read() as db:
+            row = self._exec(
+                db, f"SELECT {self._GRANT_COLUMNS} FROM oauth_grants WHERE key_hash = ?", (key_hash,)
+            ).fetchone()
+        return self._grant(row) if row else None
+
+    def add_oauth_event(self, endpoint_id: str, data: str) -> None:
+        with self._write() as db:
+            self._exec(
+                db,
+                "INSERT INTO oauth_events (endpoint_id, at, data) VALUES (?, ?, ?)",
+                (endpoint_id, time.time(), data),
+            )
+            self._exec(
+                db,
+                "DELETE FROM oauth_events WHERE endpoint_id = ? AND id NOT IN "
+                "(SELECT id FROM oauth_events WHERE endpoint_id = ? ORDER BY id DESC LIMIT ?)",
+                (endpoint_id, endpoint_id, OAUTH_EVENTS_KEPT),
+            )
+
+    def oauth_events(self, endpoint_id: str, after: int = 0) -> list[tuple[int, float, str]]:
+        with self._read() as db:
+            rows = self._exec(
+                db,
+                "SELECT id, at, data FROM oauth_events WHERE endpoint_id = ? AND id > ? ORDER BY id",
+                (endpoint_id, after),
+            ).fetchall()
+        return [(row[0], row[1], row[2]) for row in rows]

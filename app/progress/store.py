@@ -79,6 +79,8 @@ class EndpointInfo:
 # What the authorization server keeps: a consent waiting for the owner's answer, an authorization
 # code, an access token, a refresh token.
 OAUTH_KINDS = ("consent", "code", "access", "refresh")
+# The steps of one endpoint's authorization flows kept for its owner to watch: the newest.
+OAUTH_EVENTS_KEPT = 200
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,18 @@ class ProgressStore(Protocol):
         ...
 
     def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None: ...
+
+    def any_oauth_grant(self, key_hash: str) -> OAuthGrant | None:
+        """The grant by its hash, used or expired too (to tell whose a refused secret was)."""
+        ...
+
+    def add_oauth_event(self, endpoint_id: str, data: str) -> None:
+        """One step of an endpoint's authorization flows (JSON); the oldest beyond OAUTH_EVENTS_KEPT go."""
+        ...
+
+    def oauth_events(self, endpoint_id: str, after: int = 0) -> list[tuple[int, float, str]]:
+        """The endpoint's steps numbered above `after`, oldest first: (number, time, JSON)."""
+        ...
 
     # The learner's own server.py.
     def save_server_file(self, learner_id: str, source: str) -> ServerFile:

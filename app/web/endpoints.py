@@ -21,6 +21,7 @@ from app.progress.store import EndpointInfo
 from app.relay.httpwire import HttpListener
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
+from app.web import oauth_log
 from app.web.client import site_url
 from app.web.errors import error_body
 from app.web.learner import learner_id
@@ -173,3 +174,16 @@ async def _step_checks(
             reason = "No client has used your endpoint yet: connect one with the URL above."
         results.append({"check": name, "passed": name in passed, "reason": reason})
     return results
+
+
+@router.get("/api/endpoints/{endpoint_id}/auth")
+async def endpoint_auth(request: Request, endpoint_id: str, after: int = 0) -> JSONResponse:
+    """A protected endpoint's authorization flows, step by step (numbered above `after`), each with
+    what it means and where it is defined (app/web/oauth_log.py)."""
+    state = get_state(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    if not any(info.id == endpoint_id for info in mine):
+        return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
+    rows = await anyio.to_thread.run_sync(state.progress.oauth_events, endpoint_id, max(after, 0))
+    events = [oauth_log.event_json(*row) for row in rows]
+    return JSONResponse({"events": events, "next_after": events[-1]["seq"] if events else max(after, 0)})

@@ -79,10 +79,14 @@ async def _endpoint(request: Request, token: str) -> EndpointInfo | JSONResponse
     return info
 
 
-def _beyond_scopes(request: Request, token: str, message: Any) -> JSONResponse | None:
+async def _beyond_scopes(
+    request: Request, token: str, info: EndpointInfo, message: Any
+) -> JSONResponse | None:
     """The 403 for a message of a protected endpoint that its token's scopes do not cover."""
     scopes = getattr(request.state, "scopes", None)
-    return None if scopes is None else protected.insufficient_scope(request, token, scopes, message)
+    return (
+        None if scopes is None else await protected.insufficient_scope(request, token, info, scopes, message)
+    )
 
 
 def _listener(request: Request, state: AppState, info: EndpointInfo) -> HttpListener | JSONResponse:
@@ -125,7 +129,7 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
         first = text if isinstance(text, FrameError) else gate.admit(text)
         if isinstance(first, FrameError):
             return _jsonrpc_error(429 if first.code == RATE_LIMITED else 400, first), None, None
-        if (refusal := _beyond_scopes(request, token, first.message)) is not None:
+        if (refusal := await _beyond_scopes(request, token, info, first.message)) is not None:
             return refusal, None, first.message
         version = modern_version(first.message)
         if version is not None:
@@ -145,7 +149,7 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
         if isinstance(text, str):
             listener.session.transcript.add_relay_error(text[:2000], result.reply())
         return _jsonrpc_error(429 if result.code == RATE_LIMITED else 400, result), listener, None
-    if (refusal := _beyond_scopes(request, token, result.message)) is not None:
+    if (refusal := await _beyond_scopes(request, token, info, result.message)) is not None:
         return refusal, listener, result.message
     if "method" not in result.message or "id" not in result.message:
         await _send(listener, result)  # a notification, or a response to the server's own request

@@ -37,9 +37,10 @@ from mcp.server.auth.routes import build_metadata, create_auth_routes
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
+from app.web import oauth_log
 from app.web.client import site_url
 from app.web.endpoints import token_hash
 from app.web.guard import CONTENT_SECURITY_POLICY
@@ -120,6 +121,11 @@ class Provider:
         grant = OAuthGrant(secret_hash(consent), "consent", client.client_id, info.id, json.dumps(data),
                            time.time() + CONSENT_LIFETIME_S)  # fmt: skip
         await self._call(self.store.add_oauth_grant, grant)
+        await oauth_log.record(self.store, info.id, "authorize", "GET /authorize", 302, client_id=client.client_id,
+                               client_name=client.client_name, registered_at=client.client_id_issued_at,
+                               auth_method=client.token_endpoint_auth_method, scopes=scopes,
+                               redirect_uri=str(params.redirect_uri), state=params.state is not None,
+                               code_challenge_method="S256")  # fmt: skip
         return CONSENT_PATH + consent
 
     async def protected_endpoint(self, resource: str) -> EndpointInfo | None:
@@ -152,8 +158,17 @@ class Provider:
         grant = await self._call(self.store.use_oauth_grant, secret_hash(authorization_code.code), "code")
         if grant is None:  # used already (only one exchange ever gets it), or gone meanwhile
             raise TokenError("invalid_grant", "The code was used already or has expired.")
-        return await self._issue(grant.client_id, grant.endpoint_id, authorization_code.scopes,
-                                 authorization_code.resource)  # fmt: skip
+        tokens = await self._issue(grant.client_id, grant.endpoint_id, authorization_code.scopes,
+                                   authorization_code.resource)  # fmt: skip
+        await self._issued(grant, "token", tokens, code=oauth_log.masked(authorization_code.code))
+        return tokens
+
+    async def _issued(self, grant: OAuthGrant, step: str, tokens: OAuthToken, **detail: Any) -> None:
+        assert grant.endpoint_id is not None
+        await oauth_log.record(self.store, grant.endpoint_id, step, "POST /token", 200, client_id=grant.client_id,
+                               scope=tokens.scope, expires_in=tokens.expires_in,
+                               access_token=oauth_log.masked(tokens.access_token),
+                               refresh_token=oauth_log.masked(tokens.refresh_token), **detail)  # fmt: skip
 
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
@@ -173,7 +188,9 @@ class Provider:
         if grant is None:
             raise TokenError("invalid_grant", "The refresh token was used already or has expired.")
         await self._call(self.store.revoke_oauth_grants, [json.loads(grant.data)["access"]])  # rotated
-        return await self._issue(grant.client_id, grant.endpoint_id, scopes, refresh_token.resource)
+        tokens = await self._issue(grant.client_id, grant.endpoint_id, scopes, refresh_token.resource)
+        await self._issued(grant, "refresh", tokens, presented=oauth_log.masked(refresh_token.token))
+        return tokens
 
     async def _issue(
         self, client_id: str, endpoint_id: str | None, scopes: list[str], resource: str | None
@@ -214,6 +231,9 @@ class Provider:
             return
         other = json.loads(grant.data)["refresh" if kind == "access" else "access"]
         await self._call(self.store.revoke_oauth_grants, [grant.key_hash, other])
+        if grant.endpoint_id is not None:
+            await oauth_log.record(self.store, grant.endpoint_id, "revoke", "POST /revoke", 200, kind=kind,
+                                   presented=oauth_log.masked(token.token))  # fmt: skip
 
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: Any
@@ -234,7 +254,11 @@ def client_routes(store: ProgressStore) -> list[BaseRoute]:
         ),
         revocation_options=RevocationOptions(enabled=True),
     )
-    return [route for route in routes if getattr(route, "path", None) != METADATA_PATH]
+    kept: list[BaseRoute] = [route for route in routes if getattr(route, "path", None) != METADATA_PATH]
+    for route in kept:
+        if isinstance(route, Route) and route.path == "/token":  # its refusals are steps to watch too
+            route.app = oauth_log.TokenWatch(route.app, store, secret_hash)
+    return kept
 
 
 @router.get(METADATA_PATH)
@@ -304,6 +328,9 @@ async def consent_answer(request: Request, consent: str, answer: str = Form(""))
     if await anyio.to_thread.run_sync(state.progress.use_oauth_grant, grant.key_hash, "consent") is None:
         return await consent_page(request, consent)  # answered meanwhile, in another tab
     issuer = site_url(request)
+    await oauth_log.record(state.progress, info.id, "consent", f"POST {CONSENT_PATH}…", 303,
+                           answer="allow" if answer == "allow" else "deny", client_id=grant.client_id,
+                           redirect_uri=data["redirect_uri"], iss=issuer)  # fmt: skip
     if answer != "allow":
         target = construct_redirect_uri(data["redirect_uri"], error="access_denied",
                                         error_description="The endpoint's owner denied the request.",

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from app.progress.store import EndpointInfo
+from app.web import oauth_log
 from app.web.client import site_url
 from app.web.errors import error_body
 from app.web.oauth import READ_SCOPE, SCOPES, TOOLS_SCOPE, Provider
@@ -52,28 +53,39 @@ async def token_scopes(request: Request, token: str, info: EndpointInfo) -> set[
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented.strip():
         message = "This endpoint is protected: send an access token (Authorization: Bearer ...)."
-        return _unauthorized(request, token, message, None)
+        return await _unauthorized(request, token, info, message, None, None)
     access = await Provider(get_state(request).progress).load_access_token(presented.strip())
     # A token opens only the endpoint it was issued for (RFC 8707's audience): another's is unknown here.
     if access is None or access.subject != info.id:
-        return _unauthorized(
-            request, token, "The access token is not valid for this endpoint.", "invalid_token"
-        )
+        message = "The access token is not valid for this endpoint."
+        return await _unauthorized(request, token, info, message, "invalid_token", presented.strip())
     return set(access.scopes)
 
 
-def _unauthorized(request: Request, token: str, message: str, error: str | None) -> JSONResponse:
+async def _unauthorized(request: Request, token: str, info: EndpointInfo, message: str, error: str | None,
+                        presented: str | None) -> JSONResponse:  # fmt: skip
     challenge = _challenge(request, token, error, message if error else None)
+    await oauth_log.record(get_state(request).progress, info.id, "challenge", f"{request.method} /mcp/…", 401,
+                           presented=oauth_log.masked(presented), www_authenticate=_masked(challenge, token))  # fmt: skip
     return JSONResponse(error_body(401, message), status_code=401, headers={"WWW-Authenticate": challenge})
 
 
-def insufficient_scope(request: Request, token: str, scopes: set[str], message: Any) -> JSONResponse | None:
+def _masked(challenge: str, token: str) -> str:
+    """A challenge as the owner sees it: the endpoint's token (its URL's secret) masked."""
+    return challenge.replace(token, oauth_log.masked(token) or "")
+
+
+async def insufficient_scope(request: Request, token: str, info: EndpointInfo, scopes: set[str],
+                             message: Any) -> JSONResponse | None:  # fmt: skip
     """The 403 for a message its token's scopes do not cover (None when they do)."""
     needed = scope_needed(message)
     if needed in scopes:
         return None
     text = f"This request needs the {needed} scope, which the access token does not have."
     challenge = _challenge(request, token, "insufficient_scope", text, " ".join(sorted(scopes | {needed})))
+    method = message.get("method") if isinstance(message, dict) else None
+    await oauth_log.record(get_state(request).progress, info.id, "insufficient_scope", "POST /mcp/…", 403,
+                           method=method, had=sorted(scopes), www_authenticate=_masked(challenge, token))  # fmt: skip
     return JSONResponse(error_body(403, text), status_code=403, headers={"WWW-Authenticate": challenge})
 
 
@@ -84,6 +96,8 @@ async def resource_metadata(request: Request, token: str) -> JSONResponse:
     cors = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
     if info is None:
         return JSONResponse(error_body(404, "No such protected endpoint."), status_code=404, headers=cors)
+    await oauth_log.record(get_state(request).progress, info.id, "resource_metadata",
+                           f"GET {PRM_PREFIX}/mcp/…", 200)  # fmt: skip
     return JSONResponse({
         "resource": f"{site_url(request)}/mcp/{token}",
         "authorization_servers": [site_url(request)],

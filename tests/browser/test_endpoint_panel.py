@@ -77,14 +77,24 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
                                "resource": url, "scope": "mcp:read"})  # fmt: skip
     second_page.goto(f"/authorize?{query}")  # another browser: not the owner
     expect(second_page.get_by_role("alert")).to_contain_text("Only the owner")
-    page.goto(f"/authorize?{query}")
-    expect(page.get_by_text("Walker")).to_be_visible()
+    owner = page.context.new_page()  # the owner's browser, a new tab: the panel stays open in the first
+    owner.goto(f"/authorize?{query}")
+    expect(owner.get_by_text("Walker")).to_be_visible()
     # The answer's redirect leaves the site: the page's form-action policy must let it go to the client.
-    with page.expect_request(lambda request: request.url.startswith(REDIRECT)) as went:
-        page.get_by_role("button", name="Allow").click()
+    with owner.expect_request(lambda request: request.url.startswith(REDIRECT)) as went:
+        owner.get_by_role("button", name="Allow").click()
+    owner.close()
     back = parse_qs(urlsplit(went.value.url).query)
     assert back["state"] == ["walk"] and back["iss"] == [browser_app.base] and back["code"]
     token = httpx.post(browser_app.base + "/token", data={"grant_type": "authorization_code", "code": back["code"][0],
                        "redirect_uri": REDIRECT, "client_id": client["client_id"], "code_verifier": verifier},
                        timeout=30)  # fmt: skip
     assert token.status_code == 200 and token.json()["scope"] == "mcp:read"
+    # The panel shows the dance as it happened, each step explained and sourced.
+    steps = panel.locator("[data-endpoint-flow] li")
+    expect(steps).to_have_count(5)  # the ping's 401, both browsers' requests, the consent, the token
+    kinds = [item.get_attribute("data-step") for item in steps.all()]
+    assert kinds == ["challenge", "authorize", "authorize", "consent", "token"], kinds
+    expect(steps.first).to_contain_text("401 Unauthorized")
+    expect(steps.last).to_contain_text("RFC 7636")
+    assert token.json()["access_token"] not in panel.inner_text()

@@ -18,6 +18,7 @@ from app.progress.store import (
     JOIN_CODE_LENGTH,
     MAX_CLASS_NUMBER,
     MAX_PENDING_JOINS,
+    OAUTH_EVENTS_KEPT,
     OAuthGrant,
     ProgressError,
 )
@@ -424,3 +425,16 @@ def test_a_protected_endpoint_and_its_grants_are_kept_by_hash_used_once_and_revo
     assert store.oauth_grant("token-hash", "access") is None
     with pytest.raises(ProgressError):
         store.add_oauth_grant(OAuthGrant("x", "password", "client-1", None, "{}", now + 60))
+
+
+def test_an_endpoints_flow_steps_are_kept_in_order_the_newest_only(store) -> None:  # noqa: ANN001
+    info = store.create_endpoint(ADA, "demo-orders", "hash-events", 3600, auth="oauth")
+    for n in range(OAUTH_EVENTS_KEPT + 5):
+        store.add_oauth_event(info.id, f'{{"n": {n}}}')
+    events = store.oauth_events(info.id)
+    assert len(events) == OAUTH_EVENTS_KEPT and events[0][2] == '{"n": 5}' and events[-1][2].endswith(" 204}")
+    assert store.oauth_events(info.id, after=events[-2][0]) == [events[-1]]
+    assert store.oauth_events("another") == []
+    store.add_oauth_grant(OAuthGrant("used", "code", "c", info.id, "{}", time.time() + 60))
+    store.use_oauth_grant("used", "code")
+    assert store.oauth_grant("used", "code") is None and store.any_oauth_grant("used").endpoint_id == info.id

@@ -5,6 +5,7 @@ is checked from the attacker's side."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
@@ -67,6 +68,26 @@ async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(a
     assert storage.client is not None and storage.client.client_id  # registered dynamically (RFC 7591)
     assert "Test client" in owner.pages[0] and "mcp:read" in owner.pages[0]
     assert all(parse_qs(urlsplit(r).query)["iss"] == [app.base] for r in owner.redirects)  # RFC 9207
+    # The owner watches the dance, step by step, each explained, with no secret in it.
+    watched = flow(app, endpoint)
+    steps = [event["step"] for event in watched]
+    assert steps[:5] == ["challenge", "resource_metadata", "authorize", "consent", "token"], steps
+    assert steps[5:] == ["insufficient_scope", "authorize", "consent", "token"], steps
+    assert all(event["title"] and event["meaning"] and event["reference"] for event in watched)
+    assert watched[5]["detail"]["method"] == "tools/call" and watched[5]["status"] == 403
+    assert watched[2]["detail"]["client_name"] == "Test client" and watched[2]["detail"]["scopes"] == [
+        "mcp:read"
+    ]
+    text = json.dumps(watched)
+    assert storage.tokens.access_token not in text and storage.tokens.refresh_token not in text
+    assert endpoint["url"].rsplit("/", 1)[1] not in text  # nor the endpoint's own token
+
+
+def flow(app: AppProcess, endpoint: dict, owner: str = "owner") -> list[dict]:
+    with app.client(cookies={COOKIE: app.learner_cookie(owner)}) as page:
+        answer = page.get(f"/api/endpoints/{endpoint['id']}/auth")
+    assert answer.status_code == 200, answer.text
+    return answer.json()["events"]
 
 
 def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: AppProcess) -> None:
@@ -102,6 +123,8 @@ def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app
     code = code_for(app, endpoint, client, challenge)
     wrong = token_request(app, client, code, pkce()[0])
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    refused = flow(app, endpoint)[-1]
+    assert refused["step"] == "token_refused" and refused["detail"]["error"] == "invalid_grant"
     good = token_request(app, client, code, verifier)
     assert good.status_code == 200, good.text
     assert token_request(app, client, code, verifier).json()["error"] == "invalid_grant"  # single use
@@ -134,6 +157,8 @@ def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: A
         assert refused.status_code == 403 and COOKIE not in refused.cookies
     code = code_for(app, endpoint, client, challenge)
     access = token_request(app, client, code, verifier).json()["access_token"]
+    with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as stranger:
+        assert stranger.get(f"/api/endpoints/{endpoint['id']}/auth").status_code == 404  # not theirs to watch
     other = protected_endpoint(app, "someone else")
     elsewhere = httpx.post(
         other["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {access}"}, timeout=30

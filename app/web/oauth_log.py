@@ -1,0 +1,161 @@
+"""Watching the dance: every step of a protected endpoint's authorization flows, recorded for its owner
+(`GET /api/endpoints/{id}/auth`, shown by the endpoint panel), each with what it means and the section
+of the MCP specification (2025-11-25, basic/authorization) or the RFC that defines it.
+
+No secret is recorded: codes and tokens appear as their first four characters. Steps are kept in the
+progress store (the newest OAUTH_EVENTS_KEPT of an endpoint), so a flow that crosses replicas shows
+whole.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.progress.store import ProgressStore
+
+log = logging.getLogger(__name__)
+AUTHZ = "MCP 2025-11-25 authorization"
+
+# A step's kind: its title, what it means, and where that is defined.
+STEPS: dict[str, tuple[str, str, str]] = {
+    "challenge": (
+        "401 Unauthorized: no valid access token",
+        "The endpoint refused the request and named, in WWW-Authenticate, where its Protected Resource "
+        "Metadata is and the scope to ask for. A client that speaks MCP authorization starts discovery here.",
+        f"{AUTHZ} §Protected Resource Metadata Discovery Requirements; RFC 9728 §5.1",
+    ),
+    "resource_metadata": (
+        "Protected Resource Metadata read",
+        "The client learned which authorization server issues tokens for this endpoint, and its scopes. "
+        "Next it reads that server's own metadata (/.well-known/oauth-authorization-server).",
+        f"{AUTHZ} §Authorization Server Location; RFC 9728 §3",
+    ),
+    "authorize": (
+        "Authorization request",
+        "The client sent your browser to the authorization server with a PKCE challenge (S256), the "
+        "endpoint as its resource, the scopes and a state. The server keeps the challenge and asks you.",
+        f"{AUTHZ} §Authorization Flow Steps, §Resource Parameter Implementation; RFC 7636 §4.3; RFC 8707 §2",
+    ),
+    "consent": (
+        "Your answer",
+        "Allowed: your browser went back to the client's redirect URI with a one-time code, the state "
+        "and the issuer (iss). Denied: with error=access_denied, and no code.",
+        "RFC 6749 §4.1.2; RFC 9207 §2",
+    ),
+    "token": (
+        "Code exchanged for tokens",
+        "The client sent the code with its PKCE verifier; the server checked that the verifier hashes to "
+        "the challenge and that the code was never used. The access token opens this endpoint alone.",
+        f"{AUTHZ} §Token Handling; RFC 6749 §4.1.3; RFC 7636 §4.6",
+    ),
+    "token_refused": (
+        "Token request refused",
+        "The authorization server refused to issue tokens: a wrong PKCE verifier, a code used twice or "
+        "expired, or a refresh token that was already rotated.",
+        "RFC 6749 §5.2; RFC 7636 §4.6",
+    ),
+    "refresh": (
+        "Tokens refreshed",
+        "The client traded its refresh token for a new pair; the old pair stops working. For a public "
+        "client the authorization server must rotate refresh tokens so.",
+        f"{AUTHZ} §Token Theft; RFC 6749 §6; OAuth 2.1 draft 13 §4.3.1",
+    ),
+    "insufficient_scope": (
+        "403 Forbidden: a scope is missing",
+        "The token is valid but its scopes do not cover this request (calling a tool needs mcp:tools). "
+        "WWW-Authenticate names the scopes needed; the client may ask you again for more (step-up).",
+        f"{AUTHZ} §Runtime Insufficient Scope Errors, §Step-Up Authorization Flow; RFC 6750 §3.1",
+    ),
+    "revoke": (
+        "Token revoked",
+        "The client said it no longer needs a token; it and its pair stop working at once.",
+        "RFC 7009 §2",
+    ),
+}
+
+
+def masked(secret: str | None) -> str | None:
+    return None if not secret else secret[:4] + "…"
+
+
+async def record(store: ProgressStore, endpoint_id: str, step: str, request: str, status: int | None,
+                 **detail: Any) -> None:  # fmt: skip
+    """Add one step to the endpoint's flow (a failure to record is logged, never the request's)."""
+    data = json.dumps({"step": step, "request": request, "status": status, "detail": detail})
+    try:
+        await anyio.to_thread.run_sync(store.add_oauth_event, endpoint_id, data)
+    except Exception:
+        log.exception("could not record an authorization step of endpoint %s", endpoint_id)
+
+
+def event_json(number: int, at: float, data: str) -> dict[str, Any]:
+    event = json.loads(data)
+    title, meaning, reference = STEPS.get(event["step"], (event["step"], "", ""))
+    return {"seq": number, "at": at, **event, "title": title, "meaning": meaning, "reference": reference}
+
+
+class TokenWatch:
+    """Around the SDK's `/token` route: a refused token request is recorded on the endpoint whose code
+    or refresh token it presented (a successful one is recorded by the provider as it issues)."""
+
+    def __init__(self, app: ASGIApp, store: ProgressStore, secret_hash: Any) -> None:
+        self.app = app
+        self.store = store
+        self.secret_hash = secret_hash
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:  # the guard has bounded the body already
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        status = 0
+        answer: list[bytes] = []
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                answer.append(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, replay, watch)
+        if status >= 400:
+            await self._refused(body, status, b"".join(answer))
+
+    async def _refused(self, body: bytes, status: int, answer: bytes) -> None:
+        form = {key: values[0] for key, values in parse_qs(body.decode("utf-8", errors="replace")).items()}
+        secret = form.get("code") or form.get("refresh_token")
+        if not secret:
+            return
+        grant = await anyio.to_thread.run_sync(self.store.any_oauth_grant, self.secret_hash(secret))
+        if grant is None or grant.endpoint_id is None:
+            return
+        try:
+            error = json.loads(answer)
+        except ValueError:
+            error = {}
+        await record(self.store, grant.endpoint_id, "token_refused", "POST /token", status,
+                     grant_type=form.get("grant_type"), presented=masked(secret), error=error.get("error"),
+                     error_description=error.get("error_description"))  # fmt: skip
