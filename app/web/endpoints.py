@@ -153,19 +153,32 @@ async def endpoint_traffic(
                     exchanges=[x.to_json() for x in transcript.exchanges_after(max(exchanges_after, 0))])  # fmt: skip
     lesson_step = state.catalog.step(step) if step else None
     if lesson_step is not None and lesson_step.endpoint is not None:
-        body["checks"] = await _step_checks(state, learner, lesson_step, chosen)
+        body["checks"] = await _step_checks(state, learner, lesson_step, chosen, endpoint_id)
     return JSONResponse(body)
 
 
 async def _step_checks(
-    state: AppState, learner: str, step: Step, chosen: HttpListener | None
+    state: AppState, learner: str, step: Step, chosen: HttpListener | None, endpoint_id: str
 ) -> list[dict[str, Any]]:
-    """The step's checks on the chosen session; a check passed once stays passed (it is progress)."""
+    """The step's checks on the chosen session, or on the endpoint's authorization flows (the checks
+    that read those); a check passed once stays passed (it is progress)."""
     passed = (await anyio.to_thread.run_sync(state.progress.learner, learner)).checks_passed(step.slug)
+    flow: list[str] | None = None
     results = []
     for name in step.checks:
+        check = checks.REGISTRY[name]
+        if check.reads == checks.AUTHORIZATION:
+            if flow is None:
+                rows = await anyio.to_thread.run_sync(state.progress.oauth_events, endpoint_id, 0)
+                flow = [oauth_log.event_json(*row)["step"] for row in rows]
+            result = check.run(flow)
+            if result.passed and name not in passed:
+                await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
+                passed = passed | {name}
+            results.append({"check": name, "passed": name in passed, "reason": result.reason})
+            continue
         if chosen is not None:
-            result = checks.REGISTRY[name].run(chosen.session.transcript)
+            result = check.run(chosen.session.transcript)
             if result.passed and name not in passed:
                 await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
                 passed = passed | {name}

@@ -14,7 +14,8 @@ from tests.course.checkhelp import init, init_result, run, transcript
 def test_every_check_has_a_goal_and_a_reason_on_an_empty_transcript() -> None:
     for name, check in checks.REGISTRY.items():
         assert check.goal.strip()
-        result = check.run(Transcript(server="demo-orders"))
+        empty = Transcript(server="demo-orders") if check.reads == checks.TRANSCRIPT else []
+        result = check.run(empty)
         assert result.name == name and not result.passed and result.reason
 
 
@@ -28,7 +29,11 @@ def test_a_steps_checks_run_in_the_lessons_order() -> None:
 
 # These two pass on exactly such lines: that is what they look for.
 @pytest.mark.parametrize(
-    "name", sorted(set(checks.REGISTRY) - {"garbled-line-seen", "relay-refused-bad-input"})
+    "name",
+    sorted(
+        {name for name, check in checks.REGISTRY.items() if check.reads == checks.TRANSCRIPT}
+        - {"garbled-line-seen", "relay-refused-bad-input"}
+    ),
 )
 def test_lines_that_are_not_messages_do_not_break_a_check(name: str) -> None:
     # What the relay records of them: a refused frame as a relay entry with its error reply, and a

@@ -28,14 +28,23 @@ class CheckResult:
     reason: str
 
 
+# What a check reads: a session's transcript, or the steps of a protected endpoint's authorization
+# flows (their kinds in order, as the endpoint panel records them: "challenge", "resource_metadata",
+# "authorize", "consent", "token", "token_refused", "refresh", "insufficient_scope", "revoke").
+TRANSCRIPT = "transcript"
+AUTHORIZATION = "authorization"
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
     goal: str  # what the learner should do: the checklist item on the step page (Markdown inline)
-    predicate: Callable[[Transcript], Outcome]
+    predicate: Callable[[Any], Outcome]
+    reads: str = TRANSCRIPT
 
-    def run(self, transcript: Transcript) -> CheckResult:
-        passed, reason = self.predicate(transcript)
+    def run(self, read: Any) -> CheckResult:
+        """The result on what the check reads (`reads`): a Transcript, or a flow's steps."""
+        passed, reason = self.predicate(read)
         return CheckResult(self.name, passed, reason)
 
 
@@ -43,12 +52,12 @@ REGISTRY: dict[str, Check] = {}
 
 
 def check(
-    name: str, goal: str
-) -> Callable[[Callable[[Transcript], Outcome]], Callable[[Transcript], Outcome]]:
-    def register(predicate: Callable[[Transcript], Outcome]) -> Callable[[Transcript], Outcome]:
+    name: str, goal: str, reads: str = TRANSCRIPT
+) -> Callable[[Callable[[Any], Outcome]], Callable[[Any], Outcome]]:
+    def register(predicate: Callable[[Any], Outcome]) -> Callable[[Any], Outcome]:
         if name in REGISTRY:
             raise ValueError(f"two hands-on checks are named {name!r}")
-        REGISTRY[name] = Check(name, goal, predicate)
+        REGISTRY[name] = Check(name, goal, predicate, reads)
         return predicate
 
     return register
@@ -93,6 +102,8 @@ class StepChecker:
             if ran and time.perf_counter() - began > self.budget_s:
                 self._resume = index
                 return changed, False
+            if REGISTRY[name].reads != TRANSCRIPT:  # read by the endpoint panel, never by a console
+                continue
             result = REGISTRY[name].run(transcript)
             ran += 1
             if result.passed:
@@ -247,6 +258,7 @@ def no_initialize_reason(t: Transcript) -> str:
 
 # Importing the lesson modules registers their checks.
 from app.course.checks import (  # noqa: E402
+    authorization,
     changes,
     client_features,
     elicitation,
@@ -265,12 +277,15 @@ from app.course.checks import (  # noqa: E402
 )
 
 __all__ = [
+    "AUTHORIZATION",
     "REGISTRY",
+    "TRANSCRIPT",
     "Check",
     "CheckResult",
     "Exchange",
     "Outcome",
     "StepChecker",
+    "authorization",
     "changes",
     "check",
     "client_features",
