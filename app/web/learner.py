@@ -53,8 +53,8 @@ ANONYMOUS_PATHS = (
     "/favicon",
 )
 # Actions that make no learner identity: they sign someone in or switch who the visitor is, each with a
-# cookie of its own.
-OWN_COOKIE_PATHS = ("/access", "/instructor", "/resume")
+# cookie of its own, or act only for a visitor who has one (a consent's answer).
+OWN_COOKIE_PATHS = ("/access", "/instructor", "/resume", "/oauth/consent/")
 READING = frozenset({"GET", "HEAD", "OPTIONS"})
 # New identities per client address are counted over this window (PLAYGROUND_NEW_LEARNERS_PER_ADDRESS).
 MINT_WINDOW_S = 600.0

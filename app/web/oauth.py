@@ -41,9 +41,10 @@ from starlette.routing import BaseRoute, Route
 
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
 from app.web import oauth_log
-from app.web.client import site_url
+from app.web.client import is_https, site_url
 from app.web.endpoints import token_hash
 from app.web.guard import CONTENT_SECURITY_POLICY
+from app.web.guesses import wrong
 from app.web.learner import has_identity, learner_id
 from app.web.state import get_state
 from app.web.templating import page
@@ -302,9 +303,7 @@ async def consent_page(request: Request, consent: str) -> Response:
                           "from your client.")  # fmt: skip
     grant, data, info = found
     if not _owner(request, info):
-        return page(request, "oauth_consent.html", status=403, title="Authorization request",
-                    error="Only the owner of this endpoint can allow a client to use it. Open this page in "
-                          "the browser you made the endpoint in.")  # fmt: skip
+        return _not_owner(request, consent)
     shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
                  client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
                  client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
@@ -341,6 +340,34 @@ async def consent_answer(request: Request, consent: str, answer: str = Form(""))
         secret_hash(code), "code", grant.client_id, info.id, grant.data, time.time() + CODE_LIFETIME_S))  # fmt: skip
     target = construct_redirect_uri(data["redirect_uri"], code=code, state=data["state"], iss=issuer)
     return RedirectResponse(target, status_code=303)
+
+
+def _not_owner(request: Request, consent: str, error: str | None = None, status: int = 403) -> Response:
+    """A visitor who is not the owner: refused, with a way in for the owner in another browser (a
+    client opens the system's browser, which may not be the one the endpoint was made in)."""
+    return page(request, "oauth_consent.html", status=status, title="Authorization request", consent=consent,
+                error=error or "Only the owner of this endpoint can allow a client to use it.",
+                resume=True)  # fmt: skip
+
+
+@router.post(CONSENT_PATH + "{consent}/resume")
+async def consent_resume(request: Request, consent: str, code: str = Form("")) -> Response:
+    """The owner in a browser without their cookie: their resume code makes this browser theirs
+    (as /resume does), and the consent page opens. Any other code is refused and counted."""
+    state = get_state(request)
+    found = await _consent(request, consent)
+    if found is None:
+        return await consent_page(request, consent)
+    info = found[2]
+    learner = await anyio.to_thread.run_sync(state.progress.learner_for_resume_code, code)
+    if learner != info.learner_id:
+        if (refusal := wrong(request, "resume")) is not None:
+            return refusal
+        return _not_owner(request, consent, "That is not the resume code of this endpoint's owner.")
+    response = RedirectResponse(CONSENT_PATH + consent, status_code=303)
+    assert state.identity is not None  # the app has started
+    response.headers.append("set-cookie", state.identity.cookie(learner, secure=is_https(request.scope)))
+    return response
 
 
 async def _client_name(request: Request, client_id: str) -> str | None:

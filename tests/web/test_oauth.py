@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import httpx2
 import pytest
+from bs4 import BeautifulSoup
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -231,3 +232,34 @@ def test_refresh_rotates_and_revoking_ends_both_tokens(app: AppProcess) -> None:
     after = httpx.post(endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {new['access_token']}"},
                        timeout=30)  # fmt: skip
     assert after.status_code == 401
+
+
+def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume_code(
+    app: AppProcess,
+) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    verifier, challenge = pkce()
+    asked = httpx.get(authorize_url(app, client, endpoint, challenge), timeout=30)
+    consent = app.base + asked.headers["location"]
+    with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as owner:
+        code = (
+            BeautifulSoup(owner.get("/resume").text, "html.parser")
+            .select_one("[data-resume-code]")
+            .get_text()
+        )
+    with app.client() as system_browser:  # the browser a client opened: no cookie of this site
+        refused = system_browser.get(consent)
+        assert refused.status_code == 403 and "resume code" in refused.text
+        wrong = system_browser.post(consent + "/resume", data={"code": "WRONGCODE"})
+        assert wrong.status_code == 403 and COOKIE not in system_browser.cookies  # no identity made
+        with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as other:
+            theirs = BeautifulSoup(other.get("/resume").text, "html.parser").select_one("[data-resume-code]")
+        not_owner = system_browser.post(consent + "/resume", data={"code": theirs.get_text()})
+        assert (
+            not_owner.status_code == 403 and COOKIE not in system_browser.cookies
+        )  # a code, but not the owner's
+        switched = system_browser.post(consent + "/resume", data={"code": code})
+        assert switched.status_code == 303 and switched.headers["location"] == urlsplit(consent).path
+        assert system_browser.get(consent).status_code == 200
+        answered = system_browser.post(consent, data={"answer": "allow"})
+    assert answered.status_code == 303 and "code=" in answered.headers["location"]
