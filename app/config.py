@@ -327,6 +327,27 @@ class Settings(BaseSettings):
     reply_timeout_s: float = Field(
         10.0, description="After this long without a reply, the console says the request is still waiting."
     )
+    client_documents_private: bool | None = Field(
+        None,
+        description=(
+            "Whether the authorization server fetches a client ID metadata document from a loopback, "
+            "private or link-local address. Default: yes when serving on loopback (a client on this "
+            "machine), never in hosting mode."
+        ),
+    )
+    client_documents_ca_file: Path | None = Field(
+        None,
+        description=(
+            "A PEM file of certificate authorities trusted, besides the system's, for client ID metadata "
+            "documents (a classroom's own HTTPS server)."
+        ),
+    )
+
+    @property
+    def client_documents_from_private(self) -> bool:
+        if self.client_documents_private is not None:
+            return self.client_documents_private
+        return not self.hosting
 
     @property
     def host_names(self) -> frozenset[str] | None:

@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     app.include_router(mcp_http.router)
     app.include_router(oauth.router)
     app.include_router(protected.router)
-    app.router.routes.extend(oauth.client_routes(state.progress))  # the SDK's, for OAuth clients
+    app.router.routes.extend(oauth.client_routes(state.progress, settings))  # the SDK's, for OAuth clients
     app.include_router(workspace.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)

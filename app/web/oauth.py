@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import time
 from typing import Any
@@ -39,9 +40,11 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl
 from starlette.routing import BaseRoute, Route
 
+from app.config import Settings
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
 from app.web import oauth_log
 from app.web.client import is_https, site_url
+from app.web.client_documents import ClientDocuments, DocumentError, is_document_url
 from app.web.endpoints import token_hash
 from app.web.guard import CONTENT_SECURITY_POLICY
 from app.web.guesses import wrong
@@ -65,6 +68,7 @@ METADATA_PATH = "/.well-known/oauth-authorization-server"
 CONSENT_PATH = "/oauth/consent/"
 
 router = APIRouter()
+log = logging.getLogger(__name__)
 
 
 def secret_hash(secret: str) -> str:
@@ -84,8 +88,9 @@ def endpoint_token(resource: str) -> str | None:
 class Provider:
     """The SDK's `OAuthAuthorizationServerProvider`, over the progress store."""
 
-    def __init__(self, store: ProgressStore) -> None:
+    def __init__(self, store: ProgressStore, documents: ClientDocuments | None = None) -> None:
         self.store = store
+        self.documents = documents  # clients by metadata document (the routes' provider has them)
 
     async def _call(self, function: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(function, *args)
@@ -93,6 +98,15 @@ class Provider:
     # --- clients -----------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if self.documents is not None and is_document_url(client_id):
+            try:
+                found = await self.documents.client(client_id)
+            except DocumentError as exc:
+                log.info("client %s: %s", client_id[:200], exc)
+                return None
+            # Kept beside registered clients, so that pages without the fetcher can name it.
+            await self._call(self.store.save_oauth_client, client_id, found.model_dump_json())
+            return found
         info = await self._call(self.store.oauth_client, client_id)
         return OAuthClientInformationFull.model_validate_json(info) if info else None
 
@@ -244,11 +258,13 @@ class Provider:
         )
 
 
-def client_routes(store: ProgressStore) -> list[BaseRoute]:
+def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
     """The SDK's routes for clients, over our provider. Its metadata route (whose issuer is fixed when
     made) is replaced by ours (the issuer is the site as each client reaches it)."""
+    documents = ClientDocuments(settings.client_documents_from_private, settings.client_documents_ca_file,
+                                " ".join(SCOPES))  # fmt: skip
     routes = create_auth_routes(
-        Provider(store),
+        Provider(store, documents),
         issuer_url=AnyHttpUrl("http://localhost"),  # used only by the metadata route left out below
         client_registration_options=ClientRegistrationOptions(
             enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES)
@@ -270,6 +286,7 @@ async def metadata(request: Request) -> JSONResponse:
     body = data.model_dump(mode="json", exclude_none=True)
     body["issuer"] = site_url(request)  # as the client reached it, with no trailing slash added
     body["authorization_response_iss_parameter_supported"] = True  # RFC 9207
+    body["client_id_metadata_document_supported"] = True  # app/web/client_documents.py
     return JSONResponse(body, headers={"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"})
 
 

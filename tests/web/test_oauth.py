@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -22,6 +23,7 @@ from mcp.shared.auth import (
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.https_server import https_server, make_authority
 from tests.support.oauthflow import (
     REDIRECT,
     Memory,
@@ -41,8 +43,15 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
-    with AppProcess(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50) as app:
+def authority(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The certificate authority of the clients' own HTTPS sites (their metadata documents)."""
+    return make_authority(tmp_path_factory.mktemp("authority"))
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory, authority: tuple[Path, Path]) -> Iterator[AppProcess]:
+    with AppProcess(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50,
+                    client_documents_ca_file=str(authority[0])) as app:  # fmt: skip
         yield app
 
 
@@ -263,3 +272,33 @@ def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume
         assert system_browser.get(consent).status_code == 200
         answered = system_browser.post(consent, data={"answer": "allow"})
     assert answered.status_code == 303 and "code=" in answered.headers["location"]
+
+
+async def test_a_client_named_by_its_metadata_document_is_allowed_without_registering(
+    app: AppProcess, authority: tuple[Path, Path]
+) -> None:
+    documents: dict[str, bytes] = {}
+    with https_server(
+        *authority, lambda path: (200, {}, documents[path]) if path in documents else (404, {}, b"")
+    ) as site:
+        url = site + "/playground-client.json"
+        documents["/playground-client.json"] = json.dumps(
+            {"client_id": url, "client_name": "Document client", "redirect_uris": [REDIRECT]}
+        ).encode()
+        endpoint, owner, storage = protected_endpoint(app), Owner(app), Memory()
+        auth = OAuthClientProvider(
+            endpoint["url"],
+            OAuthClientMetadata(client_name="Document client", redirect_uris=[REDIRECT]),  # type: ignore[list-item]
+            storage, owner.redirect_handler, owner.callback_handler, client_metadata_url=url,
+        )  # fmt: skip
+        async with (
+            httpx2.AsyncClient(auth=auth, timeout=30) as http,
+            streamable_http_client(endpoint["url"], http_client=http) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+    assert storage.client is not None and storage.client.client_id == url  # its URL is its id: no /register
+    assert "127.0.0.1" in owner.pages[0] and "Document client" in owner.pages[0]
+    asm = httpx.get(app.base + "/.well-known/oauth-authorization-server", timeout=30).json()
+    assert asm["client_id_metadata_document_supported"] is True

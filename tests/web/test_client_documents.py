@@ -1,0 +1,131 @@
+"""Client ID metadata documents, fetched as the authorization server fetches them, from a real local
+HTTPS server: the document is read and kept as its headers say, and every SSRF rule holds from the
+attacker's side (a private address in hosting mode, a redirect, a mismatched client_id, too big, not
+https)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings
+from app.web.client_documents import MAX_BYTES, ClientDocuments, DocumentError, is_document_url
+from tests.support.https_server import Answer, https_server, make_authority
+
+SCOPES = "mcp:read mcp:tools"
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+@pytest.fixture(scope="module")
+def authority(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_authority(tmp_path_factory.mktemp("authority"))
+
+
+@pytest.fixture
+def site(authority: tuple[Path, Path]) -> Iterator[tuple[str, dict[str, Answer], list[str]]]:
+    """The client's own site: answers by path (set by the test), and every path asked for."""
+    answers: dict[str, Answer] = {}
+    asked: list[str] = []
+
+    def answer(path: str) -> Answer:
+        asked.append(path)
+        return answers.get(path, (404, {}, b"{}"))
+
+    with https_server(*authority, answer) as base:
+        yield base, answers, asked
+
+
+def document(url: str, **extra: object) -> bytes:
+    return json.dumps(
+        {"client_id": url, "client_name": "Doc client", "redirect_uris": [REDIRECT], **extra}
+    ).encode()
+
+
+def fetcher(authority: tuple[Path, Path], allow_private: bool = True) -> ClientDocuments:
+    return ClientDocuments(allow_private, authority[0], SCOPES)
+
+
+async def test_a_document_is_read_and_kept_as_its_cache_control_says(authority, site) -> None:  # noqa: ANN001
+    base, answers, asked = site
+    url = base + "/client.json"
+    answers["/client.json"] = (200, {"Cache-Control": "max-age=60"}, document(url))
+    documents = fetcher(authority)
+    info = await documents.client(url)
+    assert info.client_id == url and info.client_name == "Doc client" and info.scope == SCOPES
+    assert [str(uri) for uri in info.redirect_uris or []] == [
+        REDIRECT
+    ] and info.token_endpoint_auth_method == "none"
+    await documents.client(url)
+    assert asked == ["/client.json"]  # kept
+    answers["/fresh.json"] = (200, {"Cache-Control": "no-store"}, document(base + "/fresh.json"))
+    await documents.client(base + "/fresh.json")
+    await documents.client(base + "/fresh.json")
+    assert asked.count("/fresh.json") == 2  # no-store: fetched every time
+
+
+@pytest.mark.parametrize(
+    ("path", "answer", "says"),
+    [
+        ("/moved.json", (302, {"Location": "https://127.0.0.1:1/x"}, b""), "redirects are not followed"),
+        ("/other.json", (200, {}, b"OTHER"), "another client_id"),
+        ("/big.json", (200, {}, b" " * (MAX_BYTES + 1)), "over 64 KiB"),
+        ("/text.json", (200, {}, b"not json"), "not JSON"),
+        ("/secret.json", (200, {}, b"SECRET"), "public clients only"),
+        ("/missing.json", (404, {}, b""), "answered 404"),
+    ],
+)
+async def test_a_bad_document_is_refused_with_its_reason(
+    authority, site, path: str, answer: Answer, says: str
+) -> None:  # noqa: ANN001
+    base, answers, _ = site
+    url = base + path
+    status, headers, body = answer
+    if body == b"OTHER":
+        body = document(base + "/someone-else.json")
+    if body == b"SECRET":
+        body = document(url, token_endpoint_auth_method="client_secret_post")
+    answers[path] = (status, headers, body)
+    with pytest.raises(DocumentError, match=says):
+        await fetcher(authority).client(url)
+
+
+async def test_in_hosting_mode_a_name_that_resolves_to_a_private_address_is_never_fetched(
+    authority, site
+) -> None:  # noqa: ANN001
+    base, answers, asked = site
+    answers["/client.json"] = (200, {}, document(base + "/client.json"))
+    for url in (base + "/client.json", base.replace("127.0.0.1", "localhost") + "/client.json"):
+        with pytest.raises(DocumentError, match="does not fetch from"):
+            await fetcher(authority, allow_private=False).client(url)
+    assert asked == []  # refused before any connection
+
+
+async def test_only_https_urls_with_a_path_are_documents(authority) -> None:  # noqa: ANN001
+    assert is_document_url("https://example.com/client.json")
+    for not_one in (
+        "http://example.com/client.json",
+        "https://example.com/",
+        "https://example.com",
+        "abc-123",
+    ):
+        assert not is_document_url(not_one)
+    with pytest.raises(DocumentError, match="https URL"):
+        await fetcher(authority).client("https://user:pw@127.0.0.1/client.json")
+
+
+async def test_an_untrusted_certificate_is_refused(tmp_path: Path, site) -> None:  # noqa: ANN001
+    base, answers, _ = site
+    answers["/client.json"] = (200, {}, document(base + "/client.json"))
+    stranger = make_authority(tmp_path)[0]  # another authority than the server's
+    with pytest.raises(DocumentError, match="could not be fetched"):
+        await ClientDocuments(True, stranger, SCOPES).client(base + "/client.json")
+
+
+def test_private_addresses_are_fetched_only_when_serving_on_loopback() -> None:
+    assert Settings().client_documents_from_private
+    assert not Settings(hosting_mode=True).client_documents_from_private
+    assert not Settings(host="0.0.0.0").client_documents_from_private
+    assert not Settings(client_documents_private=False).client_documents_from_private
