@@ -15,6 +15,7 @@ from app.sandbox.process import ProcessSource
 from app.web import (
     access,
     api,
+    consent,
     course_pages,
     endpoints,
     errors,
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     app.include_router(endpoints.router)
     app.include_router(mcp_http.router)
     app.include_router(oauth.router)
+    app.include_router(consent.router)
     app.include_router(protected.router)
     app.router.routes.extend(oauth.client_routes(state.progress, settings))  # the SDK's, for OAuth clients
     app.include_router(workspace.router)

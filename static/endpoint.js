@@ -93,6 +93,10 @@ class EndpointPanel {
     this.pairs = new Pairs();
     this.diagram = new SequenceDiagram(this.$("[data-endpoint-sequence]"));
     this.$("[data-action=make-endpoint]").addEventListener("click", () => this.make());
+    this.$("[data-client-form]")?.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.registerClient(new FormData(event.target));
+    });
     this.$("[data-action=copy-endpoint]").addEventListener("click", () =>
       navigator.clipboard?.writeText(this.endpoint?.url || ""),
     );
@@ -159,6 +163,7 @@ class EndpointPanel {
       if (slot) slot.textContent = text;
     }
     this.$("[data-endpoint-protected]").hidden = body.auth !== "oauth";
+    this.$("[data-endpoint-clients]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint]").hidden = false;
     this.$("[data-action=make-endpoint]").hidden = true;
     this.$("[data-endpoint-options]").hidden = true;
@@ -224,6 +229,32 @@ class EndpointPanel {
       this.log.relayError(frame);
       this.diagram.add({ dir: "relay", label: `${err.code} ${err.message}`, kind: "error" });
     }
+  }
+
+  /** A client registered by hand for this protected endpoint: its id (and secret), shown once. */
+  async registerClient(form) {
+    const error = this.$("[data-client-error]");
+    error.hidden = true;
+    const reply = await fetch(`/api/endpoints/${encodeURIComponent(this.endpoint.id)}/clients`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        client_name: form.get("client_name"),
+        redirect_uri: form.get("redirect_uri"),
+        confidential: form.get("confidential") === "on",
+      }),
+    }).catch(() => null);
+    const body = reply ? await reply.json().catch(() => ({})) : {};
+    if (!reply?.ok) {
+      error.textContent = body.error?.message || "The client could not be registered.";
+      error.hidden = false;
+      return;
+    }
+    const shown = { client_id: body.client_id, redirect_uris: body.redirect_uris };
+    if (body.client_secret) shown.client_secret = body.client_secret;
+    const made = this.$("[data-client-made]");
+    made.querySelector("pre").textContent = JSON.stringify(shown, null, 2);
+    made.hidden = false;
   }
 
   /** A protected endpoint's authorization flow, step by step (app/web/oauth_log.py). */

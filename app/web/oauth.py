@@ -4,8 +4,8 @@ The MCP SDK's OAuth routes do the protocol: `/authorize` (the authorization code
 required, exact redirect URIs, `state`), `/token` (codes and refresh tokens), `/register` (dynamic
 client registration, RFC 7591) and `/revoke`. This module is their provider, which keeps everything in
 the progress store (so every replica shares a flow), the RFC 8414 metadata (its issuer is this site as
-the client reached it, as an endpoint's URL is), and the consent page, where only the endpoint's owner
-may allow a client.
+the client reached it, as an endpoint's URL is), and the clients an owner registers by hand. The consent
+page, where only the endpoint's owner may allow a client, is app/web/consent.py.
 
 A grant is stored by the hash of its secret only: a consent waiting for the owner, a code (single use,
 under a minute), an access token (an hour at most, never past its endpoint's end) and a refresh token
@@ -23,8 +23,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -32,25 +32,22 @@ from mcp.server.auth.provider import (
     AuthorizeError,
     RefreshToken,
     TokenError,
-    construct_redirect_uri,
 )
 from mcp.server.auth.routes import build_metadata, create_auth_routes
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
-from pydantic import AnyHttpUrl
+from pydantic import AnyHttpUrl, BaseModel, Field
 from starlette.routing import BaseRoute, Route
 
 from app.config import Settings
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
 from app.web import oauth_log
-from app.web.client import is_https, site_url
+from app.web.client import site_url
 from app.web.client_documents import ClientDocuments, DocumentError, is_document_url
 from app.web.endpoints import token_hash
-from app.web.guard import CONTENT_SECURITY_POLICY
-from app.web.guesses import wrong
-from app.web.learner import has_identity, learner_id
+from app.web.errors import error_body
+from app.web.learner import learner_id
 from app.web.state import get_state
-from app.web.templating import page
 
 # Every protected endpoint's scopes: reading (initialize, lists, reads) and calling tools.
 READ_SCOPE = "mcp:read"
@@ -290,119 +287,69 @@ async def metadata(request: Request) -> JSONResponse:
     return JSONResponse(body, headers={"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"})
 
 
-# --- the consent page ------------------------------------------------------------------------------
+# --- clients the owner registers by hand (pre-registration) ---------------------------------------
+
+# A redirect URI's schemes that no client may use: they run or read something in the browser itself.
+REFUSED_SCHEMES = ("javascript", "data", "file", "vbscript", "blob", "about")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-async def _consent(request: Request, consent: str) -> tuple[OAuthGrant, dict[str, Any], EndpointInfo] | None:
-    state = get_state(request)
-    grant = await anyio.to_thread.run_sync(state.progress.oauth_grant, secret_hash(consent), "consent")
-    if grant is None:
-        return None
-    data = json.loads(grant.data)
-    info = await Provider(state.progress).protected_endpoint(data["resource"])
-    if info is None or info.id != grant.endpoint_id:
-        return None
-    return grant, data, info
-
-
-def _owner(request: Request, info: EndpointInfo) -> bool:
-    """Whether the visitor is the endpoint's owner (a visitor without an identity is nobody's owner,
-    and is given none here)."""
-    return has_identity(request) and learner_id(request) == info.learner_id
-
-
-@router.get(CONSENT_PATH + "{consent}", response_class=HTMLResponse)
-async def consent_page(request: Request, consent: str) -> Response:
-    found = await _consent(request, consent)
-    if found is None:
-        return page(request, "oauth_consent.html", status=404, title="Authorization request",
-                    error="This authorization request has expired or was answered already. Start again "
-                          "from your client.")  # fmt: skip
-    grant, data, info = found
-    if not _owner(request, info):
-        return _not_owner(request, consent)
-    shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
-                 client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
-                 client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
-                 endpoint=info, scopes=data["scopes"], descriptions=SCOPE_TEXT)  # fmt: skip
-    # The answer redirects to the client: a browser applies the form's CSP to that redirect too.
-    shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
-        "form-action 'self'", f"form-action 'self' {_source(data['redirect_uri'])}"
-    )
-    return shown
-
-
-@router.post(CONSENT_PATH + "{consent}")
-async def consent_answer(request: Request, consent: str, answer: str = Form("")) -> Response:
-    state = get_state(request)
-    found = await _consent(request, consent)
-    if found is None:
-        return await consent_page(request, consent)
-    grant, data, info = found
-    if not _owner(request, info):
-        return await consent_page(request, consent)
-    if await anyio.to_thread.run_sync(state.progress.use_oauth_grant, grant.key_hash, "consent") is None:
-        return await consent_page(request, consent)  # answered meanwhile, in another tab
-    issuer = site_url(request)
-    await oauth_log.record(state.progress, info.id, "consent", f"POST {CONSENT_PATH}…", 303,
-                           answer="allow" if answer == "allow" else "deny", client_id=grant.client_id,
-                           redirect_uri=data["redirect_uri"], iss=issuer)  # fmt: skip
-    if answer != "allow":
-        target = construct_redirect_uri(data["redirect_uri"], error="access_denied",
-                                        error_description="The endpoint's owner denied the request.",
-                                        state=data["state"], iss=issuer)  # fmt: skip
-        return RedirectResponse(target, status_code=303)
-    code = secrets.token_urlsafe(32)
-    await anyio.to_thread.run_sync(state.progress.add_oauth_grant, OAuthGrant(
-        secret_hash(code), "code", grant.client_id, info.id, grant.data, time.time() + CODE_LIFETIME_S))  # fmt: skip
-    target = construct_redirect_uri(data["redirect_uri"], code=code, state=data["state"], iss=issuer)
-    return RedirectResponse(target, status_code=303)
-
-
-def _not_owner(request: Request, consent: str, error: str | None = None, status: int = 403) -> Response:
-    """A visitor who is not the owner: refused, with a way in for the owner in another browser (a
-    client opens the system's browser, which may not be the one the endpoint was made in)."""
-    return page(request, "oauth_consent.html", status=status, title="Authorization request", consent=consent,
-                error=error or "Only the owner of this endpoint can allow a client to use it.",
-                resume=True)  # fmt: skip
-
-
-@router.post(CONSENT_PATH + "{consent}/resume")
-async def consent_resume(request: Request, consent: str, code: str = Form("")) -> Response:
-    """The owner in a browser without their cookie: their resume code makes this browser theirs
-    (as /resume does), and the consent page opens. Any other code is refused and counted."""
-    state = get_state(request)
-    found = await _consent(request, consent)
-    if found is None:
-        return await consent_page(request, consent)
-    info = found[2]
-    learner = await anyio.to_thread.run_sync(state.progress.learner_for_resume_code, code)
-    if learner != info.learner_id:
-        if (refusal := wrong(request, "resume")) is not None:
-            return refusal
-        return _not_owner(request, consent, "That is not the resume code of this endpoint's owner.")
-    response = RedirectResponse(CONSENT_PATH + consent, status_code=303)
-    assert state.identity is not None  # the app has started
-    response.headers.append("set-cookie", state.identity.cookie(learner, secure=is_https(request.scope)))
-    return response
-
-
-async def _client_name(request: Request, client_id: str) -> str | None:
-    info = await Provider(get_state(request).progress).get_client(client_id)
-    return info.client_name if info is not None else None
-
-
-def _source(url: str) -> str:
-    """A redirect URI as a CSP source: its origin (http and https), or its scheme (an app's own)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
-
-
-def _host(url: str) -> str:
-    """What the page names a client or a redirect by: its host (a client's own name is its to choose,
-    and proves nothing)."""
+def redirect_problem(uri: str) -> str | None:
+    """Why a redirect URI may not be registered (None when it may): https anywhere, http on loopback
+    only, or an app's own scheme (OAuth 2.1; RFC 8252 for native apps)."""
     try:
-        host = urlsplit(url).hostname
+        parts = urlsplit(uri)
     except ValueError:
-        host = None
-    return host or url[:80]
+        return "The redirect URI is not a URL."
+    if not parts.scheme or parts.scheme.lower() in REFUSED_SCHEMES or parts.fragment:
+        return "A redirect URI is https, http on loopback, or an app's own scheme, without a fragment."
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        return (
+            "A redirect URI over http must be on loopback (127.0.0.1, localhost, ::1); use https elsewhere."
+        )
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        return "The redirect URI names no host."
+    return None
+
+
+async def register_by_hand(store: ProgressStore, endpoint_id: str, name: str, redirect_uri: str,
+                           confidential: bool) -> OAuthClientInformationFull:  # fmt: skip
+    """A client the endpoint's owner registers in the panel (the spec's pre-registration): its id, and
+    its secret if it has one (shown once: it is kept only inside the client's record)."""
+    secret = secrets.token_urlsafe(32) if confidential else None
+    info = OAuthClientInformationFull(
+        client_id="playground-" + secrets.token_urlsafe(12), client_id_issued_at=int(time.time()),
+        client_secret=secret, client_secret_expires_at=0 if secret else None, client_name=name,
+        redirect_uris=[redirect_uri],
+        token_endpoint_auth_method="client_secret_post" if confidential else "none",
+        grant_types=["authorization_code", "refresh_token"], response_types=["code"], scope=" ".join(SCOPES),
+    )  # fmt: skip
+    assert info.client_id is not None
+    await anyio.to_thread.run_sync(store.save_oauth_client, info.client_id, info.model_dump_json())
+    await oauth_log.record(store, endpoint_id, "registration", "POST /api/endpoints/…/clients", 201,
+                           client_id=info.client_id, client_name=name, redirect_uri=redirect_uri,
+                           auth_method=info.token_endpoint_auth_method)  # fmt: skip
+    return info
+
+
+class NewClient(BaseModel):
+    client_name: str = Field(min_length=1, max_length=100)
+    redirect_uri: str = Field(min_length=1, max_length=2000)
+    confidential: bool = Field(False, description="A client with a secret (client_secret_post); else public.")
+
+
+@router.post("/api/endpoints/{endpoint_id}/clients", status_code=201)
+async def create_client(request: Request, endpoint_id: str, body: NewClient) -> JSONResponse:
+    """A client registered by hand for the learner's protected endpoint (pre-registration)."""
+    state = get_state(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    info = next((item for item in mine if item.id == endpoint_id), None)
+    if info is None:
+        return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
+    if info.auth != "oauth":
+        return JSONResponse(error_body(409, "Only a protected endpoint has clients."), status_code=409)
+    if (problem := redirect_problem(body.redirect_uri)) is not None:
+        return JSONResponse(error_body(422, problem), status_code=422)
+    client = await register_by_hand(state.progress, endpoint_id, body.client_name.strip(),
+                                          body.redirect_uri, body.confidential)  # fmt: skip
+    return JSONResponse(client.model_dump(mode="json", exclude_none=True), status_code=201)

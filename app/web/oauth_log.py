@@ -36,6 +36,12 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "Next it reads that server's own metadata (/.well-known/oauth-authorization-server).",
         f"{AUTHZ} §Authorization Server Location; RFC 9728 §3",
     ),
+    "registration": (
+        "Client registered by you",
+        "You registered a client in the panel: its id (and secret, if it has one) go into the client's "
+        "configuration, and it skips dynamic registration.",
+        f"{AUTHZ} §Preregistration",
+    ),
     "authorize": (
         "Authorization request",
         "The client sent your browser to the authorization server with a PKCE challenge (S256), the "

@@ -66,6 +66,15 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     panel.get_by_role("button", name="Make an endpoint URL").click()
     expect(panel.locator("[data-endpoint-protected]")).to_be_visible()
     url = panel.locator("[data-endpoint-url]").inner_text()
+    # A client registered by hand: its id, shown in the panel.
+    panel.locator("[data-endpoint-clients] summary").click()
+    panel.get_by_label("Client name").fill("Hand-made")
+    panel.get_by_label("Redirect URI").fill("javascript:alert(1)")
+    panel.get_by_role("button", name="Register it").click()
+    expect(panel.locator("[data-client-error]")).to_contain_text("redirect URI")
+    panel.get_by_label("Redirect URI").fill(REDIRECT)
+    panel.get_by_role("button", name="Register it").click()
+    expect(panel.locator("[data-client-made] pre")).to_contain_text('"client_id": "playground-')
     assert httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=30).status_code == 401
     # A client registers and sends the owner's browser to /authorize, as the SDK clients do.
     client = httpx.post(browser_app.base + "/register", json={"redirect_uris": [REDIRECT], "client_name": "Walker",
@@ -92,9 +101,11 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     assert token.status_code == 200 and token.json()["scope"] == "mcp:read"
     # The panel shows the dance as it happened, each step explained and sourced.
     steps = panel.locator("[data-endpoint-flow] li")
-    expect(steps).to_have_count(5)  # the ping's 401, both browsers' requests, the consent, the token
+    expect(steps).to_have_count(
+        6
+    )  # the hand registration, the ping's 401, both browsers' requests, consent, token
     kinds = [item.get_attribute("data-step") for item in steps.all()]
-    assert kinds == ["challenge", "authorize", "authorize", "consent", "token"], kinds
-    expect(steps.first).to_contain_text("401 Unauthorized")
+    assert kinds == ["registration", "challenge", "authorize", "authorize", "consent", "token"], kinds
+    expect(steps.nth(1)).to_contain_text("401 Unauthorized")
     expect(steps.last).to_contain_text("RFC 7636")
     assert token.json()["access_token"] not in panel.inner_text()

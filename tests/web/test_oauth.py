@@ -302,3 +302,37 @@ async def test_a_client_named_by_its_metadata_document_is_allowed_without_regist
     assert "127.0.0.1" in owner.pages[0] and "Document client" in owner.pages[0]
     asm = httpx.get(app.base + "/.well-known/oauth-authorization-server", timeout=30).json()
     assert asm["client_id_metadata_document_supported"] is True
+
+
+def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: AppProcess) -> None:
+    endpoint = protected_endpoint(app)
+    with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
+        made = page.post(f"/api/endpoints/{endpoint['id']}/clients",
+                         json={"client_name": "My CLI", "redirect_uri": REDIRECT})  # fmt: skip
+        assert made.status_code == 201, made.text
+        client = made.json()
+        assert client["client_id"].startswith("playground-") and "client_secret" not in client
+        secret = page.post(f"/api/endpoints/{endpoint['id']}/clients",
+                           json={"client_name": "Server app", "redirect_uri": "https://app.example/cb",
+                                 "confidential": True}).json()  # fmt: skip
+        assert secret["client_secret"] and secret["token_endpoint_auth_method"] == "client_secret_post"
+        for bad in (
+            "javascript:alert(1)",
+            "http://evil.example/cb",
+            "https://x.example/cb#frag",
+            "data:text/html,x",
+        ):
+            refused = page.post(
+                f"/api/endpoints/{endpoint['id']}/clients", json={"client_name": "x", "redirect_uri": bad}
+            )
+            assert refused.status_code == 422, bad
+        open_one = page.post("/api/endpoints", json={"server": "demo-orders"}).json()
+        assert page.post(f"/api/endpoints/{open_one['id']}/clients",
+                         json={"client_name": "x", "redirect_uri": REDIRECT}).status_code == 409  # fmt: skip
+    with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as stranger:
+        assert stranger.post(f"/api/endpoints/{endpoint['id']}/clients",
+                             json={"client_name": "x", "redirect_uri": REDIRECT}).status_code == 404  # fmt: skip
+    verifier, challenge = pkce()
+    tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier)
+    assert tokens.status_code == 200, tokens.text
+    assert [event["step"] for event in flow(app, endpoint)][:2] == ["registration", "registration"]

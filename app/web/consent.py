@@ -1,0 +1,144 @@
+"""The authorization server's consent page (docs/http.md, "Protected endpoints"): a plain form, shown
+only to the protected endpoint's owner, naming the client, where the browser goes next and the scopes;
+"Allow" redirects to the client with a single-use code, `state` and `iss` (RFC 9207), "Deny" with
+access_denied. The owner in a browser without their cookie continues with their resume code."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from mcp.server.auth.provider import construct_redirect_uri
+
+from app.progress.store import EndpointInfo, OAuthGrant
+from app.web import oauth_log
+from app.web.client import is_https, site_url
+from app.web.guard import CONTENT_SECURITY_POLICY
+from app.web.guesses import wrong
+from app.web.learner import has_identity, learner_id
+from app.web.oauth import CODE_LIFETIME_S, CONSENT_PATH, SCOPE_TEXT, Provider, secret_hash
+from app.web.state import get_state
+from app.web.templating import page
+
+router = APIRouter()
+
+
+async def _consent(request: Request, consent: str) -> tuple[OAuthGrant, dict[str, Any], EndpointInfo] | None:
+    state = get_state(request)
+    grant = await anyio.to_thread.run_sync(state.progress.oauth_grant, secret_hash(consent), "consent")
+    if grant is None:
+        return None
+    data = json.loads(grant.data)
+    info = await Provider(state.progress).protected_endpoint(data["resource"])
+    if info is None or info.id != grant.endpoint_id:
+        return None
+    return grant, data, info
+
+
+def _owner(request: Request, info: EndpointInfo) -> bool:
+    """Whether the visitor is the endpoint's owner (a visitor without an identity is nobody's owner,
+    and is given none here)."""
+    return has_identity(request) and learner_id(request) == info.learner_id
+
+
+@router.get(CONSENT_PATH + "{consent}", response_class=HTMLResponse)
+async def consent_page(request: Request, consent: str) -> Response:
+    found = await _consent(request, consent)
+    if found is None:
+        return page(request, "oauth_consent.html", status=404, title="Authorization request",
+                    error="This authorization request has expired or was answered already. Start again "
+                          "from your client.")  # fmt: skip
+    grant, data, info = found
+    if not _owner(request, info):
+        return _not_owner(request, consent)
+    shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
+                 client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
+                 client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
+                 endpoint=info, scopes=data["scopes"], descriptions=SCOPE_TEXT)  # fmt: skip
+    # The answer redirects to the client: a browser applies the form's CSP to that redirect too.
+    shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
+        "form-action 'self'", f"form-action 'self' {_source(data['redirect_uri'])}"
+    )
+    return shown
+
+
+@router.post(CONSENT_PATH + "{consent}")
+async def consent_answer(request: Request, consent: str, answer: str = Form("")) -> Response:
+    state = get_state(request)
+    found = await _consent(request, consent)
+    if found is None:
+        return await consent_page(request, consent)
+    grant, data, info = found
+    if not _owner(request, info):
+        return await consent_page(request, consent)
+    if await anyio.to_thread.run_sync(state.progress.use_oauth_grant, grant.key_hash, "consent") is None:
+        return await consent_page(request, consent)  # answered meanwhile, in another tab
+    issuer = site_url(request)
+    await oauth_log.record(state.progress, info.id, "consent", f"POST {CONSENT_PATH}…", 303,
+                           answer="allow" if answer == "allow" else "deny", client_id=grant.client_id,
+                           redirect_uri=data["redirect_uri"], iss=issuer)  # fmt: skip
+    if answer != "allow":
+        target = construct_redirect_uri(data["redirect_uri"], error="access_denied",
+                                        error_description="The endpoint's owner denied the request.",
+                                        state=data["state"], iss=issuer)  # fmt: skip
+        return RedirectResponse(target, status_code=303)
+    code = secrets.token_urlsafe(32)
+    await anyio.to_thread.run_sync(state.progress.add_oauth_grant, OAuthGrant(
+        secret_hash(code), "code", grant.client_id, info.id, grant.data, time.time() + CODE_LIFETIME_S))  # fmt: skip
+    target = construct_redirect_uri(data["redirect_uri"], code=code, state=data["state"], iss=issuer)
+    return RedirectResponse(target, status_code=303)
+
+
+def _not_owner(request: Request, consent: str, error: str | None = None, status: int = 403) -> Response:
+    """A visitor who is not the owner: refused, with a way in for the owner in another browser (a
+    client opens the system's browser, which may not be the one the endpoint was made in)."""
+    return page(request, "oauth_consent.html", status=status, title="Authorization request", consent=consent,
+                error=error or "Only the owner of this endpoint can allow a client to use it.",
+                resume=True)  # fmt: skip
+
+
+@router.post(CONSENT_PATH + "{consent}/resume")
+async def consent_resume(request: Request, consent: str, code: str = Form("")) -> Response:
+    """The owner in a browser without their cookie: their resume code makes this browser theirs
+    (as /resume does), and the consent page opens. Any other code is refused and counted."""
+    state = get_state(request)
+    found = await _consent(request, consent)
+    if found is None:
+        return await consent_page(request, consent)
+    info = found[2]
+    learner = await anyio.to_thread.run_sync(state.progress.learner_for_resume_code, code)
+    if learner != info.learner_id:
+        if (refusal := wrong(request, "resume")) is not None:
+            return refusal
+        return _not_owner(request, consent, "That is not the resume code of this endpoint's owner.")
+    response = RedirectResponse(CONSENT_PATH + consent, status_code=303)
+    assert state.identity is not None  # the app has started
+    response.headers.append("set-cookie", state.identity.cookie(learner, secure=is_https(request.scope)))
+    return response
+
+
+async def _client_name(request: Request, client_id: str) -> str | None:
+    info = await Provider(get_state(request).progress).get_client(client_id)
+    return info.client_name if info is not None else None
+
+
+def _source(url: str) -> str:
+    """A redirect URI as a CSP source: its origin (http and https), or its scheme (an app's own)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
+
+
+def _host(url: str) -> str:
+    """What the page names a client or a redirect by: its host (a client's own name is its to choose,
+    and proves nothing)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        host = None
+    return host or url[:80]
