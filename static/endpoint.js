@@ -93,6 +93,11 @@ class EndpointPanel {
     this.pairs = new Pairs();
     this.diagram = new SequenceDiagram(this.$("[data-endpoint-sequence]"));
     this.$("[data-action=make-endpoint]").addEventListener("click", () => this.make());
+    this.$("[data-scope-form]")?.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const form = new FormData(event.target);
+      this.setToolScopes({ ...this.toolScopes, [form.get("tool")]: form.get("scope") });
+    });
     this.$("[data-client-form]")?.addEventListener("submit", (event) => {
       event.preventDefault();
       this.registerClient(new FormData(event.target));
@@ -164,6 +169,8 @@ class EndpointPanel {
     }
     this.$("[data-endpoint-protected]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint-clients]").hidden = body.auth !== "oauth";
+    this.$("[data-endpoint-scopes]").hidden = body.auth !== "oauth";
+    this.toolScopes = {};
     this.$("[data-endpoint]").hidden = false;
     this.$("[data-action=make-endpoint]").hidden = true;
     this.$("[data-endpoint-options]").hidden = true;
@@ -229,6 +236,42 @@ class EndpointPanel {
       this.log.relayError(frame);
       this.diagram.add({ dir: "relay", label: `${err.code} ${err.message}`, kind: "error" });
     }
+  }
+
+  /** The tools of this protected endpoint that need a scope of the learner's choosing. */
+  async setToolScopes(tools) {
+    const error = this.$("[data-scope-error]");
+    error.hidden = true;
+    const reply = await fetch(`/api/endpoints/${encodeURIComponent(this.endpoint.id)}/scopes`, {
+      method: "PUT",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ tools }),
+    }).catch(() => null);
+    const body = reply ? await reply.json().catch(() => ({})) : {};
+    if (!reply?.ok) {
+      error.textContent = body.error?.message || "The scope could not be set.";
+      error.hidden = false;
+      return;
+    }
+    this.toolScopes = body.tools;
+    this.$("[data-scope-list]").replaceChildren(
+      ...Object.entries(this.toolScopes).map(([tool, scope]) => {
+        const item = document.createElement("li");
+        const words = document.createElement("span");
+        words.textContent = `${tool} needs ${scope}`;
+        const remove = document.createElement("button");
+        remove.type = "button";
+        remove.className = "secondary small";
+        remove.textContent = "Remove";
+        remove.addEventListener("click", () => {
+          const rest = { ...this.toolScopes };
+          delete rest[tool];
+          this.setToolScopes(rest);
+        });
+        item.append(words, " ", remove);
+        return item;
+      }),
+    );
   }
 
   /** A client registered by hand for this protected endpoint: its id (and secret), shown once. */

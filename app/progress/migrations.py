@@ -143,6 +143,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # and the flow's steps as its owner watches them.
     (
         "ALTER TABLE endpoints ADD COLUMN auth TEXT NOT NULL DEFAULT 'none'",
+        # A protected endpoint's tools that need a scope of the owner's choosing: JSON {tool: scope}.
+        "ALTER TABLE endpoints ADD COLUMN tool_scopes TEXT NOT NULL DEFAULT '{}'",
         """CREATE TABLE oauth_clients (
             client_id TEXT PRIMARY KEY,
             info TEXT NOT NULL,

@@ -149,11 +149,15 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
 
     # --- Streamable HTTP endpoints ------------------------------------------------------------------
 
-    _ENDPOINT_COLUMNS = "id, learner_id, server, created_at, expires_at, ended_at, auth"
+    _ENDPOINT_COLUMNS = "id, learner_id, server, created_at, expires_at, ended_at, auth, tool_scopes"
 
     @staticmethod
     def _endpoint(row: Sequence[Any]) -> EndpointInfo:
-        return EndpointInfo(row[0], row[1], row[2], row[3], row[4], row[5] is not None, row[6])
+        return EndpointInfo(row[0], row[1], row[2], row[3], row[4], row[5] is not None, row[6], row[7])
+
+    def set_tool_scopes(self, endpoint_id: str, tool_scopes: str) -> None:
+        with self._write() as db:
+            self._exec(db, "UPDATE endpoints SET tool_scopes = ? WHERE id = ?", (tool_scopes, endpoint_id))
 
     def create_endpoint(
         self, learner_id: str, server: str, token_hash: str, lifetime_s: float, auth: str = "none"

@@ -71,6 +71,7 @@ class EndpointInfo:
     expires_at: float
     ended: bool = False
     auth: str = "none"  # "none", or "oauth": a protected endpoint (an access token in every request)
+    tool_scopes: str = "{}"  # JSON {tool name: scope}: the scope a protected endpoint's tool needs besides
 
     def live(self, now: float) -> bool:
         return not self.ended and now < self.expires_at
@@ -242,6 +243,10 @@ class ProgressStore(Protocol):
         ...
 
     def end_endpoint(self, endpoint_id: str) -> None: ...
+
+    def set_tool_scopes(self, endpoint_id: str, tool_scopes: str) -> None:
+        """Which tools of a protected endpoint need a scope of the owner's choosing (JSON)."""
+        ...
 
     # The authorization server of protected endpoints: its clients, and its grants by kind
     # (OAUTH_KINDS), each keyed by the hash of its secret.

@@ -22,7 +22,7 @@ from app.web.client import is_https, site_url
 from app.web.guard import CONTENT_SECURITY_POLICY
 from app.web.guesses import wrong
 from app.web.learner import has_identity, learner_id
-from app.web.oauth import CODE_LIFETIME_S, CONSENT_PATH, SCOPE_TEXT, Provider, secret_hash
+from app.web.oauth import CODE_LIFETIME_S, CONSENT_PATH, SCOPE_TEXT, Provider, secret_hash, tool_scopes
 from app.web.state import get_state
 from app.web.templating import page
 
@@ -60,7 +60,7 @@ async def consent_page(request: Request, consent: str) -> Response:
     shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
                  client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
                  client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
-                 endpoint=info, scopes=data["scopes"], descriptions=SCOPE_TEXT)  # fmt: skip
+                 endpoint=info, scopes=data["scopes"], descriptions=_descriptions(info))  # fmt: skip
     # The answer redirects to the client: a browser applies the form's CSP to that redirect too.
     shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
         "form-action 'self'", f"form-action 'self' {_source(data['redirect_uri'])}"
@@ -126,6 +126,14 @@ async def consent_resume(request: Request, consent: str, code: str = Form("")) -
 async def _client_name(request: Request, client_id: str) -> str | None:
     info = await Provider(get_state(request).progress).get_client(client_id)
     return info.client_name if info is not None else None
+
+
+def _descriptions(info: EndpointInfo) -> dict[str, str]:
+    """What each scope lets a client do, the owner's own ones included (the tools that need them)."""
+    tools: dict[str, list[str]] = {}
+    for tool, scope in tool_scopes(info).items():
+        tools.setdefault(scope, []).append(tool)
+    return {**SCOPE_TEXT, **{scope: "call " + ", ".join(sorted(names)) for scope, names in tools.items()}}
 
 
 def _source(url: str) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import time
 from typing import Any
@@ -35,7 +36,7 @@ from mcp.server.auth.provider import (
 )
 from mcp.server.auth.routes import build_metadata, create_auth_routes
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidScopeError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl, BaseModel, Field
 from starlette.routing import BaseRoute, Route
 
@@ -66,6 +67,43 @@ CONSENT_PATH = "/oauth/consent/"
 
 router = APIRouter()
 log = logging.getLogger(__name__)
+
+
+# RFC 6749 §3.3: a scope is printable ASCII without space, '"' or '\\'.
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
+MAX_TOOL_SCOPES = 20
+
+
+def tool_scopes(info: EndpointInfo) -> dict[str, str]:
+    """The scope each of the endpoint's tools needs besides mcp:tools, as its owner set them."""
+    try:
+        found = json.loads(info.tool_scopes)
+    except ValueError:
+        return {}
+    return (
+        {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+        if isinstance(found, dict)
+        else {}
+    )
+
+
+def endpoint_scopes(info: EndpointInfo) -> list[str]:
+    """Every scope a token for this endpoint may carry: the two of every endpoint, then its owner's."""
+    return [*SCOPES, *sorted(set(tool_scopes(info).values()) - set(SCOPES))]
+
+
+class PlaygroundClient(OAuthClientInformationFull):
+    """A client as the SDK's routes see it. Which scopes it may ask for depends on the endpoint it
+    asks for (its owner may add some), which the provider's `authorize` checks; here, only that each
+    is a scope at all (RFC 6749 §3.3)."""
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        if requested_scope is None:
+            return None
+        requested = requested_scope.split(" ")
+        if not all(SCOPE_TOKEN.fullmatch(scope) for scope in requested):
+            raise InvalidScopeError("A scope is printable ASCII without spaces or quotes.")
+        return requested
 
 
 def secret_hash(secret: str) -> str:
@@ -103,9 +141,9 @@ class Provider:
                 return None
             # Kept beside registered clients, so that pages without the fetcher can name it.
             await self._call(self.store.save_oauth_client, client_id, found.model_dump_json())
-            return found
+            return PlaygroundClient.model_validate(found.model_dump())
         info = await self._call(self.store.oauth_client, client_id)
-        return OAuthClientInformationFull.model_validate_json(info) if info else None
+        return PlaygroundClient.model_validate_json(info) if info else None
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None  # the SDK's registration handler names every client
@@ -122,9 +160,10 @@ class Provider:
         info = await self.protected_endpoint(params.resource)
         if info is None:
             raise AuthorizeError("invalid_target", "The resource is not a live protected endpoint here.")
+        allowed = endpoint_scopes(info)
         scopes = params.scopes or list(SCOPES)
-        if not set(scopes) <= set(SCOPES):
-            raise AuthorizeError("invalid_scope", f"The scopes here are {' '.join(SCOPES)}.")
+        if not set(scopes) <= set(allowed):
+            raise AuthorizeError("invalid_scope", f"This endpoint's scopes are {' '.join(allowed)}.")
         consent = secrets.token_urlsafe(24)
         assert client.client_id is not None
         data = {"scopes": scopes, "state": params.state, "code_challenge": params.code_challenge,
@@ -353,3 +392,30 @@ async def create_client(request: Request, endpoint_id: str, body: NewClient) -> 
     client = await register_by_hand(state.progress, endpoint_id, body.client_name.strip(),
                                           body.redirect_uri, body.confidential)  # fmt: skip
     return JSONResponse(client.model_dump(mode="json", exclude_none=True), status_code=201)
+
+
+class ToolScopes(BaseModel):
+    tools: dict[str, str] = Field(description="Tool name: the scope a call of it needs besides mcp:tools.")
+
+
+@router.put("/api/endpoints/{endpoint_id}/scopes")
+async def set_tool_scopes(request: Request, endpoint_id: str, body: ToolScopes) -> JSONResponse:
+    """The owner marks tools of their protected endpoint as needing a scope of their choosing."""
+    state = get_state(request)
+    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+    info = next((item for item in mine if item.id == endpoint_id), None)
+    if info is None:
+        return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
+    if info.auth != "oauth":
+        return JSONResponse(error_body(409, "Only a protected endpoint has scopes."), status_code=409)
+    if len(body.tools) > MAX_TOOL_SCOPES:
+        return JSONResponse(error_body(422, f"At most {MAX_TOOL_SCOPES} tools have scopes of their own."),
+                            status_code=422)  # fmt: skip
+    for tool, scope in body.tools.items():
+        if not 0 < len(tool) <= 128 or not SCOPE_TOKEN.fullmatch(scope) or scope in SCOPES:
+            message = (f"{scope!r} cannot be {tool[:128]!r}'s scope: printable ASCII without spaces or quotes, "
+                       f"at most 64 characters, not {' or '.join(SCOPES)}.")  # fmt: skip
+            return JSONResponse(error_body(422, message), status_code=422)
+    await anyio.to_thread.run_sync(state.progress.set_tool_scopes, endpoint_id, json.dumps(body.tools))
+    state.endpoint_cache.forget(endpoint_id)
+    return JSONResponse({"tools": body.tools})

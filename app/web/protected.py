@@ -19,7 +19,7 @@ from app.progress.store import EndpointInfo
 from app.web import oauth_log
 from app.web.client import site_url
 from app.web.errors import error_body
-from app.web.oauth import READ_SCOPE, SCOPES, TOOLS_SCOPE, Provider
+from app.web.oauth import READ_SCOPE, TOOLS_SCOPE, Provider, endpoint_scopes, tool_scopes
 from app.web.state import get_state
 
 router = APIRouter()
@@ -30,9 +30,15 @@ def metadata_url(request: Request, token: str) -> str:
     return f"{site_url(request)}{PRM_PREFIX}/mcp/{token}"
 
 
-def scope_needed(message: Any) -> str:
-    """What a client message needs: calling a tool needs `mcp:tools`; anything else `mcp:read`."""
-    return TOOLS_SCOPE if isinstance(message, dict) and message.get("method") == "tools/call" else READ_SCOPE
+def scopes_needed(message: Any, info: EndpointInfo) -> set[str]:
+    """What a client message needs: calling a tool `mcp:tools`, and the scope its owner set for that
+    tool if any; anything else `mcp:read`."""
+    if not (isinstance(message, dict) and message.get("method") == "tools/call"):
+        return {READ_SCOPE}
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    extra = tool_scopes(info).get(name) if isinstance(name, str) else None
+    return {TOOLS_SCOPE, extra} if extra else {TOOLS_SCOPE}
 
 
 def _challenge(request: Request, token: str, error: str | None = None, description: str | None = None,
@@ -78,11 +84,13 @@ def _masked(challenge: str, token: str) -> str:
 async def insufficient_scope(request: Request, token: str, info: EndpointInfo, scopes: set[str],
                              message: Any) -> JSONResponse | None:  # fmt: skip
     """The 403 for a message its token's scopes do not cover (None when they do)."""
-    needed = scope_needed(message)
-    if needed in scopes:
+    missing = scopes_needed(message, info) - scopes
+    if not missing:
         return None
-    text = f"This request needs the {needed} scope, which the access token does not have."
-    challenge = _challenge(request, token, "insufficient_scope", text, " ".join(sorted(scopes | {needed})))
+    text = (
+        f"This request needs the {' and '.join(sorted(missing))} scope, which the access token does not have."
+    )
+    challenge = _challenge(request, token, "insufficient_scope", text, " ".join(sorted(scopes | missing)))
     method = message.get("method") if isinstance(message, dict) else None
     await oauth_log.record(get_state(request).progress, info.id, "insufficient_scope", "POST /mcp/…", 403,
                            method=method, had=sorted(scopes), www_authenticate=_masked(challenge, token))  # fmt: skip
@@ -101,7 +109,7 @@ async def resource_metadata(request: Request, token: str) -> JSONResponse:
     return JSONResponse({
         "resource": f"{site_url(request)}/mcp/{token}",
         "authorization_servers": [site_url(request)],
-        "scopes_supported": list(SCOPES),
+        "scopes_supported": endpoint_scopes(info),
         "bearer_methods_supported": ["header"],
         "resource_name": f"MCP Playground endpoint {info.id} ({info.server})",
     }, headers=cors)  # fmt: skip

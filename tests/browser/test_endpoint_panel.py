@@ -66,6 +66,17 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     panel.get_by_role("button", name="Make an endpoint URL").click()
     expect(panel.locator("[data-endpoint-protected]")).to_be_visible()
     url = panel.locator("[data-endpoint-url]").inner_text()
+    # A tool that needs a scope of the owner's choosing.
+    panel.locator("[data-endpoint-scopes] summary").click()
+    panel.get_by_label("Tool name").fill("get_order_status")
+    panel.get_by_label("Scope (for example").fill("orders:read")
+    panel.get_by_role("button", name="Require it").click()
+    expect(panel.locator("[data-scope-list] li")).to_have_text("get_order_status needs orders:read Remove")
+    token = url.rsplit("/", 1)[1]
+    prm = httpx.get(f"{browser_app.base}/.well-known/oauth-protected-resource/mcp/{token}", timeout=30).json()
+    assert prm["scopes_supported"][-1] == "orders:read"
+    panel.locator("[data-scope-list] li").get_by_role("button", name="Remove").click()
+    expect(panel.locator("[data-scope-list] li")).to_have_count(0)
     # A client registered by hand: its id, shown in the panel.
     panel.locator("[data-endpoint-clients] summary").click()
     panel.get_by_label("Client name").fill("Hand-made")
@@ -101,11 +112,19 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     assert token.status_code == 200 and token.json()["scope"] == "mcp:read"
     # The panel shows the dance as it happened, each step explained and sourced.
     steps = panel.locator("[data-endpoint-flow] li")
-    expect(steps).to_have_count(
-        6
-    )  # the hand registration, the ping's 401, both browsers' requests, consent, token
+    # The metadata read above, the hand registration, the ping's 401, both browsers' requests, the
+    # consent and the token.
+    expect(steps).to_have_count(7)
     kinds = [item.get_attribute("data-step") for item in steps.all()]
-    assert kinds == ["registration", "challenge", "authorize", "authorize", "consent", "token"], kinds
-    expect(steps.nth(1)).to_contain_text("401 Unauthorized")
+    assert kinds == [
+        "resource_metadata",
+        "registration",
+        "challenge",
+        "authorize",
+        "authorize",
+        "consent",
+        "token",
+    ]
+    expect(steps.nth(2)).to_contain_text("401 Unauthorized")
     expect(steps.last).to_contain_text("RFC 7636")
     assert token.json()["access_token"] not in panel.inner_text()

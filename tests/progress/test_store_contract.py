@@ -438,3 +438,10 @@ def test_an_endpoints_flow_steps_are_kept_in_order_the_newest_only(store) -> Non
     store.add_oauth_grant(OAuthGrant("used", "code", "c", info.id, "{}", time.time() + 60))
     store.use_oauth_grant("used", "code")
     assert store.oauth_grant("used", "code") is None and store.any_oauth_grant("used").endpoint_id == info.id
+
+
+def test_a_protected_endpoints_tool_scopes_are_kept(store) -> None:  # noqa: ANN001
+    info = store.create_endpoint(ADA, "my-server", "hash-scopes", 3600, auth="oauth")
+    assert info.tool_scopes == "{}" and store.endpoint_by_token_hash("hash-scopes").tool_scopes == "{}"
+    store.set_tool_scopes(info.id, '{"delete_order": "orders:write"}')
+    assert store.endpoint_by_token_hash("hash-scopes").tool_scopes == '{"delete_order": "orders:write"}'

@@ -336,3 +336,47 @@ def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: AppPro
     tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier)
     assert tokens.status_code == 200, tokens.text
     assert [event["step"] for event in flow(app, endpoint)][:2] == ["registration", "registration"]
+
+
+def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: AppProcess) -> None:
+    endpoint = protected_endpoint(app)
+    scopes_url = f"/api/endpoints/{endpoint['id']}/scopes"
+    with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
+        for bad in ({"get_order_status": "has space"}, {"get_order_status": 'quo"te'}, {"get_order_status": "mcp:tools"},
+                    {f"t{n}": "x:y" for n in range(21)}):  # fmt: skip
+            assert page.put(scopes_url, json={"tools": bad}).status_code == 422, bad
+        assert page.put(scopes_url, json={"tools": {"get_order_status": "orders:read"}}).status_code == 200
+    with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as stranger:
+        assert stranger.put(scopes_url, json={"tools": {}}).status_code == 404
+    token = endpoint["url"].rsplit("/", 1)[1]
+    prm = httpx.get(f"{app.base}/.well-known/oauth-protected-resource/mcp/{token}", timeout=30).json()
+    assert prm["scopes_supported"] == ["mcp:read", "mcp:tools", "orders:read"]
+    client = register(app)
+    # A scope no endpoint here has is refused at the authorization request, back at the client.
+    unknown = httpx.get(authorize_url(app, client, endpoint, pkce()[1], scope="mcp:read admin"), timeout=30)
+    assert unknown.status_code == 302 and "error=invalid_scope" in unknown.headers["location"]
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "get_order_status", "arguments": {"order_id": "481516"}}}  # fmt: skip
+
+    def call_with(scope: str) -> httpx.Response:
+        verifier, challenge = pkce()
+        access = token_request(
+            app, client, code_for(app, endpoint, client, challenge, scope), verifier
+        ).json()
+        headers = {"Authorization": f"Bearer {access['access_token']}", "Accept": "application/json"}
+        opened = httpx.post(endpoint["url"], json=INITIALIZE, headers=headers, timeout=30)
+        session = {
+            **headers,
+            "Mcp-Session-Id": opened.headers["mcp-session-id"],
+            "MCP-Protocol-Version": "2025-11-25",
+        }
+        return httpx.post(endpoint["url"], json=call, headers=session, timeout=30)
+
+    refused = call_with("mcp:read mcp:tools")
+    assert (
+        refused.status_code == 403
+        and 'scope="mcp:read mcp:tools orders:read"' in refused.headers["www-authenticate"]
+    )
+    assert "orders:read" in refused.json()["error"]["message"]
+    allowed = call_with("mcp:read mcp:tools orders:read")
+    assert allowed.status_code == 200 and "shipped" in allowed.text
