@@ -28,9 +28,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
-# Parts of a URL that are secrets (resume and join codes, session ids, endpoint tokens): an access log
-# line keeps the route and drops the value.
-SECRET_PATHS = re.compile(r"(/resume/|/join/|/sessions/|/mcp/)[^/?\s\"]+")
+# Parts of a URL that are secrets (resume and join codes, session ids, endpoint tokens, consents,
+# authorization codes): an access log line keeps the route and drops the value.
+SECRET_PATHS = re.compile(r"(/resume/|/join/|/sessions/|/mcp/|/oauth/consent/)[^/?\s\"]+")
 SECRET_QUERY = re.compile(r"([?&](?:session|code|token)=)[^&\s\"]+")
 
 

@@ -9,6 +9,7 @@ import { labels } from "./console/labels.js";
 import { MessageLog } from "./console/log.js";
 import { Pairs } from "./console/pairs.js";
 import { SequenceDiagram } from "./console/sequence.js";
+import { FlowByHand } from "./oauth_by_hand.js";
 
 const POLL_MS = 1000;
 
@@ -170,6 +171,8 @@ class EndpointPanel {
     this.$("[data-endpoint-protected]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint-clients]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint-scopes]").hidden = body.auth !== "oauth";
+    this.$("[data-flow-by-hand]").hidden = body.auth !== "oauth";
+    if (body.auth === "oauth") this.byHand = new FlowByHand(this.$("[data-flow-by-hand]"), body.url);
     this.toolScopes = {};
     this.$("[data-endpoint]").hidden = false;
     this.$("[data-action=make-endpoint]").hidden = true;

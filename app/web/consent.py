@@ -150,3 +150,10 @@ def _host(url: str) -> str:
     except ValueError:
         host = None
     return host or url[:80]
+
+
+@router.get("/oauth/callback", response_class=HTMLResponse)
+def callback_page(request: Request) -> Response:
+    """The redirect URI of the flow the learner does by hand in the panel (static/oauth_by_hand.js):
+    its script hands the code back to the panel that opened it, in this browser only."""
+    return page(request, "oauth_callback.html", title="Back from the authorization server")

@@ -128,3 +128,32 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     expect(steps.nth(2)).to_contain_text("401 Unauthorized")
     expect(steps.last).to_contain_text("RFC 7636")
     assert token.json()["access_token"] not in panel.inner_text()
+
+
+def test_the_dance_done_by_hand_in_the_panel_checks_each_answer(page: Page) -> None:
+    page.goto("/playground")
+    panel = page.locator("[data-endpoint-panel]")
+    panel.locator("[data-endpoint-protect]").check()
+    panel.get_by_role("button", name="Make an endpoint URL").click()
+    by_hand = panel.locator("[data-flow-by-hand]")
+    by_hand.locator("summary").click()
+    steps = ["challenge", "resource-metadata", "server-metadata", "register"]
+    for name in steps:
+        step = by_hand.locator(f'[data-by-hand="{name}"]')
+        expect(by_hand.locator('[data-by-hand="token"] button')).to_be_disabled()  # one step at a time
+        step.get_by_role("button").click()
+        expect(step).to_have_attribute("data-passed", "yes")
+    expect(by_hand.locator('[data-by-hand="challenge"] pre')).to_contain_text("HTTP 401")
+    # The consent page opens in a new tab; allowing there hands the code back to this page.
+    with page.expect_popup() as opened:
+        by_hand.locator('[data-by-hand="authorize"]').get_by_role("button").click()
+    consent = opened.value
+    consent.get_by_role("button", name="Allow").click()
+    expect(consent.locator("[data-callback-status]")).to_contain_text("went back to the panel")
+    consent.close()
+    expect(by_hand.locator('[data-by-hand="authorize"]')).to_have_attribute("data-passed", "yes")
+    for name in ("token", "call"):
+        step = by_hand.locator(f'[data-by-hand="{name}"]')
+        step.get_by_role("button").click()
+        expect(step).to_have_attribute("data-passed", "yes")
+    expect(by_hand.locator('[data-by-hand="call"] pre')).to_contain_text('"protocolVersion"')

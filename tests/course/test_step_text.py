@@ -23,7 +23,8 @@ def test_a_step_shows_no_markup_as_text_and_no_empty_example(app_in_process, slu
     assert reply.status_code == 200
     soup = BeautifulSoup(reply.text, "html.parser")
     main = soup.select_one("main") or soup
-    for block in main.select("pre.code:not([data-snippet])"):  # a client's set-up is filled in with its URL
+    # A client's set-up is filled in with its URL, and a request's answer (`data-output`) once it comes.
+    for block in main.select("pre.code:not([data-snippet]):not([data-output])"):
         assert block.get_text().strip(), f"{slug}: an empty example"
     for editor in main.select("textarea"):
         editor.decompose()  # the console's editor holds JSON as typed, which may hold anything
