@@ -66,9 +66,11 @@ function initialize(revision) {
 export function templateGroups(server, revision, servers = SERVERS) {
   const s = samplesFrom(servers.find((it) => it.name === server)?.samples);
   const stateless = revision === STATELESS_REVISION;
+  // A client SHOULD name itself in every 2026-07-28 request (basic §_meta).
   const meta = {
     "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION,
     "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": { name: "playground-console", version: "1.0.0" },
   };
   const request = (method, params) => (id) => {
     const full = stateless ? { ...(params || {}), _meta: meta } : params;
