@@ -98,51 +98,65 @@ def _serve(path: str, ready_fd: int) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "accept")
-    children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (client connection, pid)
+    children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (its client's connection, pid)
     try:
         while True:
             for key, _ in selector.select():
-                if key.data == "accept":
-                    conn, _ = listener.accept()
-                    started = _start(conn, listener)
-                    if started is None:
-                        conn.close()
-                        continue
-                    pid, pidfd = started
-                    children[pidfd] = (conn, pid)
-                    selector.register(pidfd, selectors.EVENT_READ, "exit")
-                    selector.register(conn, selectors.EVENT_READ, pidfd)
-                elif key.data == "exit":
-                    conn, pid = children.pop(key.fd)
-                    selector.unregister(key.fd)
-                    if conn.fileno() in selector.get_map():
-                        selector.unregister(conn)
-                    _, status = os.waitpid(pid, 0)
-                    try:
-                        conn.sendall(json.dumps({"status": status}).encode())
-                    except OSError:
-                        pass  # the client has gone already
-                    conn.close()
-                    os.close(key.fd)
-                else:  # the client sent a signal to pass on, or ended (then the child ends)
-                    conn, pid = children[key.data]
-                    try:
-                        data = key.fileobj.recv(16)  # type: ignore[union-attr]
-                    except OSError:
-                        data = b""
-                    number = int(data) if data.strip().isdigit() else signal.SIGKILL
-                    try:
-                        os.kill(pid, number)
-                    except ProcessLookupError:
-                        pass
-                    if not data:
-                        selector.unregister(conn)
+                # A key handled earlier in this round may have unregistered this one (a child's exit and
+                # its client's end come together), and its descriptor may even have been reused since.
+                if selector.get_map().get(key.fd) is not key:
+                    continue
+                try:
+                    _handle(key, selector, listener, children)
+                except Exception:  # a bug here must not end every test's servers: say it, serve on
+                    traceback.print_exc()
     finally:
         for _conn, pid in children.values():
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _handle(key: selectors.SelectorKey, selector: selectors.BaseSelector, listener: socket.socket,
+            children: dict[int, tuple[socket.socket, int]]) -> None:  # fmt: skip
+    if key.data == "accept":
+        conn, _ = listener.accept()
+        started = _start(conn, listener)
+        if started is None:
+            conn.close()
+            return
+        pid, pidfd = started
+        children[pidfd] = (conn, pid)
+        selector.register(pidfd, selectors.EVENT_READ, "exit")
+        selector.register(conn, selectors.EVENT_READ, pidfd)
+    elif key.data == "exit":  # the child exited: tell its client how, and forget both
+        conn, pid = children.pop(key.fd)
+        selector.unregister(key.fd)
+        if conn.fileno() in selector.get_map():  # not if its client ended first
+            selector.unregister(conn)
+        _, status = os.waitpid(pid, 0)
+        try:
+            conn.sendall(json.dumps({"status": status}).encode())
+        except OSError:
+            pass  # the client has gone already
+        conn.close()
+        os.close(key.fd)
+    else:  # the client sent a signal to pass on, or ended (then the child ends)
+        conn, pid = children[key.data]
+        try:
+            data = conn.recv(16)
+        except OSError:
+            data = b""
+        number = (
+            int(data) if data.strip().isdigit() and int(data) in signal.valid_signals() else signal.SIGKILL
+        )
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+        if not data:
+            selector.unregister(conn)
 
 
 def _start(conn: socket.socket, listener: socket.socket) -> tuple[int, int] | None:
