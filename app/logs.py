@@ -29,9 +29,10 @@ class JsonFormatter(logging.Formatter):
 
 
 # Parts of a URL that are secrets (resume and join codes, session ids, endpoint tokens, consents,
-# authorization codes): an access log line keeps the route and drops the value.
+# authorization codes, an OAuth `resource`, which is an endpoint's URL): an access log line keeps the
+# route and drops the value.
 SECRET_PATHS = re.compile(r"(/resume/|/join/|/sessions/|/mcp/|/oauth/consent/)[^/?\s\"]+")
-SECRET_QUERY = re.compile(r"([?&](?:session|code|token)=)[^&\s\"]+")
+SECRET_QUERY = re.compile(r"([?&](?:session|code|token|resource)=)[^&\s\"]+")
 
 
 def redact(text: str) -> str:

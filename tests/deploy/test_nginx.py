@@ -11,9 +11,12 @@ The tests share one set-up and run in file order; the last one kills a replica.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import os
 import pwd
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -28,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -447,6 +451,59 @@ def test_the_access_log_holds_no_endpoint_token_resume_code_or_join_code(cluster
     log = cluster.nginx.access_log.read_text()
     assert "/mcp/[redacted]" in log
     assert "/ws/demo-orders?[redacted]" in log  # the console's reconnect: ?session=<id>
+    assert_no_secrets(cluster)
+
+
+def test_a_protected_endpoints_authorization_goes_through_nginx_and_leaves_no_secret_in_its_log(
+    cluster: Cluster,
+) -> None:
+    owner = cluster.learners[2]
+    base = cluster.nginx.base
+    with cluster.browser(owner) as browser:
+        made = browser.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"})
+        assert made.status_code == 201, made.text
+        url = made.json()["url"]
+        cluster.secrets.add(url.rsplit("/", 1)[1])
+        refused = httpx.post(url, json=init_request(version="2025-11-25"), timeout=30)
+        assert refused.status_code == 401
+        metadata_url = re.search(r'resource_metadata="([^"]+)"', refused.headers["www-authenticate"])[1]  # type: ignore[index]
+        assert metadata_url.startswith(
+            base + "/.well-known/oauth-protected-resource/mcp/"
+        )  # the site as reached
+        issuer = httpx.get(metadata_url, timeout=30).json()["authorization_servers"][0]
+        assert (
+            issuer == base
+            and httpx.get(base + "/.well-known/oauth-authorization-server", timeout=30).json()["issuer"]
+            == base
+        )
+        client = httpx.post(base + "/register", json={"redirect_uris": ["http://127.0.0.1:9/cb"],
+                                                     "token_endpoint_auth_method": "none"}, timeout=30).json()  # fmt: skip
+        verifier = secrets.token_urlsafe(48)
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+        asked = httpx.get(base + "/authorize", params={
+            "response_type": "code", "client_id": client["client_id"], "redirect_uri": "http://127.0.0.1:9/cb",
+            "state": "s", "code_challenge": challenge, "code_challenge_method": "S256", "resource": url}, timeout=30)  # fmt: skip
+        consent = asked.headers["location"]
+        cluster.secrets.add(consent.rsplit("/", 1)[1])
+        assert (
+            browser.get(consent).status_code == 200
+        )  # the owner, on whichever replica the balancer gives them
+        answered = browser.post(consent, data={"answer": "allow"})
+    code = parse_qs(urlsplit(answered.headers["location"]).query)["code"][0]
+    cluster.secrets.add(code)
+    tokens = httpx.post(base + "/token", data={"grant_type": "authorization_code", "code": code,
+                                               "redirect_uri": "http://127.0.0.1:9/cb", "client_id": client["client_id"],
+                                               "code_verifier": verifier}, timeout=30).json()  # fmt: skip
+    cluster.secrets.update({tokens["access_token"], tokens["refresh_token"]})
+    headers = {
+        "Authorization": f"Bearer {tokens['access_token']}",
+        "Accept": "application/json, text/event-stream",
+    }
+    assert (
+        httpx.post(url, json=init_request(version="2025-11-25"), headers=headers, timeout=30).status_code
+        == 200
+    )
+    assert "/oauth/consent/[redacted]" in cluster.nginx.access_log.read_text()
     assert_no_secrets(cluster)
 
 

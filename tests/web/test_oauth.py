@@ -91,6 +91,14 @@ async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(a
     text = json.dumps(watched)
     assert storage.tokens.access_token not in text and storage.tokens.refresh_token not in text
     assert endpoint["url"].rsplit("/", 1)[1] not in text  # nor the endpoint's own token
+    log = app.log_path.read_text(errors="replace")  # nor the app's log (/authorize carries it as resource)
+    for secret in (
+        endpoint["url"].rsplit("/", 1)[1],
+        storage.tokens.access_token,
+        storage.tokens.refresh_token,
+    ):
+        assert secret not in log
+    assert "/oauth/consent/…" in log and "resource=…" in log
 
 
 def flow(app: AppProcess, endpoint: dict, owner: str = "owner") -> list[dict]:
