@@ -46,6 +46,9 @@ def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess
         extra_demo_modules=["tests.fixtures.probe_server"],
         reply_timeout_s=1,  # so the "no reply yet" explanation shows within a test
         instructor_token=INSTRUCTOR_TOKEN,
+        # A learner's output is read at an eighth of the default pace (still far above any demo's), so a
+        # flooding server outruns it even when a busy machine slows the web process's own reading.
+        server_read_bytes_per_s=512 * 1024,
     )
     app.start()
     yield app
