@@ -377,20 +377,27 @@ class NewClient(BaseModel):
     confidential: bool = Field(False, description="A client with a secret (client_secret_post); else public.")
 
 
-@router.post("/api/endpoints/{endpoint_id}/clients", status_code=201)
-async def create_client(request: Request, endpoint_id: str, body: NewClient) -> JSONResponse:
-    """A client registered by hand for the learner's protected endpoint (pre-registration)."""
-    state = get_state(request)
-    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
+async def _my_protected(request: Request, endpoint_id: str, what: str) -> EndpointInfo | JSONResponse:
+    """The visitor's own protected endpoint, or the refusal (404 if not theirs, 409 if not protected)."""
+    mine = await anyio.to_thread.run_sync(get_state(request).progress.learner_endpoints, learner_id(request))
     info = next((item for item in mine if item.id == endpoint_id), None)
     if info is None:
         return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
     if info.auth != "oauth":
-        return JSONResponse(error_body(409, "Only a protected endpoint has clients."), status_code=409)
+        return JSONResponse(error_body(409, f"Only a protected endpoint has {what}."), status_code=409)
+    return info
+
+
+@router.post("/api/endpoints/{endpoint_id}/clients", status_code=201)
+async def create_client(request: Request, endpoint_id: str, body: NewClient) -> JSONResponse:
+    """A client registered by hand for the learner's protected endpoint (pre-registration)."""
+    info = await _my_protected(request, endpoint_id, "clients")
+    if isinstance(info, JSONResponse):
+        return info
     if (problem := redirect_problem(body.redirect_uri)) is not None:
         return JSONResponse(error_body(422, problem), status_code=422)
-    client = await register_by_hand(state.progress, endpoint_id, body.client_name.strip(),
-                                          body.redirect_uri, body.confidential)  # fmt: skip
+    client = await register_by_hand(get_state(request).progress, endpoint_id, body.client_name.strip(),
+                                    body.redirect_uri, body.confidential)  # fmt: skip
     return JSONResponse(client.model_dump(mode="json", exclude_none=True), status_code=201)
 
 
@@ -402,12 +409,9 @@ class ToolScopes(BaseModel):
 async def set_tool_scopes(request: Request, endpoint_id: str, body: ToolScopes) -> JSONResponse:
     """The owner marks tools of their protected endpoint as needing a scope of their choosing."""
     state = get_state(request)
-    mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
-    info = next((item for item in mine if item.id == endpoint_id), None)
-    if info is None:
-        return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
-    if info.auth != "oauth":
-        return JSONResponse(error_body(409, "Only a protected endpoint has scopes."), status_code=409)
+    info = await _my_protected(request, endpoint_id, "scopes")
+    if isinstance(info, JSONResponse):
+        return info
     if len(body.tools) > MAX_TOOL_SCOPES:
         return JSONResponse(error_body(422, f"At most {MAX_TOOL_SCOPES} tools have scopes of their own."),
                             status_code=422)  # fmt: skip
