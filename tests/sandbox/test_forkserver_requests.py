@@ -274,3 +274,15 @@ def test_a_spawn_the_kernel_refuses_fails_cleanly_and_the_fork_server_goes_on(fo
     finally:
         for fd in ours:
             os.close(fd)
+
+
+def test_a_socket_closed_with_replies_unread_stops_the_fork_server_cleanly(forkserver: RawClient) -> None:
+    """The app may close its end with the fork server's replies still unread (SEQPACKET then resets the
+    fork server's next read, or its next send, rather than ending it): that is the app's end too."""
+    fds, ours = pipes()
+    forkserver.send(spawn(), fds)
+    forkserver.send(spawn(id_=2), fds)  # its reply, and the first one's, stay unread
+    for fd in fds + ours:
+        os.close(fd)
+    forkserver.sock.close()
+    assert forkserver.proc.wait(30) == 0, forkserver.stderr.read_text(errors="replace")

@@ -37,7 +37,10 @@ MAX_FDS = 4  # a spawn of my-server: three pipes and the learner's file
 
 
 def send(sock: socket.socket, message: dict) -> None:
-    sock.send(json.dumps(message).encode())
+    try:
+        sock.send(json.dumps(message).encode())
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the app is gone: the next read says so, and the server shuts down then
 
 
 def receive(sock: socket.socket) -> tuple[bytes, list[int], int]:

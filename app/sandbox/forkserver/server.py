@@ -141,6 +141,8 @@ class ForkServer:
             data, fds, flags = protocol.receive(self.sock)
         except InterruptedError:
             return
+        except ConnectionResetError:  # the app closed its end with our replies unread: it is gone too
+            data, fds, flags = b"", [], 0
         if not data and not fds:  # the app is gone; so are we, and every instance with us
             self._shut_down()
         try:
