@@ -122,7 +122,7 @@ def test_a_server_printing_in_a_loop_keeps_the_page_quick_and_is_stopped_with_it
     page.keyboard.press("Control+Enter")
     expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
     state = page.locator("[data-console-state]")
-    expect(state).to_have_attribute("data-state", "exited", timeout=90_000)
+    expect(state).to_have_attribute("data-state", "exited", timeout=240_000)  # a busy machine reads slowly
     expect(state).to_contain_text("kept writing faster than the playground reads output")
     entries = page.locator("ol.log li.log-entry")
     assert entries.count() <= 302  # the newest 300, the note of how many left, and the stop's note
