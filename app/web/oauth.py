@@ -307,10 +307,14 @@ def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
         ),
         revocation_options=RevocationOptions(enabled=True),
     )
-    kept: list[BaseRoute] = [route for route in routes if getattr(route, "path", None) != METADATA_PATH]
-    for route in kept:
-        if isinstance(route, Route) and route.path == "/token":  # its refusals are steps to watch too
-            route.app = oauth_log.TokenWatch(route.app, store, secret_hash)
+    kept: list[BaseRoute] = []
+    for route in routes:
+        path = getattr(route, "path", None)
+        if path == METADATA_PATH:
+            continue
+        if path == "/token":  # its refusals are steps to watch too; a route is an ASGI app of its own
+            route = Route(path, endpoint=oauth_log.TokenWatch(route, store, secret_hash))
+        kept.append(route)
     return kept
 
 

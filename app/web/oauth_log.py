@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -20,6 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.progress.store import ProgressStore
 
 log = logging.getLogger(__name__)
+REPEAT_S = 10.0
+LAST_STEPS_KEPT = 10_000  # endpoints whose last step is remembered (this process's, at most)
+_last_step: dict[str, tuple[str, float]] = {}  # endpoint id -> its last step here, and when
 AUTHZ = "MCP 2025-11-25 authorization"
 
 # A step's kind: its title, what it means, and where that is defined.
@@ -92,8 +96,17 @@ def masked(secret: str | None) -> str | None:
 
 async def record(store: ProgressStore, endpoint_id: str, step: str, request: str, status: int | None,
                  **detail: Any) -> None:  # fmt: skip
-    """Add one step to the endpoint's flow (a failure to record is logged, never the request's)."""
+    """Add one step to the endpoint's flow (a failure to record is logged, never the request's). A step
+    the same as the endpoint's last, within REPEAT_S, is not written again: a client without a token
+    retrying in a loop (or a visitor hammering the URL) costs no write to the shared store."""
     data = json.dumps({"step": step, "request": request, "status": status, "detail": detail})
+    now = time.monotonic()
+    last = _last_step.get(endpoint_id)
+    if last is not None and last[0] == data and now - last[1] < REPEAT_S:
+        return
+    if len(_last_step) >= LAST_STEPS_KEPT:
+        _last_step.clear()
+    _last_step[endpoint_id] = (data, now)
     try:
         await anyio.to_thread.run_sync(store.add_oauth_event, endpoint_id, data)
     except Exception:

@@ -130,6 +130,16 @@ def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: AppProcess
     assert made_up.status_code == 401 and 'error="invalid_token"' in made_up.headers["www-authenticate"]
 
 
+def test_a_visitor_hammering_without_a_token_adds_one_step_to_the_flow_not_one_each(app: AppProcess) -> None:
+    endpoint = protected_endpoint(app)
+    before = len(flow(app, endpoint))
+    with httpx.Client(timeout=30) as visitor:
+        for _ in range(20):
+            assert visitor.post(endpoint["url"], json=INITIALIZE).status_code == 401
+    steps = flow(app, endpoint)[before:]
+    assert [step["step"] for step in steps] == ["challenge"]
+
+
 # --- the flow by hand, from the attacker's side ----------------------------------------------------
 
 
@@ -146,6 +156,7 @@ def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app
     good = token_request(app, client, code, verifier)
     assert good.status_code == 200, good.text
     assert token_request(app, client, code, verifier).json()["error"] == "invalid_grant"  # single use
+    assert httpx.get(f"{app.base}/token", timeout=30).status_code == 405  # the SDK's route, watched, as it was
     access = good.json()["access_token"]
     works = httpx.post(
         endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {access}"}, timeout=30
