@@ -103,6 +103,7 @@ class EndpointPanel {
       event.preventDefault();
       this.registerClient(new FormData(event.target));
     });
+    this.$("[data-action=approval-code]")?.addEventListener("click", () => this.approvalCode());
     this.$("[data-action=copy-endpoint]").addEventListener("click", () =>
       navigator.clipboard?.writeText(this.endpoint?.url || ""),
     );
@@ -170,6 +171,7 @@ class EndpointPanel {
     }
     this.$("[data-endpoint-protected]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint-clients]").hidden = body.auth !== "oauth";
+    this.$("[data-endpoint-approval]").hidden = body.auth !== "oauth";
     this.$("[data-endpoint-scopes]").hidden = body.auth !== "oauth";
     this.$("[data-flow-by-hand]").hidden = body.auth !== "oauth";
     if (body.auth === "oauth") this.byHand = new FlowByHand(this.$("[data-flow-by-hand]"), body.url);
@@ -275,6 +277,26 @@ class EndpointPanel {
         return item;
       }),
     );
+  }
+
+  /** A one-time approval code, for answering a consent page in a browser that is not this one. */
+  async approvalCode() {
+    const error = this.$("[data-approval-error]");
+    error.hidden = true;
+    const id = encodeURIComponent(this.endpoint.id);
+    const reply = await fetch(`/api/endpoints/${id}/approval-code`, { method: "POST" }).catch(() => null);
+    const body = reply ? await reply.json().catch(() => ({})) : {};
+    if (!reply?.ok) {
+      error.textContent = body.error?.message || "No approval code could be made: try again.";
+      error.hidden = false;
+      return;
+    }
+    const until = new Date(Date.now() + body.expires_in * 1000);
+    this.$("[data-approval-code]").textContent = body.code;
+    const expires = this.$("[data-approval-expires]");
+    expires.dateTime = until.toISOString();
+    expires.textContent = until.toLocaleTimeString();
+    this.$("[data-approval-made]").hidden = false;
   }
 
   /** A client registered by hand for this protected endpoint: its id (and secret), shown once. */

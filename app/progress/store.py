@@ -78,8 +78,9 @@ class EndpointInfo:
 
 
 # What the authorization server keeps: a consent waiting for the owner's answer, an authorization
-# code, an access token, a refresh token.
-OAUTH_KINDS = ("consent", "code", "access", "refresh")
+# code, an access token, a refresh token, and a one-time approval code (the owner's way to answer a
+# consent in a browser that is not theirs, without handing it their identity).
+OAUTH_KINDS = ("consent", "code", "access", "refresh", "approval")
 # The steps of one endpoint's authorization flows kept for its owner to watch: the newest.
 OAUTH_EVENTS_KEPT = 200
 

@@ -1,7 +1,9 @@
 """The authorization server's consent page (docs/http.md, "Protected endpoints"): a plain form, shown
 only to the protected endpoint's owner, naming the client, where the browser goes next and the scopes;
 "Allow" redirects to the client with a single-use code, `state` and `iss` (RFC 9207), "Deny" with
-access_denied. The owner in a browser without their cookie continues with their resume code."""
+access_denied. The owner in a browser without their cookie continues with their resume code (which
+makes that browser theirs) or with a one-time approval code from the endpoint panel (which answers
+one consent, and gives the browser nothing else)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from urllib.parse import urlsplit
 
 import anyio
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from mcp.server.auth.provider import construct_redirect_uri
 
 from app.progress.store import EndpointInfo, OAuthGrant
@@ -22,11 +24,23 @@ from app.web.client import is_https, site_url
 from app.web.guard import CONTENT_SECURITY_POLICY
 from app.web.guesses import wrong
 from app.web.learner import has_identity, learner_id
-from app.web.oauth import CODE_LIFETIME_S, CONSENT_PATH, SCOPE_TEXT, Provider, secret_hash, tool_scopes
+from app.web.oauth import (
+    CODE_LIFETIME_S,
+    CONSENT_PATH,
+    SCOPE_TEXT,
+    Provider,
+    my_protected,
+    secret_hash,
+    tool_scopes,
+)
 from app.web.state import get_state
 from app.web.templating import page
 
 router = APIRouter()
+APPROVAL_LIFETIME_S = 600
+# An approval code is typed by hand: letters and digits that cannot be read as each other.
+APPROVAL_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+APPROVAL_LENGTH = 10  # 32**10 = 2**50 codes, against a guesser counted by app/web/guesses.py
 
 
 async def _consent(request: Request, consent: str) -> tuple[OAuthGrant, dict[str, Any], EndpointInfo] | None:
@@ -47,20 +61,58 @@ def _owner(request: Request, info: EndpointInfo) -> bool:
     return has_identity(request) and learner_id(request) == info.learner_id
 
 
+def _normal_approval(code: str) -> str:
+    """An approval code as typed (any case, with spaces or dashes) in the form it is stored by."""
+    return "".join(char for char in code.upper() if char.isalnum())
+
+
+async def _approval(request: Request, code: str, info: EndpointInfo) -> OAuthGrant | None:
+    """The unused approval code of this endpoint that `code` is, if it is one."""
+    normal = _normal_approval(code)
+    if not normal:
+        return None
+    grant = await anyio.to_thread.run_sync(
+        get_state(request).progress.oauth_grant, secret_hash(normal), "approval"
+    )
+    return grant if grant is not None and grant.endpoint_id == info.id else None
+
+
+@router.post("/api/endpoints/{endpoint_id}/approval-code", status_code=201)
+async def approval_code(request: Request, endpoint_id: str) -> JSONResponse:
+    """A one-time approval code for the owner's protected endpoint: typed on a consent page in another
+    browser (the one a client opened), it answers that one consent."""
+    info = await my_protected(request, endpoint_id, "approval codes")
+    if isinstance(info, JSONResponse):
+        return info
+    code = "".join(secrets.choice(APPROVAL_ALPHABET) for _ in range(APPROVAL_LENGTH))
+    await anyio.to_thread.run_sync(get_state(request).progress.add_oauth_grant, OAuthGrant(
+        secret_hash(code), "approval", "", info.id, "{}", time.time() + APPROVAL_LIFETIME_S))  # fmt: skip
+    shown = f"{code[:5]}-{code[5:]}"
+    return JSONResponse({"code": shown, "expires_in": APPROVAL_LIFETIME_S}, status_code=201,
+                        headers={"Cache-Control": "no-store"})  # fmt: skip
+
+
 @router.get(CONSENT_PATH + "{consent}", response_class=HTMLResponse)
 async def consent_page(request: Request, consent: str) -> Response:
+    return await _consent_form(request, consent)
+
+
+async def _consent_form(request: Request, consent: str, approval: str | None = None) -> Response:
+    """The consent form for the owner, or for a holder of their approval code (checked by the caller,
+    and again when the answer comes); anyone else is refused."""
     found = await _consent(request, consent)
     if found is None:
         return page(request, "oauth_consent.html", status=404, title="Authorization request",
                     error="This authorization request has expired or was answered already. Start again "
                           "from your client.")  # fmt: skip
     grant, data, info = found
-    if not _owner(request, info):
+    if approval is None and not _owner(request, info):
         return _not_owner(request, consent)
     shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
                  client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
                  client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),
-                 endpoint=info, scopes=data["scopes"], descriptions=_descriptions(info))  # fmt: skip
+                 endpoint=info, scopes=data["scopes"], descriptions=_descriptions(info),
+                 approval=approval)  # fmt: skip
     # The answer redirects to the client: a browser applies the form's CSP to that redirect too.
     shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
         "form-action 'self'", f"form-action 'self' {_source(data['redirect_uri'])}"
@@ -69,14 +121,22 @@ async def consent_page(request: Request, consent: str) -> Response:
 
 
 @router.post(CONSENT_PATH + "{consent}")
-async def consent_answer(request: Request, consent: str, answer: str = Form("")) -> Response:
+async def consent_answer(request: Request, consent: str, answer: str = Form(""),
+                         approval: str = Form("")) -> Response:  # fmt: skip
     state = get_state(request)
     found = await _consent(request, consent)
     if found is None:
         return await consent_page(request, consent)
     grant, data, info = found
     if not _owner(request, info):
-        return await consent_page(request, consent)
+        # Not signed in as the owner: only an approval code of theirs, used now, answers for them.
+        code = await _approval(request, approval, info) if approval else None
+        if code is None or await anyio.to_thread.run_sync(state.progress.use_oauth_grant, code.key_hash,
+                                                          "approval") is None:  # fmt: skip
+            if (refusal := wrong(request, "resume")) is not None:
+                return refusal
+            return _not_owner(request, consent, "That approval code is not valid (any more): get a new one "
+                                                "in the endpoint's panel.")  # fmt: skip
     if await anyio.to_thread.run_sync(state.progress.use_oauth_grant, grant.key_hash, "consent") is None:
         return await consent_page(request, consent)  # answered meanwhile, in another tab
     issuer = site_url(request)
@@ -106,17 +166,21 @@ def _not_owner(request: Request, consent: str, error: str | None = None, status:
 @router.post(CONSENT_PATH + "{consent}/resume")
 async def consent_resume(request: Request, consent: str, code: str = Form("")) -> Response:
     """The owner in a browser without their cookie: their resume code makes this browser theirs
-    (as /resume does), and the consent page opens. Any other code is refused and counted."""
+    (as /resume does), and the consent page opens; an approval code of theirs opens the consent page
+    for this one answer. Any other code is refused and counted."""
     state = get_state(request)
     found = await _consent(request, consent)
     if found is None:
         return await consent_page(request, consent)
     info = found[2]
+    if await _approval(request, code, info) is not None:
+        return await _consent_form(request, consent, approval=_normal_approval(code))
     learner = await anyio.to_thread.run_sync(state.progress.learner_for_resume_code, code)
     if learner != info.learner_id:
         if (refusal := wrong(request, "resume")) is not None:
             return refusal
-        return _not_owner(request, consent, "That is not the resume code of this endpoint's owner.")
+        return _not_owner(request, consent, "That is neither the resume code of this endpoint's owner nor "
+                                            "an approval code of theirs.")  # fmt: skip
     response = RedirectResponse(CONSENT_PATH + consent, status_code=303)
     assert state.identity is not None  # the app has started
     response.headers.append("set-cookie", state.identity.cookie(learner, secure=is_https(request.scope)))

@@ -381,7 +381,7 @@ class NewClient(BaseModel):
     confidential: bool = Field(False, description="A client with a secret (client_secret_post); else public.")
 
 
-async def _my_protected(request: Request, endpoint_id: str, what: str) -> EndpointInfo | JSONResponse:
+async def my_protected(request: Request, endpoint_id: str, what: str) -> EndpointInfo | JSONResponse:
     """The visitor's own protected endpoint, or the refusal (404 if not theirs, 409 if not protected)."""
     mine = await anyio.to_thread.run_sync(get_state(request).progress.learner_endpoints, learner_id(request))
     info = next((item for item in mine if item.id == endpoint_id), None)
@@ -395,7 +395,7 @@ async def _my_protected(request: Request, endpoint_id: str, what: str) -> Endpoi
 @router.post("/api/endpoints/{endpoint_id}/clients", status_code=201)
 async def create_client(request: Request, endpoint_id: str, body: NewClient) -> JSONResponse:
     """A client registered by hand for the learner's protected endpoint (pre-registration)."""
-    info = await _my_protected(request, endpoint_id, "clients")
+    info = await my_protected(request, endpoint_id, "clients")
     if isinstance(info, JSONResponse):
         return info
     if (problem := redirect_problem(body.redirect_uri)) is not None:
@@ -413,7 +413,7 @@ class ToolScopes(BaseModel):
 async def set_tool_scopes(request: Request, endpoint_id: str, body: ToolScopes) -> JSONResponse:
     """The owner marks tools of their protected endpoint as needing a scope of their choosing."""
     state = get_state(request)
-    info = await _my_protected(request, endpoint_id, "scopes")
+    info = await my_protected(request, endpoint_id, "scopes")
     if isinstance(info, JSONResponse):
         return info
     if len(body.tools) > MAX_TOOL_SCOPES:

@@ -156,7 +156,9 @@ def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app
     good = token_request(app, client, code, verifier)
     assert good.status_code == 200, good.text
     assert token_request(app, client, code, verifier).json()["error"] == "invalid_grant"  # single use
-    assert httpx.get(f"{app.base}/token", timeout=30).status_code == 405  # the SDK's route, watched, as it was
+    assert (
+        httpx.get(f"{app.base}/token", timeout=30).status_code == 405
+    )  # the SDK's route, watched, as it was
     access = good.json()["access_token"]
     works = httpx.post(
         endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {access}"}, timeout=30
@@ -291,6 +293,42 @@ def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume
         assert system_browser.get(consent).status_code == 200
         answered = system_browser.post(consent, data={"answer": "allow"})
     assert answered.status_code == 303 and "code=" in answered.headers["location"]
+
+
+def test_a_one_time_approval_code_answers_one_consent_in_another_browser_and_gives_it_nothing_else(
+    app: AppProcess,
+) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    consents = []
+    for _ in range(2):
+        asked = httpx.get(authorize_url(app, client, endpoint, pkce()[1]), timeout=30)
+        consents.append(app.base + asked.headers["location"])
+    approval_url = f"/api/endpoints/{endpoint['id']}/approval-code"
+    with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as other:
+        assert other.post(approval_url).status_code == 404  # only the owner gets one
+    with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as owner:
+        made = owner.post(approval_url)
+    assert made.status_code == 201 and made.json()["expires_in"] == 600
+    code = made.json()["code"]
+    with app.client() as system_browser:  # the browser a client opened: no cookie of this site
+        forged = system_browser.post(consents[0], data={"answer": "allow", "approval": "ABCDEFGHJK"})
+        assert forged.status_code == 403 and "location" not in forged.headers
+        opened = system_browser.post(consents[0] + "/resume", data={"code": code.lower().replace("-", " ")})
+        assert opened.status_code == 200 and 'value="allow"' in opened.text
+        assert COOKIE not in system_browser.cookies  # no identity: it answers this consent only
+        assert system_browser.get(consents[1]).status_code == 403
+        approval = BeautifulSoup(opened.text, "html.parser").select_one("input[name=approval]")["value"]
+        answered = system_browser.post(consents[0], data={"answer": "allow", "approval": approval})
+        assert answered.status_code == 303 and "code=" in answered.headers["location"]
+        again = system_browser.post(consents[1], data={"answer": "allow", "approval": approval})
+        assert again.status_code == 403 and "location" not in again.headers  # used once
+        assert system_browser.post(consents[1] + "/resume", data={"code": code}).status_code == 403
+    # Another endpoint's owner cannot use their own code here.
+    theirs = protected_endpoint(app, owner="someone else")
+    with app.client(cookies={COOKIE: app.learner_cookie("someone else")}) as other:
+        foreign = other.post(f"/api/endpoints/{theirs['id']}/approval-code").json()["code"]
+    with app.client() as system_browser:
+        assert system_browser.post(consents[1] + "/resume", data={"code": foreign}).status_code == 403
 
 
 async def test_a_client_named_by_its_metadata_document_is_allowed_without_registering(

@@ -1,0 +1,52 @@
+"""A guesser of one-time approval codes (app/web/consent.py), on the consent page's two ways in: each
+wrong code is counted with the address's other wrong codes, and past the budget the answer is 429."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from app.web.learner import COOKIE
+from tests.support.inprocess import InProcessApp
+from tests.support.oauthflow import REDIRECT, pkce
+
+BUDGET = 3
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with InProcessApp(tmp_path_factory.mktemp("guesses"), warm_pool_size=0,
+                      failed_attempts_per_address=BUDGET) as app:  # fmt: skip
+        yield app
+
+
+def consent_page(app: InProcessApp) -> str:
+    """A consent waiting for the owner of a new protected endpoint: its path."""
+    made = app.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"},
+                    cookies={COOKIE: app.learner_cookie("owner")})  # fmt: skip
+    assert made.status_code == 201, made.text
+    with app.plain_client() as client:
+        registered = client.post("/register", json={"redirect_uris": [REDIRECT], "client_name": "guessed",
+                                                    "token_endpoint_auth_method": "none"})  # fmt: skip
+        assert registered.status_code == 201, registered.text
+        asked = client.get("/authorize", params={
+            "response_type": "code", "client_id": registered.json()["client_id"], "redirect_uri": REDIRECT,
+            "state": "s", "scope": "mcp:read", "resource": made.json()["url"], "code_challenge": pkce()[1],
+            "code_challenge_method": "S256"})  # fmt: skip
+    assert asked.status_code == 302, asked.text
+    return asked.headers["location"]
+
+
+def test_wrong_approval_codes_either_way_are_counted_together_and_stopped(app: InProcessApp) -> None:
+    consent = consent_page(app)
+    statuses = []
+    with app.client() as guesser:
+        for number, guess in enumerate(("AAAAA-AAAAA", "BBBBB-BBBBB", "CCCCC-CCCCC", "DDDDD-DDDDD")):
+            if number % 2 == 0:  # typed into the page's field
+                answer = guesser.post(consent + "/resume", data={"code": guess})
+            else:  # posted with the answer, as a forged form would
+                answer = guesser.post(consent, data={"answer": "allow", "approval": guess})
+            assert "location" not in answer.headers  # never a code for the client
+            statuses.append(answer.status_code)
+    assert statuses == [403, 403, 403, 429]
