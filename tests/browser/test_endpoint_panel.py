@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
 import subprocess
 import sys
@@ -95,15 +96,19 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     query = httpx.QueryParams({"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT,
                                "state": "walk", "code_challenge": challenge, "code_challenge_method": "S256",
                                "resource": url, "scope": "mcp:read"})  # fmt: skip
-    second_page.goto(f"/authorize?{query}")  # another browser: not the owner
+    second_page.goto(f"/authorize?{query}")  # another browser: not the owner's
     expect(second_page.get_by_role("alert")).to_contain_text("Only the owner")
-    owner = page.context.new_page()  # the owner's browser, a new tab: the panel stays open in the first
-    owner.goto(f"/authorize?{query}")
-    expect(owner.get_by_text("Walker")).to_be_visible()
+    # The owner answers there with a one-time approval code from the panel.
+    panel.locator("[data-endpoint-approval] summary").click()
+    panel.get_by_role("button", name="Get a one-time approval code").click()
+    code = panel.locator("[data-approval-code]")
+    expect(code).to_have_text(re.compile(r"^[A-Z2-9]{5}-[A-Z2-9]{5}$"))
+    second_page.get_by_label("Approval code or resume code").fill(code.inner_text())
+    second_page.get_by_role("button", name="Continue as the owner").click()
+    expect(second_page.get_by_text("Walker")).to_be_visible()
     # The answer's redirect leaves the site: the page's form-action policy must let it go to the client.
-    with owner.expect_request(lambda request: request.url.startswith(REDIRECT)) as went:
-        owner.get_by_role("button", name="Allow").click()
-    owner.close()
+    with second_page.expect_request(lambda request: request.url.startswith(REDIRECT)) as went:
+        second_page.get_by_role("button", name="Allow").click()
     back = parse_qs(urlsplit(went.value.url).query)
     assert back["state"] == ["walk"] and back["iss"] == [browser_app.base] and back["code"]
     token = httpx.post(browser_app.base + "/token", data={"grant_type": "authorization_code", "code": back["code"][0],
@@ -112,19 +117,11 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     assert token.status_code == 200 and token.json()["scope"] == "mcp:read"
     # The panel shows the dance as it happened, each step explained and sourced.
     steps = panel.locator("[data-endpoint-flow] li")
-    # The metadata read above, the hand registration, the ping's 401, both browsers' requests, the
-    # consent and the token.
-    expect(steps).to_have_count(7)
+    # The metadata read above, the hand registration, the ping's 401, the request, the consent and
+    # the token.
+    expect(steps).to_have_count(6)
     kinds = [item.get_attribute("data-step") for item in steps.all()]
-    assert kinds == [
-        "resource_metadata",
-        "registration",
-        "challenge",
-        "authorize",
-        "authorize",
-        "consent",
-        "token",
-    ]
+    assert kinds == ["resource_metadata", "registration", "challenge", "authorize", "consent", "token"]
     expect(steps.nth(2)).to_contain_text("401 Unauthorized")
     expect(steps.last).to_contain_text("RFC 7636")
     assert token.json()["access_token"] not in panel.inner_text()
