@@ -43,7 +43,7 @@ from starlette.routing import BaseRoute, Route
 from app.config import Settings
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
 from app.web import oauth_log
-from app.web.client import site_url
+from app.web.client import client_key, site_url
 from app.web.client_documents import ClientDocuments, DocumentError, is_document_url
 from app.web.endpoints import token_hash
 from app.web.errors import error_body
@@ -173,7 +173,8 @@ class Provider:
                            time.time() + CONSENT_LIFETIME_S)  # fmt: skip
         await self._call(self.store.add_oauth_grant, grant)
         await oauth_log.record(self.store, info.id, "authorize", "GET /authorize", 302, client_id=client.client_id,
-                               client_name=client.client_name, registered_at=client.client_id_issued_at,
+                               client_name=client.client_name, registration=registration_kind(client.client_id),
+                               registered_at=client.client_id_issued_at,
                                auth_method=client.token_endpoint_auth_method, scopes=scopes,
                                redirect_uri=str(params.redirect_uri), state=params.state is not None,
                                code_challenge_method="S256")  # fmt: skip
@@ -318,6 +319,15 @@ def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
     return kept
 
 
+def registration_kind(client_id: str) -> str:
+    """How a client came to be known here, for the flow's reader."""
+    if is_document_url(client_id):
+        return "client ID metadata document"
+    if client_id.startswith(HAND_CLIENT_PREFIX):
+        return "registered by the owner (pre-registration)"
+    return "dynamic client registration"
+
+
 @router.get(METADATA_PATH)
 async def metadata(request: Request) -> JSONResponse:
     issuer = AnyHttpUrl(site_url(request))
@@ -327,6 +337,9 @@ async def metadata(request: Request) -> JSONResponse:
     body["issuer"] = site_url(request)  # as the client reached it, with no trailing slash added
     body["authorization_response_iss_parameter_supported"] = True  # RFC 9207
     body["client_id_metadata_document_supported"] = True  # app/web/client_documents.py
+    if (endpoint_id := oauth_log.endpoint_read_by(client_key(request.scope))) is not None:
+        await oauth_log.record(get_state(request).progress, endpoint_id, "server_metadata",
+                               f"GET {METADATA_PATH}", 200)  # fmt: skip
     return JSONResponse(body, headers={"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"})
 
 
@@ -335,6 +348,7 @@ async def metadata(request: Request) -> JSONResponse:
 # A redirect URI's schemes that no client may use: they run or read something in the browser itself.
 REFUSED_SCHEMES = ("javascript", "data", "file", "vbscript", "blob", "about")
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+HAND_CLIENT_PREFIX = "playground-"  # the ids of clients registered in the panel
 
 
 def redirect_problem(uri: str) -> str | None:
@@ -361,7 +375,7 @@ async def register_by_hand(store: ProgressStore, endpoint_id: str, name: str, re
     its secret if it has one (shown once: it is kept only inside the client's record)."""
     secret = secrets.token_urlsafe(32) if confidential else None
     info = OAuthClientInformationFull(
-        client_id="playground-" + secrets.token_urlsafe(12), client_id_issued_at=int(time.time()),
+        client_id=HAND_CLIENT_PREFIX + secrets.token_urlsafe(12), client_id_issued_at=int(time.time()),
         client_secret=secret, client_secret_expires_at=0 if secret else None, client_name=name,
         redirect_uris=[redirect_uri],
         token_endpoint_auth_method="client_secret_post" if confidential else "none",

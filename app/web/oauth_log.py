@@ -40,6 +40,13 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "Next it reads that server's own metadata (/.well-known/oauth-authorization-server).",
         f"{AUTHZ} §Authorization Server Location; RFC 9728 §3",
     ),
+    "server_metadata": (
+        "Authorization server metadata read",
+        "A client at the address that just read this endpoint's Protected Resource Metadata read the "
+        "authorization server's metadata (RFC 8414): where to register, authorize and get tokens, and "
+        "that PKCE S256 is supported, which a client must check before it goes on.",
+        f"{AUTHZ} §Authorization Server Metadata Discovery, §Authorization Code Protection; RFC 8414 §3",
+    ),
     "registration": (
         "Client registered by you",
         "You registered a client in the panel: its id (and secret, if it has one) go into the client's "
@@ -49,8 +56,11 @@ STEPS: dict[str, tuple[str, str, str]] = {
     "authorize": (
         "Authorization request",
         "The client sent your browser to the authorization server with a PKCE challenge (S256), the "
-        "endpoint as its resource, the scopes and a state. The server keeps the challenge and asks you.",
-        f"{AUTHZ} §Authorization Flow Steps, §Resource Parameter Implementation; RFC 7636 §4.3; RFC 8707 §2",
+        "endpoint as its resource, the scopes and a state. The server keeps the challenge and asks you. "
+        "`registration` says how the client is known: registered by you, by a metadata document at its "
+        "client_id URL, or by dynamic registration (POST /register).",
+        f"{AUTHZ} §Authorization Flow Steps, §Client Registration Approaches, §Resource Parameter "
+        "Implementation; RFC 7636 §4.3; RFC 8707 §2",
     ),
     "consent": (
         "Your answer",
@@ -88,6 +98,24 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "RFC 7009 §2",
     ),
 }
+
+
+# Who read which endpoint's Protected Resource Metadata, lately: the authorization server's metadata
+# names no endpoint, so a read of it is shown on the endpoint its reader came from (this process only).
+READER_MEMORY_S = 120.0
+_readers: dict[str, tuple[str, float]] = {}  # client address -> (endpoint id, when)
+
+
+def read_resource_metadata(address: str, endpoint_id: str) -> None:
+    if len(_readers) >= LAST_STEPS_KEPT:
+        _readers.clear()
+    _readers[address] = (endpoint_id, time.monotonic())
+
+
+def endpoint_read_by(address: str) -> str | None:
+    """The endpoint whose metadata this address read within READER_MEMORY_S, if any."""
+    found = _readers.get(address)
+    return found[0] if found is not None and time.monotonic() - found[1] < READER_MEMORY_S else None
 
 
 def masked(secret: str | None) -> str | None:

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 
 from app.progress.store import EndpointInfo
 from app.web import oauth_log
-from app.web.client import site_url
+from app.web.client import client_key, site_url
 from app.web.errors import error_body
 from app.web.oauth import READ_SCOPE, TOOLS_SCOPE, Provider, endpoint_scopes, tool_scopes
 from app.web.state import get_state
@@ -104,6 +104,7 @@ async def resource_metadata(request: Request, token: str) -> JSONResponse:
     cors = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
     if info is None:
         return JSONResponse(error_body(404, "No such protected endpoint."), status_code=404, headers=cors)
+    oauth_log.read_resource_metadata(client_key(request.scope), info.id)
     await oauth_log.record(get_state(request).progress, info.id, "resource_metadata",
                            f"GET {PRM_PREFIX}/mcp/…", 200)  # fmt: skip
     return JSONResponse({

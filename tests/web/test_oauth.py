@@ -81,13 +81,14 @@ async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(a
     # The owner watches the dance, step by step, each explained, with no secret in it.
     watched = flow(app, endpoint)
     steps = [event["step"] for event in watched]
-    assert steps[:5] == ["challenge", "resource_metadata", "authorize", "consent", "token"], steps
-    assert steps[5:] == ["insufficient_scope", "authorize", "consent", "token"], steps
+    first = ["challenge", "resource_metadata", "server_metadata", "authorize", "consent", "token"]
+    assert steps[:6] == first, steps
+    assert steps[6:] == ["insufficient_scope", "authorize", "consent", "token"], steps
     assert all(event["title"] and event["meaning"] and event["reference"] for event in watched)
-    assert watched[5]["detail"]["method"] == "tools/call" and watched[5]["status"] == 403
-    assert watched[2]["detail"]["client_name"] == "Test client" and watched[2]["detail"]["scopes"] == [
-        "mcp:read"
-    ]
+    assert watched[6]["detail"]["method"] == "tools/call" and watched[6]["status"] == 403
+    asked = watched[3]["detail"]
+    assert asked["client_name"] == "Test client" and asked["scopes"] == ["mcp:read"]
+    assert asked["registration"] == "dynamic client registration"
     text = json.dumps(watched)
     assert storage.tokens.access_token not in text and storage.tokens.refresh_token not in text
     assert endpoint["url"].rsplit("/", 1)[1] not in text  # nor the endpoint's own token
@@ -356,6 +357,8 @@ async def test_a_client_named_by_its_metadata_document_is_allowed_without_regist
             await client.initialize()
             assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
     assert storage.client is not None and storage.client.client_id == url  # its URL is its id: no /register
+    asked = next(event for event in flow(app, endpoint) if event["step"] == "authorize")
+    assert asked["detail"]["registration"] == "client ID metadata document"
     assert "127.0.0.1" in owner.pages[0] and "Document client" in owner.pages[0]
     asm = httpx.get(app.base + "/.well-known/oauth-authorization-server", timeout=30).json()
     assert asm["client_id_metadata_document_supported"] is True
@@ -392,7 +395,10 @@ def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: AppPro
     verifier, challenge = pkce()
     tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier)
     assert tokens.status_code == 200, tokens.text
-    assert [event["step"] for event in flow(app, endpoint)][:2] == ["registration", "registration"]
+    watched = flow(app, endpoint)
+    assert [event["step"] for event in watched][:2] == ["registration", "registration"]
+    asked = next(event for event in watched if event["step"] == "authorize")
+    assert asked["detail"]["registration"] == "registered by the owner (pre-registration)"
 
 
 def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: AppProcess) -> None:
