@@ -3,7 +3,17 @@
 // client: it registers itself, makes its PKCE pair, opens the consent page, receives the code on the
 // playground's own callback page (app/web/consent.py), and redeems it. Tokens stay in this page.
 
-const STEPS = ["challenge", "resource-metadata", "server-metadata", "register", "authorize", "token", "call"];
+const STEPS = [
+  "challenge",
+  "resource-metadata",
+  "server-metadata",
+  "register",
+  "authorize",
+  "token",
+  "call",
+  "revoke",
+  "reuse",
+];
 
 function base64url(bytes) {
   return btoa(String.fromCharCode(...new Uint8Array(bytes)))
@@ -197,7 +207,8 @@ export class FlowByHand {
     }
   }
 
-  async call() {
+  /** The endpoint's answer to initialize sent with the page's access token. */
+  async withToken() {
     const reply = await fetch(this.url, {
       method: "POST",
       headers: {
@@ -207,11 +218,29 @@ export class FlowByHand {
       },
       body: JSON.stringify(INITIALIZE),
     });
-    const text = await reply.text();
-    this.show(
-      "call",
-      reply.ok,
-      `Authorization: Bearer ${masked(this.state.accessToken)}\nHTTP ${reply.status}\n${text.slice(0, 2000)}`,
-    );
+    const sent = `Authorization: Bearer ${masked(this.state.accessToken)}\nHTTP ${reply.status}\n`;
+    return { reply, sent };
+  }
+
+  async call() {
+    const { reply, sent } = await this.withToken();
+    this.show("call", reply.ok, sent + (await reply.text()).slice(0, 2000));
+    if (reply.ok) this.enable("revoke");
+  }
+
+  async revoke() {
+    const form = new URLSearchParams({ token: this.state.accessToken, client_id: this.state.clientId });
+    const reply = await fetch(this.state.server.revocation_endpoint, { method: "POST", body: form });
+    const shown = `POST token=${masked(this.state.accessToken)}&client_id=${this.state.clientId}\nHTTP ${reply.status}`;
+    this.show("revoke", reply.ok, shown);
+    if (reply.ok) this.enable("reuse");
+  }
+
+  async reuse() {
+    const { reply, sent } = await this.withToken();
+    const header = reply.headers.get("www-authenticate") || "";
+    const passed = reply.status === 401 && challengeParams(header).error === "invalid_token";
+    this.show("reuse", passed, `${sent}WWW-Authenticate: ${header}`);
+    if (passed) this.enable(null);
   }
 }

@@ -21,7 +21,7 @@ import re
 import secrets
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from fastapi import APIRouter, Request
@@ -39,6 +39,7 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import InvalidScopeError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl, BaseModel, Field
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Settings
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
@@ -315,6 +316,8 @@ def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
             continue
         if path == "/token":  # its refusals are steps to watch too; a route is an ASGI app of its own
             route = Route(path, endpoint=oauth_log.TokenWatch(route, store, secret_hash))
+        elif path == "/revoke":
+            route = Route(path, endpoint=PublicRevocation(route))
         kept.append(route)
     return kept
 
@@ -326,6 +329,24 @@ def registration_kind(client_id: str) -> str:
     if client_id.startswith(HAND_CLIENT_PREFIX):
         return "registered by the owner (pre-registration)"
     return "dynamic client registration"
+
+
+class PublicRevocation:
+    """Around the SDK's `/revoke` route, whose request model requires a `client_secret` field: a public
+    client (RFC 7009 §2.1: `token` and `client_id` only) gets an empty one added, which its
+    authentication ignores. A client with a secret is authenticated as before."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await oauth_log.whole_body(receive)
+        if "client_secret" not in parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True):
+            body += b"&client_secret=" if body else b"client_secret="
+        await self.app(scope, oauth_log.replaying(body, receive), send)
 
 
 @router.get(METADATA_PATH)

@@ -34,6 +34,13 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "Metadata is and the scope to ask for. A client that speaks MCP authorization starts discovery here.",
         f"{AUTHZ} §Protected Resource Metadata Discovery Requirements; RFC 9728 §5.1",
     ),
+    "invalid_token": (
+        "401 Unauthorized: the token is not valid here",
+        "The request carried an access token this endpoint does not accept: revoked, expired, issued for "
+        'another endpoint, or never issued. The challenge says error="invalid_token"; a client may '
+        "refresh, or start the flow again.",
+        f"{AUTHZ} §Token Handling; RFC 6750 §3.1; RFC 8707 §2",
+    ),
     "resource_metadata": (
         "Protected Resource Metadata read",
         "The client learned which authorization server issues tokens for this endpoint, and its scopes. "
@@ -147,6 +154,31 @@ def event_json(number: int, at: float, data: str) -> dict[str, Any]:
     return {"seq": number, "at": at, **event, "title": title, "meaning": meaning, "reference": reference}
 
 
+async def whole_body(receive: Receive) -> bytes:
+    """A request's body, read whole (the guard has bounded it already)."""
+    chunks: list[bytes] = []
+    more = True
+    while more:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives `body` once, then what `receive` gives (the disconnect)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 class TokenWatch:
     """Around the SDK's `/token` route: a refused token request is recorded on the endpoint whose code
     or refresh token it presented (a successful one is recorded by the provider as it issues)."""
@@ -160,22 +192,7 @@ class TokenWatch:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        more = True
-        while more:  # the guard has bounded the body already
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
+        body = await whole_body(receive)
         status = 0
         answer: list[bytes] = []
 
@@ -187,7 +204,7 @@ class TokenWatch:
                 answer.append(message.get("body", b""))
             await send(message)
 
-        await self.app(scope, replay, watch)
+        await self.app(scope, replaying(body, receive), watch)
         if status >= 400:
             await self._refused(body, status, b"".join(answer))
 

@@ -71,7 +71,8 @@ async def token_scopes(request: Request, token: str, info: EndpointInfo) -> set[
 async def _unauthorized(request: Request, token: str, info: EndpointInfo, message: str, error: str | None,
                         presented: str | None) -> JSONResponse:  # fmt: skip
     challenge = _challenge(request, token, error, message if error else None)
-    await oauth_log.record(get_state(request).progress, info.id, "challenge", f"{request.method} /mcp/…", 401,
+    step = "invalid_token" if presented else "challenge"
+    await oauth_log.record(get_state(request).progress, info.id, step, f"{request.method} /mcp/…", 401,
                            presented=oauth_log.masked(presented), www_authenticate=_masked(challenge, token))  # fmt: skip
     return JSONResponse(error_body(401, message), status_code=401, headers={"WWW-Authenticate": challenge})
 

@@ -149,8 +149,13 @@ def test_the_dance_done_by_hand_in_the_panel_checks_each_answer(page: Page) -> N
     expect(consent.locator("[data-callback-status]")).to_contain_text("went back to the panel")
     consent.close()
     expect(by_hand.locator('[data-by-hand="authorize"]')).to_have_attribute("data-passed", "yes")
-    for name in ("token", "call"):
+    for name in ("token", "call", "revoke", "reuse"):
         step = by_hand.locator(f'[data-by-hand="{name}"]')
         step.get_by_role("button").click()
         expect(step).to_have_attribute("data-passed", "yes")
     expect(by_hand.locator('[data-by-hand="call"] pre')).to_contain_text('"protocolVersion"')
+    expect(by_hand.locator('[data-by-hand="reuse"] pre')).to_contain_text('error="invalid_token"')
+    expect(by_hand.locator("button:enabled")).to_have_count(0)  # the dance is over
+    flow = panel.locator("[data-endpoint-flow] li")
+    expect(flow.last).to_have_attribute("data-step", "invalid_token")
+    expect(flow.last).to_contain_text("not valid here")

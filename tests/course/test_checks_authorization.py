@@ -15,11 +15,13 @@ def run(name: str, steps: list[str]) -> tuple[bool, str]:
 
 def test_they_read_a_flow_and_say_what_is_missing_at_each_point() -> None:
     names = [name for name, check in REGISTRY.items() if check.reads == AUTHORIZATION]
-    assert names == ["auth-challenged", "auth-metadata-read", "auth-token-issued", "auth-stepped-up"]
+    assert names == ["auth-challenged", "auth-metadata-read", "auth-token-issued", "auth-stepped-up",
+                     "auth-revoked-refused"]  # fmt: skip
     for name in names:
         passed, reason = run(name, [])
         assert not passed and "No client" in reason or "No request" in reason
     assert run("auth-challenged", ["challenge"])[0]
+    assert run("auth-challenged", ["invalid_token"])[0]  # a 401 for a bad token carries the address too
     assert run("auth-metadata-read", ["challenge"]) == (
         False, "The client got 401 but has not read the metadata: does it speak MCP authorization?")  # fmt: skip
     assert run("auth-metadata-read", FULL[:2])[0]
@@ -33,3 +35,11 @@ def test_a_step_up_is_a_403_then_a_token_not_a_token_before_it() -> None:
     assert not run("auth-stepped-up", [*FULL, "insufficient_scope"])[0]
     assert not run("auth-stepped-up", [*FULL, "insufficient_scope", "authorize", "consent"])[0]
     assert run("auth-stepped-up", [*FULL, "insufficient_scope", "authorize", "consent", "token"])[0]
+
+
+def test_a_revoked_token_refused_is_a_revoke_then_a_401_for_a_token_not_before_it() -> None:
+    assert "revoke it" in run("auth-revoked-refused", FULL)[1]
+    assert not run("auth-revoked-refused", [*FULL, "invalid_token", "revoke"])[0]  # refused before
+    assert not run("auth-revoked-refused", [*FULL, "revoke", "challenge"])[0]  # no token sent
+    assert run("auth-revoked-refused", [*FULL, "revoke", "invalid_token"])[0]
+    assert run("auth-revoked-refused", [*FULL, "revoke", "invalid_token", "token", "revoke", "challenge"])[0]

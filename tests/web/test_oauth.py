@@ -263,6 +263,27 @@ def test_refresh_rotates_and_revoking_ends_both_tokens(app: AppProcess) -> None:
     after = httpx.post(endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {new['access_token']}"},
                        timeout=30)  # fmt: skip
     assert after.status_code == 401
+    steps = [event["step"] for event in flow(app, endpoint)]
+    assert steps[-2:] == ["revoke", "invalid_token"]  # a presented token refused is its own step
+    no_secret = httpx.post(app.base + "/revoke", data={"token": new["refresh_token"], "client_id": client["client_id"]},
+                           timeout=30)  # fmt: skip
+    assert no_secret.status_code == 401  # a client with a secret must send it
+
+
+def test_a_public_client_revokes_with_its_client_id_alone(app: AppProcess) -> None:
+    endpoint, client = protected_endpoint(app), register(app)  # token_endpoint_auth_method "none"
+    verifier, challenge = pkce()
+    tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()
+    other = register(app)
+    foreign = httpx.post(app.base + "/revoke", data={"token": tokens["access_token"], "client_id": other["client_id"]},
+                         timeout=30)  # fmt: skip
+    assert foreign.status_code == 200  # RFC 7009: answered alike, but another client's token stays
+    bearer = {"Authorization": f"Bearer {tokens['access_token']}"}
+    assert httpx.post(endpoint["url"], json=INITIALIZE, headers=bearer, timeout=30).status_code == 200
+    revoked = httpx.post(app.base + "/revoke", data={"token": tokens["access_token"], "client_id": client["client_id"]},
+                         timeout=30)  # fmt: skip
+    assert revoked.status_code == 200, revoked.text  # RFC 7009 §2.1: token and client_id, no secret
+    assert httpx.post(endpoint["url"], json=INITIALIZE, headers=bearer, timeout=30).status_code == 401
 
 
 def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume_code(
