@@ -58,7 +58,7 @@ SCOPES = (READ_SCOPE, TOOLS_SCOPE)
 SCOPE_TEXT = {READ_SCOPE: "start sessions, list and read your server's tools, resources and prompts",
               TOOLS_SCOPE: "call your server's tools"}  # fmt: skip
 CONSENT_LIFETIME_S = 600
-CODE_LIFETIME_S = 60
+CODE_LIFETIME_S = 50  # under a minute: a code is a bearer credential in a URL
 ACCESS_LIFETIME_S = 3600
 REFRESH_LIFETIME_S = 24 * 3600
 # The SDK's routes that clients call; they read no cookie and are exempt from the cross-site check.
@@ -316,6 +316,8 @@ def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
             continue
         if path == "/token":  # its refusals are steps to watch too; a route is an ASGI app of its own
             route = Route(path, endpoint=oauth_log.TokenWatch(route, store, secret_hash))
+        elif path == "/register":
+            route = Route(path, endpoint=oauth_log.RegistrationWatch(route, store))
         elif path == "/revoke":
             route = Route(path, endpoint=PublicRevocation(route))
         kept.append(route)

@@ -19,6 +19,7 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.progress.store import ProgressStore
+from app.web.client import client_key
 
 log = logging.getLogger(__name__)
 REPEAT_S = 10.0
@@ -59,6 +60,14 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "You registered a client in the panel: its id (and secret, if it has one) go into the client's "
         "configuration, and it skips dynamic registration.",
         f"{AUTHZ} §Preregistration",
+    ),
+    "dynamic_registration": (
+        "Client registered itself",
+        "A client at the address that just read this endpoint's metadata registered with the authorization "
+        "server (Dynamic Client Registration): it sent its name and redirect URIs, and got a client_id. "
+        "2025-11-25 prefers pre-registration, then client ID metadata documents, then this; 2026-07-28 "
+        "deprecates it.",
+        f"{AUTHZ} §Dynamic Client Registration; RFC 7591 §3",
     ),
     "authorize": (
         "Authorization request",
@@ -223,3 +232,43 @@ class TokenWatch:
         await record(self.store, grant.endpoint_id, "token_refused", "POST /token", status,
                      grant_type=form.get("grant_type"), presented=masked(secret), error=error.get("error"),
                      error_description=error.get("error_description"))  # fmt: skip
+
+
+class RegistrationWatch:
+    """Around the SDK's `/register` route: dynamic registration names no endpoint, so a client that
+    registers is shown on the endpoint whose metadata its address read just before."""
+
+    def __init__(self, app: ASGIApp, store: ProgressStore) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint_id = endpoint_read_by(client_key(scope)) if scope["type"] == "http" else None
+        if endpoint_id is None:
+            await self.app(scope, receive, send)
+            return
+        status = 0
+        answer: list[bytes] = []
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body":
+                answer.append(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        try:
+            body = json.loads(b"".join(answer))
+        except ValueError:
+            body = {}
+        detail = {
+            "client_id": body.get("client_id"),
+            "client_name": body.get("client_name"),
+            "redirect_uris": body.get("redirect_uris"),
+            "auth_method": body.get("token_endpoint_auth_method"),
+        }
+        if status != 201:
+            detail = {"error": body.get("error"), "error_description": body.get("error_description")}
+        await record(self.store, endpoint_id, "dynamic_registration", "POST /register", status, **detail)

@@ -117,11 +117,12 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     assert token.status_code == 200 and token.json()["scope"] == "mcp:read"
     # The panel shows the dance as it happened, each step explained and sourced.
     steps = panel.locator("[data-endpoint-flow] li")
-    # The metadata read above, the hand registration, the ping's 401, the request, the consent and
-    # the token.
-    expect(steps).to_have_count(6)
+    # The metadata read above, the hand registration, the ping's 401, the client registering itself
+    # (from the address that read the metadata), the request, the consent and the token.
+    expect(steps).to_have_count(7)
     kinds = [item.get_attribute("data-step") for item in steps.all()]
-    assert kinds == ["resource_metadata", "registration", "challenge", "authorize", "consent", "token"]
+    assert kinds == ["resource_metadata", "registration", "challenge", "dynamic_registration", "authorize",
+                     "consent", "token"]  # fmt: skip
     expect(steps.nth(2)).to_contain_text("401 Unauthorized")
     expect(steps.last).to_contain_text("RFC 7636")
     assert token.json()["access_token"] not in panel.inner_text()

@@ -116,8 +116,9 @@ def token_request(app: AppProcess, client: dict, code: str, verifier: str) -> ht
                                                  **credentials(client)}, timeout=30)  # fmt: skip
 
 
-def code_for(app: AppProcess, endpoint: dict, client: dict, challenge: str, scope: str = "mcp:read") -> str:
-    location = Owner(app).consent(authorize_url(app, client, endpoint, challenge, scope), "allow")
+def code_for(app: AppProcess, endpoint: dict, client: dict, challenge: str, scope: str = "mcp:read",
+             owner: str = "owner") -> str:  # fmt: skip
+    location = Owner(app, owner).consent(authorize_url(app, client, endpoint, challenge, scope), "allow")
     assert location.startswith(REDIRECT)
     query = parse_qs(urlsplit(location).query)
     assert query["state"] == ["s1"]

@@ -81,12 +81,15 @@ async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(a
     # The owner watches the dance, step by step, each explained, with no secret in it.
     watched = flow(app, endpoint)
     steps = [event["step"] for event in watched]
-    first = ["challenge", "resource_metadata", "server_metadata", "authorize", "consent", "token"]
-    assert steps[:6] == first, steps
-    assert steps[6:] == ["insufficient_scope", "authorize", "consent", "token"], steps
+    first = ["challenge", "resource_metadata", "server_metadata", "dynamic_registration", "authorize", "consent",
+             "token"]  # fmt: skip
+    assert steps[:7] == first, steps
+    assert steps[7:] == ["insufficient_scope", "authorize", "consent", "token"], steps
     assert all(event["title"] and event["meaning"] and event["reference"] for event in watched)
-    assert watched[6]["detail"]["method"] == "tools/call" and watched[6]["status"] == 403
-    asked = watched[3]["detail"]
+    assert watched[7]["detail"]["method"] == "tools/call" and watched[7]["status"] == 403
+    registered = watched[3]
+    assert registered["status"] == 201 and registered["detail"]["client_id"] == storage.client.client_id
+    asked = watched[4]["detail"]
     assert asked["client_name"] == "Test client" and asked["scopes"] == ["mcp:read"]
     assert asked["registration"] == "dynamic client registration"
     text = json.dumps(watched)
@@ -271,9 +274,12 @@ def test_refresh_rotates_and_revoking_ends_both_tokens(app: AppProcess) -> None:
 
 
 def test_a_public_client_revokes_with_its_client_id_alone(app: AppProcess) -> None:
-    endpoint, client = protected_endpoint(app), register(app)  # token_endpoint_auth_method "none"
+    # Its own owner: each owner has a few consoles at most, and this test leaves one open.
+    endpoint, client = protected_endpoint(app, owner="revoker"), register(app)  # auth method "none"
     verifier, challenge = pkce()
-    tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()
+    tokens = token_request(
+        app, client, code_for(app, endpoint, client, challenge, owner="revoker"), verifier
+    ).json()
     other = register(app)
     foreign = httpx.post(app.base + "/revoke", data={"token": tokens["access_token"], "client_id": other["client_id"]},
                          timeout=30)  # fmt: skip
@@ -449,6 +455,7 @@ def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: AppProcess) 
         ).json()
         headers = {"Authorization": f"Bearer {access['access_token']}", "Accept": "application/json"}
         opened = httpx.post(endpoint["url"], json=INITIALIZE, headers=headers, timeout=30)
+        assert opened.status_code == 200, (opened.status_code, opened.text)
         session = {
             **headers,
             "Mcp-Session-Id": opened.headers["mcp-session-id"],

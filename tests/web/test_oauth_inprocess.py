@@ -1,15 +1,24 @@
-"""A guesser of one-time approval codes (app/web/consent.py), on the consent page's two ways in: each
-wrong code is counted with the address's other wrong codes, and past the budget the answer is 429."""
+"""Protected endpoints, in process where the test needs the app's store: a guesser of one-time approval
+codes (app/web/consent.py), whose wrong codes on the consent page's two ways in are counted together
+and answered 429 past the budget; and an access token past its expiry, refused like a made-up one."""
 
 from __future__ import annotations
 
+import json
+import secrets
+import time
 from collections.abc import Iterator
 
 import pytest
 
+from app.progress.store import OAuthGrant
 from app.web.learner import COOKIE
+from app.web.oauth import SCOPES, secret_hash
 from tests.support.inprocess import InProcessApp
 from tests.support.oauthflow import REDIRECT, pkce
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
 
 BUDGET = 3
 
@@ -50,3 +59,26 @@ def test_wrong_approval_codes_either_way_are_counted_together_and_stopped(app: I
             assert "location" not in answer.headers  # never a code for the client
             statuses.append(answer.status_code)
     assert statuses == [403, 403, 403, 429]
+
+
+def test_an_access_token_past_its_expiry_is_refused_as_invalid(app: InProcessApp) -> None:
+    made = app.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"},
+                    cookies={COOKIE: app.learner_cookie("owner")}).json()  # fmt: skip
+    tokens = {}
+    for name, expires_at in (("current", time.time() + 600), ("expired", time.time() - 1)):
+        tokens[name] = secrets.token_urlsafe(32)
+        data = json.dumps({"scopes": list(SCOPES), "resource": made["url"], "refresh": "none"})
+        app.state.progress.add_oauth_grant(
+            OAuthGrant(secret_hash(tokens[name]), "access", "a-client", made["id"], data, expires_at)
+        )
+    path = "/" + made["url"].split("/", 3)[3]
+    with app.plain_client() as client:
+        headers = {"Accept": "application/json, text/event-stream"}
+        current = client.post(
+            path, json=INITIALIZE, headers=headers | {"Authorization": f"Bearer {tokens['current']}"}
+        )
+        expired = client.post(
+            path, json=INITIALIZE, headers=headers | {"Authorization": f"Bearer {tokens['expired']}"}
+        )
+    assert current.status_code == 200, current.text  # the control: a current token opens the endpoint
+    assert expired.status_code == 401 and 'error="invalid_token"' in expired.headers["www-authenticate"]
