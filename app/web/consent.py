@@ -130,8 +130,8 @@ async def consent_answer(request: Request, consent: str, answer: str = Form(""),
     grant, data, info = found
     if not _owner(request, info):
         # Not signed in as the owner: only an approval code of theirs, used now, answers for them.
-        code = await _approval(request, approval, info) if approval else None
-        if code is None or await anyio.to_thread.run_sync(state.progress.use_oauth_grant, code.key_hash,
+        held = await _approval(request, approval, info) if approval else None
+        if held is None or await anyio.to_thread.run_sync(state.progress.use_oauth_grant, held.key_hash,
                                                           "approval") is None:  # fmt: skip
             if (refusal := wrong(request, "resume")) is not None:
                 return refusal
