@@ -151,3 +151,9 @@ def clear_and_insert(page: Page, text: str) -> None:
     page.keyboard.press("Control+a")
     page.keyboard.press("Backspace")
     page.keyboard.insert_text(text)
+
+
+def console_ready(page: Page) -> None:
+    """Wait until the page's console has its session, before a test sends: on a busy machine a page
+    may not have it yet when the test's next line runs."""
+    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")

@@ -10,14 +10,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from tests.browser.conftest import PageProbe
+from tests.browser.conftest import PageProbe, console_ready
 from tests.support.procs import wait_until
 
 INITIALIZE_STEP = "/course/initialize-handshake/request"
-
-
-def ready(page: Page) -> None:
-    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
 
 
 def log_entry(page: Page, kind: str):
@@ -26,7 +22,7 @@ def log_entry(page: Page, kind: str):
 
 def test_send_the_prefilled_initialize_and_the_check_turns_green(page: Page, artifacts: Path) -> None:
     page.goto(INITIALIZE_STEP)
-    ready(page)
+    console_ready(page)
     editor = page.locator("#console-message")
     assert json.loads(editor.input_value())["method"] == "initialize"
     check = page.locator('li.check[data-check="initialize-answered"]')
@@ -50,7 +46,7 @@ def test_a_new_visitor_gets_an_identity_as_the_console_opens_and_the_check_is_th
     reply = page.goto(INITIALIZE_STEP)
     assert reply is not None and "set-cookie" not in reply.all_headers()  # the page itself made none
     expect(page.locator("section.console")).to_have_attribute("data-identity", "none")
-    ready(page)
+    console_ready(page)
     assert [c["name"] for c in page.context.cookies()] == ["playground_learner"]
     page.locator("#console-message").press("Control+Enter")
     check = page.locator('li.check[data-check="initialize-answered"]')
@@ -60,7 +56,7 @@ def test_a_new_visitor_gets_an_identity_as_the_console_opens_and_the_check_is_th
         lambda: page.request.get("/api/progress").json()["steps"][step]["checks"]["initialize-answered"], 30
     )
     page.reload()
-    ready(page)
+    console_ready(page)
     expect(page.locator("section.console")).not_to_have_attribute("data-identity", "none")
 
 
@@ -75,7 +71,7 @@ def test_invalid_json_shows_where_it_breaks_without_a_round_trip_and_is_sent_as_
     page: Page, probe: PageProbe
 ) -> None:
     page.goto("/playground")
-    ready(page)
+    console_ready(page)
     text = '{"jsonrpc": "2.0",\n  "id": 1,\n  "method": "ping",,\n}'
     page.locator("#console-message").fill(text)
     error = page.locator("[data-editor-status] .json-error")
@@ -107,7 +103,7 @@ def test_answer_a_quiz_in_place(page: Page, artifacts: Path) -> None:
 
 def test_server_output_is_shown_as_text_and_runs_nothing(page: Page, artifacts: Path) -> None:
     page.goto("/playground?server=test-probe")
-    ready(page)
+    console_ready(page)
     page.locator("#console-message").press("Control+Enter")  # the prefilled initialize
     expect(log_entry(page, "received")).to_have_count(1)
     send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
@@ -126,7 +122,7 @@ def test_server_output_is_shown_as_text_and_runs_nothing(page: Page, artifacts: 
 
 def test_a_server_request_becomes_a_card_answered_by_editing_a_reply(page: Page, artifacts: Path) -> None:
     page.goto("/playground?server=demo-assistant")
-    ready(page)
+    console_ready(page)
     page.select_option("#console-template", "initialize-2025-11-25")  # declares sampling, roots, elicitation
     page.locator("[data-action=template]").click()
     page.locator("#console-message").press("Control+Enter")
@@ -174,7 +170,7 @@ def relayed_sockets(page: Page) -> list[tuple[WebSocketRoute, WebSocketRoute]]:
 def test_a_dropped_connection_reconnects_and_keeps_transcript_and_checks(page: Page) -> None:
     sockets = relayed_sockets(page)
     page.goto(INITIALIZE_STEP)
-    ready(page)
+    console_ready(page)
     session = page.locator('[data-fact="session"]').inner_text()
     page.locator("#console-message").press("Control+Enter")
     check = page.locator('li.check[data-check="initialize-answered"]')
@@ -194,7 +190,7 @@ def test_a_dropped_connection_reconnects_and_keeps_transcript_and_checks(page: P
 def test_a_reconnect_that_finds_the_session_gone_says_so_and_starts_afresh(page: Page) -> None:
     sockets = relayed_sockets(page)
     page.goto(INITIALIZE_STEP)
-    ready(page)
+    console_ready(page)
     first = page.locator('[data-fact="session"]').inner_text()
     page.locator("#console-message").press("Control+Enter")
     send(page, '{"jsonrpc": "2.0", "id": 2, "method": "ping"}')
@@ -233,7 +229,7 @@ def test_a_reconnect_that_finds_the_session_gone_says_so_and_starts_afresh(page:
 
 def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
     page.goto("/playground?server=demo-flaky")
-    ready(page)
+    console_ready(page)
     first = page.locator('[data-fact="session"]').inner_text()
     page.locator("#console-message").press("Control+Enter")
     expect(log_entry(page, "received")).to_have_count(1)
@@ -261,13 +257,13 @@ def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
     expect(state).to_contain_text("Nothing was sent: this server has stopped. Start a new server")
     expect(new_server).to_be_visible()
     new_server.press("Enter")
-    ready(page)
+    console_ready(page)
     expect(page.locator('[data-fact="session"]')).not_to_have_text(first)
 
 
 def test_try_it_templates_and_next_id(page: Page) -> None:
     page.goto(INITIALIZE_STEP)
-    ready(page)
+    console_ready(page)
     example = page.locator("pre[data-example]").first
     example.locator("xpath=following-sibling::button[1]").click()
     editor = page.locator("#console-message")
@@ -297,7 +293,7 @@ def test_the_main_pages_work_in_light_and_fit_a_phone(page: Page, artifacts: Pat
     page.goto("/course")
     page.screenshot(path=artifacts / "course-map.png", full_page=True)
     page.goto("/playground")
-    ready(page)
+    console_ready(page)
     page.locator("#console-message").press("Control+Enter")
     expect(log_entry(page, "received")).to_have_count(1)
     send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
@@ -327,7 +323,7 @@ def luminance(page: Page, selector: str, prop: str) -> float:
 def test_dark_mode_playground(dark_page: Page, artifacts: Path) -> None:
     page = dark_page
     page.goto("/playground?server=demo-stateless")
-    ready(page)
+    console_ready(page)
     page.locator("#console-message").press("Control+Enter")
     expect(log_entry(page, "received")).to_have_count(1)
     page.locator("#console-message").fill('{"jsonrpc": "2.0", "id": 2, "method": "tools/list", }')
@@ -336,14 +332,14 @@ def test_dark_mode_playground(dark_page: Page, artifacts: Path) -> None:
     assert luminance(page, "body", "backgroundColor") < 0.1 and luminance(page, "body", "color") > 0.6
     assert luminance(page, "#console-message", "backgroundColor") < 0.2  # the editor follows the scheme
     page.goto(INITIALIZE_STEP)
-    ready(page)
+    console_ready(page)
     page.screenshot(path=artifacts / "step-dark.png")
     assert luminance(page, "pre.code", "backgroundColor") < 0.2 and luminance(page, "body", "color") > 0.6
 
 
 def test_restart_and_export_the_transcript(page: Page) -> None:
     page.goto("/playground")
-    ready(page)
+    console_ready(page)
     session = page.locator('[data-fact="session"]').inner_text()
     page.locator("#console-message").press("Control+Enter")
     expect(log_entry(page, "received")).to_have_count(1)
@@ -354,7 +350,7 @@ def test_restart_and_export_the_transcript(page: Page) -> None:
     assert [e["direction"] for e in transcript["entries"]] == ["client", "server"]
     page.get_by_role("button", name="Restart the server").click()
     expect(page.locator("ol.log li.note-info").filter(has_text="Restarting")).to_have_count(1)
-    ready(page)
+    console_ready(page)
     expect(page.locator("svg.sequence g.arrow")).to_have_count(0)
     send(page, '{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
     expect(log_entry(page, "sent").nth(1)).to_have_attribute("data-seq", "1")  # a fresh transcript
@@ -363,7 +359,7 @@ def test_restart_and_export_the_transcript(page: Page) -> None:
 
 def test_arrow_keys_inside_the_console_do_not_turn_the_page(page: Page) -> None:
     page.goto(INITIALIZE_STEP)
-    ready(page)
+    console_ready(page)
     turned = page.evaluate(
         """() => {
             const event = new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true, cancelable: true});
@@ -376,7 +372,7 @@ def test_arrow_keys_inside_the_console_do_not_turn_the_page(page: Page) -> None:
 
 def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None:
     page.goto("/playground?server=demo-flaky")
-    ready(page)
+    console_ready(page)
     page.locator("#console-message").press("Control+Enter")  # initialize
     expect(log_entry(page, "received")).to_have_count(1)
     send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
@@ -425,7 +421,7 @@ def test_after_a_send_the_reply_and_the_passed_check_are_in_view(browser_app, br
 
 def test_try_it_sends_the_handshake_an_example_needs_first(page: Page) -> None:
     page.goto("/course/initialize-handshake/capabilities")
-    ready(page)
+    console_ready(page)
     figure = page.locator("figure[data-before]").filter(has=page.locator('pre[data-example="send"]')).first
     example = figure.locator('pre[data-example="send"]')
     assert json.loads(example.inner_text())["method"] == "prompts/list"
@@ -451,7 +447,7 @@ def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
     tabs = [page, *(page.context.new_page() for _ in range(3))]
     for tab in tabs:
         tab.goto("/playground")
-        ready(tab)
+        console_ready(tab)
     fifth = page.context.new_page()
     fifth.on("pageerror", lambda error: probe.errors.append(str(error)))
     fifth.goto("/playground")
@@ -470,7 +466,7 @@ def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
         assert fifth.evaluate("document.documentElement.scrollWidth") <= width  # nothing runs off the side
     tabs.pop().close()
     fifth.clock.fast_forward(11_000)  # its own retry, due 10 s after the refusal
-    ready(fifth)
+    console_ready(fifth)
     expect(fifth.locator('[data-fact="status"]')).to_have_text("ready")
 
     sixth = page.context.new_page()
@@ -483,7 +479,7 @@ def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
     expect(sixth_state).to_contain_text("Nothing was sent. You already have 4 consoles open")
     tabs.pop().close()
     sixth.get_by_role("button", name="Restart the server").click()  # try now, not in 10 s
-    ready(sixth)
+    console_ready(sixth)
     session = sixth.locator('[data-fact="session"]').inner_text()
     sixth.clock.fast_forward(11_000)  # the planned retry's time: its timer would run (and reconnect) now
     expect(sixth_state).to_have_attribute("data-state", "ready")

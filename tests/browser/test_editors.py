@@ -8,7 +8,7 @@ import json
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import PageProbe, clear_and_insert
+from tests.browser.conftest import PageProbe, clear_and_insert, console_ready
 
 BUNDLE = "**/static/vendor/codemirror.js"
 MESSAGE_BOX = "section.console .cm-editor[data-editor-for=console-message] .cm-content"
@@ -34,10 +34,6 @@ MAKE_PYTHON_EDITOR = """async (text) => {
 }"""
 
 
-def ready(page: Page) -> None:
-    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
-
-
 def received(page: Page):
     return page.locator("ol.log li.log-entry[data-kind=received]")
 
@@ -50,7 +46,7 @@ def sent_texts(probe: PageProbe) -> list[str]:
 
 def test_the_console_types_checks_and_sends_in_a_json_editor(page: Page, probe: PageProbe) -> None:
     page.goto("/playground")
-    ready(page)
+    console_ready(page)
     box = page.locator(MESSAGE_BOX)
     expect(box).to_be_visible()
     expect(page.locator("#console-message")).to_have_attribute("aria-hidden", "true")  # out of sight
@@ -79,7 +75,7 @@ def test_the_console_types_checks_and_sends_in_a_json_editor(page: Page, probe: 
 
 def test_a_template_and_go_to_the_error_reach_the_json_editor(page: Page) -> None:
     page.goto("/playground")
-    ready(page)
+    console_ready(page)
     box = page.locator(MESSAGE_BOX)
     page.select_option("#console-template", "tools-list")
     page.get_by_role("button", name="Use template").click()
@@ -95,7 +91,7 @@ def test_without_the_bundle_the_console_keeps_its_textarea_and_sends(page: Page,
     page.route(BUNDLE, lambda route: route.abort())
     with page.expect_console_message(lambda message: "could not load" in message.text):
         page.goto("/playground")
-    ready(page)
+    console_ready(page)
     expect(page.locator(".cm-editor")).to_have_count(0)
     area = page.locator("#console-message")
     area.press("Control+Enter")
@@ -180,7 +176,7 @@ def test_without_the_bundle_the_python_editor_is_the_textarea(page: Page) -> Non
 def test_the_editors_follow_dark_mode_under_the_policy(dark_page: Page, probe: PageProbe) -> None:
     page = dark_page
     page.goto("/playground")
-    ready(page)
+    console_ready(page)
     page.evaluate(MAKE_PYTHON_EDITOR, "def f():\n    return 1\n")
     for editor in (page.locator("section.console .cm-editor"), page.locator(PY_BOX)):
         expect(editor).to_be_visible()

@@ -8,7 +8,7 @@ from pathlib import Path
 from playwright.sync_api import Browser, Page, expect
 
 from app.progress.store import JOIN_CODE_LENGTH
-from tests.browser.conftest import INSTRUCTOR_TOKEN
+from tests.browser.conftest import INSTRUCTOR_TOKEN, console_ready
 from tests.support.appserver import AppProcess
 
 STEP = "/course/initialize-handshake/request"
@@ -32,6 +32,7 @@ def test_a_class_from_creation_to_the_learners_progress(
     learner.get_by_role("button", name="Join").click()
     expect(learner).to_have_url(re.compile(r"/course\?joined=1$"))
     learner.goto(STEP)
+    console_ready(learner)
     learner.locator("#console-message").press("Control+Enter")
     expect(learner.locator('li.check[data-check="initialize-answered"]')).to_have_attribute(
         "data-passed", "true"
