@@ -382,7 +382,11 @@ class EndpointPanel {
       const item = this.root.querySelector(`li.check[data-check="${CSS.escape(result.check)}"]`);
       if (!item) continue;
       item.dataset.passed = result.passed ? "true" : "false";
-      item.querySelector(".mark").className = `mark mark-${result.passed ? "done" : "new"}`;
+      const mark = item.querySelector(".mark");
+      mark.className = `mark mark-${result.passed ? "done" : "new"}`;
+      // What a screen reader says of the mark, kept with it (the page renders it once, at load).
+      const hidden = mark.querySelector(".visually-hidden");
+      if (hidden) hidden.textContent = result.passed ? "Passed: " : "Not passed yet: ";
       item.querySelector(".check-reason").replaceChildren(...inlineCode(result.reason || ""));
     }
   }

@@ -129,7 +129,7 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
 
 
 def test_the_dance_done_by_hand_in_the_panel_checks_each_answer(page: Page) -> None:
-    page.goto("/playground")
+    page.goto("/course/authorization-tokens-and-scopes/using-tokens")  # its check reads the revocation
     panel = page.locator("[data-endpoint-panel]")
     panel.locator("[data-endpoint-protect]").check()
     panel.get_by_role("button", name="Make an endpoint URL").click()
@@ -160,3 +160,6 @@ def test_the_dance_done_by_hand_in_the_panel_checks_each_answer(page: Page) -> N
     flow = panel.locator("[data-endpoint-flow] li")
     expect(flow.last).to_have_attribute("data-step", "invalid_token")
     expect(flow.last).to_contain_text("not valid here")
+    check = panel.locator('li.check[data-check="auth-revoked-refused"]')
+    expect(check).to_have_attribute("data-passed", "true")
+    expect(check.locator(".visually-hidden")).to_have_text("Passed: ")  # what a screen reader says too
