@@ -188,6 +188,26 @@ def replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
+class Answer:
+    """What an app answers, passed on as it goes out and kept: its status and its body."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._chunks: list[bytes] = []
+        self.status = 0
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        elif message["type"] == "http.response.body":
+            self._chunks.append(message.get("body", b""))
+        await self._send(message)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self._chunks)
+
+
 class TokenWatch:
     """Around the SDK's `/token` route: a refused token request is recorded on the endpoint whose code
     or refresh token it presented (a successful one is recorded by the provider as it issues)."""
@@ -202,20 +222,10 @@ class TokenWatch:
             await self.app(scope, receive, send)
             return
         body = await whole_body(receive)
-        status = 0
-        answer: list[bytes] = []
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body":
-                answer.append(message.get("body", b""))
-            await send(message)
-
-        await self.app(scope, replaying(body, receive), watch)
-        if status >= 400:
-            await self._refused(body, status, b"".join(answer))
+        answer = Answer(send)
+        await self.app(scope, replaying(body, receive), answer.send)
+        if answer.status >= 400:
+            await self._refused(body, answer.status, answer.body)
 
     async def _refused(self, body: bytes, status: int, answer: bytes) -> None:
         form = {key: values[0] for key, values in parse_qs(body.decode("utf-8", errors="replace")).items()}
@@ -247,20 +257,10 @@ class RegistrationWatch:
         if endpoint_id is None:
             await self.app(scope, receive, send)
             return
-        status = 0
-        answer: list[bytes] = []
-
-        async def watch(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            elif message["type"] == "http.response.body":
-                answer.append(message.get("body", b""))
-            await send(message)
-
-        await self.app(scope, receive, watch)
+        answer = Answer(send)
+        await self.app(scope, receive, answer.send)
         try:
-            body = json.loads(b"".join(answer))
+            body = json.loads(answer.body)
         except ValueError:
             body = {}
         detail = {
@@ -269,6 +269,8 @@ class RegistrationWatch:
             "redirect_uris": body.get("redirect_uris"),
             "auth_method": body.get("token_endpoint_auth_method"),
         }
-        if status != 201:
+        if answer.status != 201:
             detail = {"error": body.get("error"), "error_description": body.get("error_description")}
-        await record(self.store, endpoint_id, "dynamic_registration", "POST /register", status, **detail)
+        await record(
+            self.store, endpoint_id, "dynamic_registration", "POST /register", answer.status, **detail
+        )
