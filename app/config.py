@@ -166,6 +166,9 @@ class Settings(BaseSettings):
     )
     idle_timeout_s: float = Field(600.0, description="A session silent this long (both ways) is ended.")
     max_session_s: float = Field(4 * 3600.0, description="Longest a session may live, busy or not.")
+    run_time_limit_s: float = Field(
+        10.0, gt=0, le=60, description="Longest a lesson's runnable block may run before it is stopped."
+    )
     reconnect_grace_s: float = Field(
         30.0, description="How long a dropped connection's instance and transcript wait for a reconnect."
     )

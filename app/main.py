@@ -27,6 +27,7 @@ from app.web import (
     pages,
     protected,
     resume,
+    runs,
     spec_refs,
     workspace,
     ws,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     app.include_router(protected.router)
     app.router.routes.extend(oauth.client_routes(state.progress, settings))  # the SDK's, for OAuth clients
     app.include_router(workspace.router)
+    app.include_router(runs.router)
     app.include_router(pages.router)
     app.include_router(course_pages.router)
     app.include_router(spec_refs.router)

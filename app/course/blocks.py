@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 
+from app import workspace
 from app.course import exercises
 from app.course.exercises import Exercise
 from app.course.models import Choice, Claim, Console, EndpointPanel, Example, Expect, LessonError, Quiz
@@ -325,3 +326,14 @@ def _known_keys(block: Block, data: dict[str, Any], keys: set[str], what: str) -
     unknown = set(data) - keys
     if unknown:
         raise block.error(f"{what} has unknown keys {_list(unknown)}; it takes {_list(keys)}")
+
+
+def check_runnable(block: Block) -> None:
+    """A ```python run``` block: Python that compiles, within the size a run may have (app/web/runs.py).
+    Nothing of it runs here: `compile` only parses."""
+    if len(block.body.encode("utf-8")) > workspace.MAX_SOURCE_BYTES:
+        raise block.error(f"a runnable block holds at most {workspace.MAX_SOURCE_BYTES} bytes")
+    try:
+        compile(block.body, f"{block.path.name}:{block.line}", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise block.error(f"the runnable block is not valid Python (line {exc.lineno}: {exc.msg})") from exc

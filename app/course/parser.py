@@ -211,6 +211,9 @@ def _build_step(
         elif kind == "expect":
             expect_blocks.append(block)
             token.meta["block"] = block
+        elif kind == "python" and "run" in block.info.flags:
+            blocks.check_runnable(block)
+            token.meta["kind"] = "runnable"
         elif kind == "json":
             example = blocks.parse_example(block)
             examples.append(example)

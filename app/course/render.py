@@ -87,6 +87,23 @@ def _expect_html(expect: Expect) -> Markup:
     ).format(needs, caption, before, send, meanwhile, reply)
 
 
+def _runnable_html(code: str, number: int) -> Markup:
+    """A block the learner edits and runs (static/runblock.js; app/web/runs.py): the code, highlighted,
+    in a textarea the page makes an editor of, a Run button and the output's place. Without script,
+    the highlighted code stays readable."""
+    name = f"run-{number}"
+    return Markup(
+        '<figure class="runnable" data-runnable>'
+        '<label class="visually-hidden" for="{name}">Python to run</label>'
+        '<textarea id="{name}" class="runnable-source" rows="{rows}" spellcheck="false" hidden>{code}</textarea>'
+        "{shown}"
+        '<div class="runnable-bar"><button type="button" data-action="run" hidden>Run</button>'
+        '<span class="runnable-status" role="status" data-run-status></span></div>'
+        '<pre class="runnable-output" data-run-output hidden></pre></figure>\n'
+    ).format(name=name, rows=min(max(code.count("\n") + 1, 4), 30), code=code,
+             shown=code_block(code, "python"))  # fmt: skip
+
+
 def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     token = tokens[idx]
     kind = token.meta.get("kind")
@@ -94,6 +111,8 @@ def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: Options
         return ""  # rendered by the step template, not in the text flow
     if kind == "expect":
         return _expect_html(token.meta["expect"])
+    if kind == "runnable":
+        return _runnable_html(token.content, idx)
     language = token.info.split()[0] if token.info.strip() else "text"
     attrs = token.meta.get("attrs") or {}
     return code_block(token.content, language, attrs)

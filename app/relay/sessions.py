@@ -232,12 +232,18 @@ class Sessions:
         )
 
     @contextlib.asynccontextmanager
-    async def exercise_instance(self, owner: Owner) -> AsyncIterator[ServerProcess]:
-        """A fresh instance of the owner's own server for one exercise run: admitted on the exercise
-        budget (not a console's place), and released when the run ends, however it ends."""
+    async def exercise_instance(
+        self, owner: Owner, source: str | None = None
+    ) -> AsyncIterator[ServerProcess]:
+        """A fresh instance of the owner's own server for one exercise run (or of `source`, the code of
+        a lesson's runnable block): admitted on the exercise budget (not a console's place), and
+        released when the run ends, however it ends."""
         slot = self.admission.admit_exercise(owner)
         try:
-            process = await self._acquire(MY_SERVER, owner)
+            if source is None:
+                process = await self._acquire(MY_SERVER, owner)
+            else:
+                process = await self.source.acquire(MY_SERVER, source)
             try:
                 yield process
             finally:

@@ -52,6 +52,11 @@ def run(source: str) -> NoReturn:
     with open(path, "w", encoding="utf-8") as out:
         out.write(source)
     os.chdir(workdir)
+    # Each line as it is printed, as in a terminal: a lesson's runnable block streams its output, and
+    # a server's traceback is not held back behind what it printed before (the SDK flushes its own).
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(line_buffering=True)
     sys.argv = [path]
     sys.path.insert(0, workdir)  # as for a script: its folder first
     try:

@@ -49,6 +49,7 @@ def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess
         # A learner's output is read at an eighth of the default pace (still far above any demo's), so a
         # flooding server outruns it even when a busy machine slows the web process's own reading.
         server_read_bytes_per_s=512 * 1024,
+        run_time_limit_s=3,  # a runnable block that never ends is stopped within a test
     )
     app.start()
     yield app

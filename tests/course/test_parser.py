@@ -216,3 +216,14 @@ def test_expect_send_line_answer_and_along(tmp_path) -> None:
     bad = body.replace('{"result": {"roots": []}}', '{"result": {"roots": 5}}')
     with pytest.raises(LessonError, match="the answer to roots/list is not valid"):
         parse_expect(block("expect rev=2025-11-25 server=demo-assistant", bad), None, ())
+
+
+def test_a_runnable_block_renders_an_editor_and_run_and_must_compile() -> None:
+    text = GOOD.replace("Some *text*.", "Some *text*.\n\n```python run\nprint('<b>hi</b>')\n```")
+    html = "".join(str(part.html) for part in parse(text).steps[0].parts if part.html)
+    assert "data-runnable" in html and 'data-action="run"' in html
+    assert "print(&#39;&lt;b&gt;hi&lt;/b&gt;&#39;)" in html and "<b>hi</b>" not in html  # text, never markup
+    broken = GOOD.replace("Some *text*.", "Some *text*.\n\n```python run\nprint('hi'\n```")
+    assert "not valid Python" in str(error_of(broken))
+    plain = GOOD.replace("Some *text*.", "Some *text*.\n\n```python\nprint('hi'\n```")
+    assert "data-runnable" not in "".join(str(p.html) for p in parse(plain).steps[0].parts if p.html)

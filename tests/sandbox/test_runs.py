@@ -1,0 +1,140 @@
+"""Runnable blocks (app/web/runs.py) in the real sandbox: a block's code runs as the learner's own
+server does, its output streamed; from the attacker's side, every escape of the attack table is
+denied, a block that loops forever or floods its output is stopped by its limit, a second run at once
+is refused, a reader who leaves mid-run leaves no instance behind, and bad input gets a clear error."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.web.learner import COOKIE
+from app.web.runs import RUN_OUTPUT_BYTES
+from tests.sandbox.attacks import ATTACKS, is_denied
+from tests.support.appserver import AppProcess
+from tests.support.procs import wait_until
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LIMIT_S = 3.0
+
+# The playground's demo server as a Python object, through the SDK's client in memory: what lesson 14's
+# runnable block does.
+IN_MEMORY_CLIENT = """
+import asyncio
+import sys
+
+from mcp import Client
+
+from app.demos.orders import server
+
+
+async def main():
+    async with Client(server) as client:
+        tools = await client.list_tools()
+        print("tools:", [tool.name for tool in tools.tools])
+        result = await client.call_tool("get_order_status", {"order_id": "481516"})
+        print("status:", result.structured_content or result.content[0].text)
+    print("done", file=sys.stderr)
+
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+    with AppProcess(tmp_path_factory.mktemp("runs"), warm_pool_size=1, run_time_limit_s=LIMIT_S) as app:
+        yield app
+
+
+def run(app: AppProcess, code: str, learner: str = "runner") -> tuple[int, list[dict]]:
+    with app.client(cookies={COOKIE: app.learner_cookie(learner)}) as page:
+        with page.stream("POST", "/api/run", json={"code": code}, timeout=60) as reply:
+            if reply.status_code != 200:
+                reply.read()
+                return reply.status_code, [reply.json()]
+            return 200, [json.loads(line) for line in reply.iter_lines() if line]
+
+
+def admitted_again(app: AppProcess, learner: str) -> bool:
+    """Whether a new run of `learner` is admitted: one run at a time each, so only once the last one's
+    place (and instance) was given back."""
+    status, events = run(app, "print('again')", learner)
+    return status == 200 and events[0] == {"stdout": "again"}
+
+
+def test_a_block_runs_in_the_sandbox_and_its_output_streams_back(app: AppProcess) -> None:
+    status, events = run(app, IN_MEMORY_CLIENT)
+    assert status == 200, events
+    assert events[0] == {"stdout": "tools: ['get_order_status']"}, events  # each line as printed
+    assert any("shipped" in event.get("stdout", "") for event in events)
+    assert events[-2] == {"stderr": "done"}
+    end = events[-1]
+    assert end["exit"] == 0 and "stopped" not in end, end
+    assert end["limit_s"] == LIMIT_S and 0 < end["seconds"] < LIMIT_S
+
+
+def test_an_error_in_the_block_is_its_traceback_and_its_exit_status(app: AppProcess) -> None:
+    status, events = run(app, "print('before')\nraise ValueError('nope')\n")
+    assert status == 200
+    assert events[0] == {"stdout": "before"}
+    assert any("ValueError: nope" in event.get("stderr", "") for event in events)
+    assert events[-1]["exit"] == 1
+
+
+def test_every_escape_is_denied_from_a_block(app: AppProcess) -> None:
+    kit = (FIXTURES / "attack_kit.py").read_text().replace("from __future__ import annotations\n", "")
+    codes = {attack.name: attack.code for attack in ATTACKS}
+    code = kit + f"\nimport json\nprint(json.dumps({{n: run_in_child(c) for n, c in {codes!r}.items()}}))\n"
+    status, events = run(app, code, learner="attacker")
+    assert status == 200, events
+    outcomes = json.loads(next(event["stdout"] for event in events if "stdout" in event))
+    allowed = [attack.name for attack in ATTACKS if not is_denied(attack, outcomes[attack.name])]
+    assert allowed == []
+
+
+def test_a_block_that_never_ends_is_stopped_at_its_time_limit_and_frees_its_instance(app: AppProcess) -> None:
+    status, events = run(app, "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.1)\n")
+    assert status == 200
+    assert events[0] == {"stdout": "started"}
+    assert events[-1]["stopped"] == "time" and events[-1]["seconds"] >= LIMIT_S
+    assert admitted_again(app, "runner")
+
+
+def test_a_flood_of_output_is_stopped_at_its_limit(app: AppProcess) -> None:
+    status, events = run(app, "while True:\n    print('x' * 1000)\n")
+    assert status == 200
+    printed = sum(len(event.get("stdout", "")) + 1 for event in events)
+    assert printed <= RUN_OUTPUT_BYTES and events[-1]["stopped"] == "output"
+
+
+def test_a_second_run_while_one_runs_is_refused_and_a_reader_who_leaves_frees_the_instance(
+    app: AppProcess,
+) -> None:
+    with app.client(cookies={COOKIE: app.learner_cookie("twice")}) as page:
+        with page.stream("POST", "/api/run", json={"code": "import time\nprint('up', flush=True)\ntime.sleep(60)\n"},
+                         timeout=60) as first:  # fmt: skip
+            lines = first.iter_lines()
+            assert json.loads(next(lines)) == {"stdout": "up"}  # it runs
+            status, events = run(app, "print('again')", learner="twice")
+            assert status == 200 and "still going" in events[0]["error"], events
+        # The reader left mid-run: the run is stopped and its place and instance given back.
+    assert wait_until(lambda: admitted_again(app, "twice"), 30)
+
+
+def test_bad_input_gets_a_clear_error_and_runs_nothing(app: AppProcess) -> None:
+    with app.client(cookies={COOKIE: app.learner_cookie("runner")}) as page:
+        over = page.post("/api/run", json={"code": "x=1\n" * 17_500})  # 70,000 characters
+        assert over.status_code == 422 and "65536" in over.text
+        huge = page.post("/api/run", json={"code": "x=1\n" * 50_000})  # past the site's body limit
+        assert huge.status_code == 413
+        nul = page.post("/api/run", json={"code": "print(1)\x00"})
+        assert nul.status_code == 400 and "NUL" in nul.json()["error"]["message"]
+        not_json = page.post("/api/run", content=b"print(1)", headers={"Content-Type": "application/json"})
+        assert not_json.status_code == 422
+    with app.client() as visitor:  # no identity yet: a run is an action, which makes one (app/web/learner.py)
+        first = visitor.post("/api/run", json={"code": "print(1)"})
+        assert first.status_code == 200 and COOKIE in first.cookies
