@@ -23,7 +23,7 @@ def step_code(anchor: str) -> str:
     """The first Python block of the lesson's step with this anchor."""
     text = LESSON.read_text(encoding="utf-8")
     step = text.split("{#" + anchor + "}", 1)[1].split("\n## ", 1)[0]
-    found = re.search(r"^```python\n(.*?)^```", step, re.S | re.M)
+    found = re.search(r"^```python(?: run)?\n(.*?)^```", step, re.S | re.M)
     assert found, f"no Python block in #{anchor}"
     return found.group(1)
 

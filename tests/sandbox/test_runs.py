@@ -13,6 +13,7 @@ import pytest
 
 from app.web.learner import COOKIE
 from app.web.runs import RUN_OUTPUT_BYTES
+from tests.course.test_lesson_code import step_code
 from tests.sandbox.attacks import ATTACKS, is_denied
 from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until
@@ -138,3 +139,11 @@ def test_bad_input_gets_a_clear_error_and_runs_nothing(app: AppProcess) -> None:
     with app.client() as visitor:  # no identity yet: a run is an action, which makes one (app/web/learner.py)
         first = visitor.post("/api/run", json={"code": "print(1)"})
         assert first.status_code == 200 and COOKIE in first.cookies
+
+
+def test_lesson_23s_token_verifier_block_runs_in_the_sandbox_with_no_network(app: AppProcess) -> None:
+    status, events = run(app, step_code("sdk-token-verifier"), learner="verifier")
+    assert status == 200, events
+    printed = [event["stdout"].split(" ", 2)[:2] for event in events if "stdout" in event]
+    assert printed == [["None", "401"], ["good", "200"], ["elsewhere", "401"], ["expired", "401"]], events
+    assert events[-1]["exit"] == 0
