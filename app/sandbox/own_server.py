@@ -9,6 +9,7 @@ later instance inherits a copy.
 
 from __future__ import annotations
 
+import logging
 import os
 import runpy
 import sys
@@ -57,6 +58,7 @@ def run(source: str) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(line_buffering=True)
+    _fresh_logging()
     sys.argv = [path]
     sys.path.insert(0, workdir)  # as for a script: its folder first
     try:
@@ -73,6 +75,16 @@ def run(source: str) -> NoReturn:
         except Exception:  # noqa: BLE001 - a closed or broken pipe: nothing more can be said
             pass
     os._exit(code)
+
+
+def _fresh_logging() -> None:
+    """Logging as a new interpreter has it: the demos imported ahead of the fork made servers, which
+    set up the root logger; the learner's file starts with none of that (its own MCPServer sets it up
+    with the level it asks for)."""
+    root = logging.getLogger()
+    for handler in root.handlers[:]:
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
 
 
 def _exit_code(exc: SystemExit) -> int:

@@ -147,3 +147,5 @@ def test_lesson_23s_token_verifier_block_runs_in_the_sandbox_with_no_network(app
     printed = [event["stdout"].split(" ", 2)[:2] for event in events if "stdout" in event]
     assert printed == [["None", "401"], ["good", "200"], ["elsewhere", "401"], ["expired", "401"]], events
     assert events[-1]["exit"] == 0
+    # Logging starts as in a new interpreter: the level the block's server asks for, not the demos'.
+    assert not any("INFO" in event.get("stderr", "") for event in events), events
