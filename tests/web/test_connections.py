@@ -313,15 +313,19 @@ def test_one_address_flooding_requests_is_paced_and_others_are_not(paced: AppPro
     paced_before = metric(paced, "playground_requests_paced_total")
     with ThreadPoolExecutor(1) as flooding:
         # The burst goes at once; the rest at the pace, 3 s.
+        started = time.monotonic()
         flood = flooding.submit(in_a_row, paced, "127.0.0.21", burst + extra)
         assert wait_until(lambda: metric(paced, "playground_requests_paced_total") > paced_before, DEADLINE_S)
+        # While a busy machine sends the burst, the pace gives back REQUESTS_PER_S a second: that many
+        # of the rest go through unpaced.
+        given_back = REQUESTS_PER_S * (time.monotonic() - started)
         began = time.monotonic()
         assert status_of(get(paced, "127.0.0.22")) == 200  # meanwhile, another address is not held up
         other_took = time.monotonic() - began
         took = flood.result(timeout=DEADLINE_S * 2)
     assert other_took < extra / REQUESTS_PER_S / 2
     assert took >= extra / REQUESTS_PER_S * 0.8, f"{burst + extra} requests in {took:.2f} s: not paced"
-    assert metric(paced, "playground_requests_paced_total") - paced_before >= extra * 0.8
+    assert metric(paced, "playground_requests_paced_total") - paced_before >= (extra - given_back) * 0.8
 
 
 def spend_burst(app: AppProcess, source: str) -> float:
