@@ -79,15 +79,17 @@ def test_contains_semantics() -> None:
     assert contains({"a": [{"x": 1}]}, {"a": [{"x": 2}]}) == 'no item of reply.a contains {"x": 2}'
 
 
-def test_lesson_4_is_the_initialize_handshake_in_six_steps() -> None:
+def test_lesson_4_is_the_initialize_handshake_in_eight_steps() -> None:
     lesson = CATALOG.lesson("initialize-handshake")
     assert lesson is not None and lesson.number == 4
     assert [s.short_slug for s in lesson.steps] == [
         "shape",
         "request",
+        "client-capabilities",
         "result",
         "initialized",
         "capabilities",
+        "server-capabilities",
         "versions",
     ]
     for step in lesson.steps:
