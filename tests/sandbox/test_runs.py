@@ -6,11 +6,13 @@ is refused, a reader who leaves mid-run leaves no instance behind, and bad input
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.config import PROJECT_ROOT
 from app.web.learner import COOKIE
 from app.web.runs import RUN_OUTPUT_BYTES
 from tests.course.test_lesson_code import step_code
@@ -149,3 +151,21 @@ def test_lesson_23s_token_verifier_block_runs_in_the_sandbox_with_no_network(app
     assert events[-1]["exit"] == 0
     # Logging starts as in a new interpreter: the level the block's server asks for, not the demos'.
     assert not any("INFO" in event.get("stderr", "") for event in events), events
+
+
+def runnable_blocks() -> list[tuple[str, str]]:
+    """Every ```python run``` block of the course: (file:line, code)."""
+    found = []
+    for path in sorted((PROJECT_ROOT / "lessons").glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"^```python run\n(.*?)^```", text, re.S | re.M):
+            found.append((f"{path.name}:{text[: match.start()].count(chr(10)) + 1}", match.group(1)))
+    return found
+
+
+@pytest.mark.parametrize(("where", "code"), runnable_blocks(), ids=[where for where, _ in runnable_blocks()])
+def test_every_runnable_block_of_the_course_runs_as_shown(app: AppProcess, where: str, code: str) -> None:
+    status, events = run(app, code, learner="course")
+    assert status == 200, events
+    assert events[-1].get("exit") == 0 and "stopped" not in events[-1], (where, events)
+    assert any("stdout" in event for event in events), (where, events)  # it shows the learner something
