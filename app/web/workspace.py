@@ -145,7 +145,7 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
                 await asyncio.wait([reading], timeout=STDERR_READ_S)  # its last lines (a traceback, often)
             finally:
                 reading.cancel()
-            report.stderr = "".join(stderr)[-STDERR_KEPT:]
+            report.stderr = "\n".join(stderr)[-STDERR_KEPT:]  # each line came without its newline
     except CapacityError as exc:
         return JSONResponse(error_body(429, exc.message, retry_after_s=exc.retry_after_s), status_code=429,
                             headers={"Retry-After": str(exc.retry_after_s)})  # fmt: skip
