@@ -134,8 +134,29 @@ class Workspace {
         `Saved as version ${body.version}.${restart ? " Restarting your server with it…" : " Restart the server to run it."}`,
       );
     }
-    if (restart) this.restartConsole();
+    if (restart) {
+      if (!problems) this.followRestart(body.version);
+      this.restartConsole();
+    }
     return true;
+  }
+
+  /**
+   * After "Restarting your server with it…": say how the restart went, as the console learns it
+   * (running, then perhaps stopped), until the next save.
+   */
+  followRestart(version) {
+    const state = document.querySelector(".console [data-console-state]");
+    if (!state) return;
+    this.restartWatch?.disconnect();
+    this.restartWatch = new MutationObserver(() => {
+      const now = state.dataset.state;
+      if (now === "ready") this.say(`Saved as version ${version}. Your server is running it.`);
+      else if (now === "exited")
+        this.say(`Saved as version ${version}, but your server stopped: the console says why.`, "warn");
+      else if (now === "full") this.say(`Saved as version ${version}. The console is waiting for a place.`);
+    });
+    this.restartWatch.observe(state, { attributes: true, attributeFilter: ["data-state"] });
   }
 
   restartConsole() {

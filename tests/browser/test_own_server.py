@@ -55,6 +55,9 @@ def test_write_a_tool_save_see_it_listed_and_pass_the_exercise(learner: Page, ar
     page.keyboard.press("Control+Enter")  # save and restart the console's server with the new file
     expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
     expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+    expect(page.locator("[data-workspace-status]")).to_have_text(
+        "Saved as version 1. Your server is running it."
+    )
     send(page, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "me", "version": "1"}}})  # fmt: skip
     expect(page.locator("ol.log li.log-entry[data-kind=received]").first).to_contain_text("initialize")
@@ -80,6 +83,12 @@ def test_a_syntax_error_is_shown_where_it_is_and_the_exercise_says_why_it_fails(
     page.locator('[data-action="run-exercise"]').click()
     expect(page.locator("[data-exercise-status]")).to_contain_text("The run stopped")
     expect(page.locator("[data-exercise-stderr] pre")).to_contain_text("SyntaxError")
+    # A file that compiles but stops at once, saved and run: the status follows the server.
+    write(page, "import sys\n\nsys.exit('no mcp.run() here')\n")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("[data-workspace-status]")).to_contain_text(
+        "your server stopped: the console says why"
+    )
 
 
 def test_without_the_editor_bundle_the_textarea_saves(learner: Page) -> None:
