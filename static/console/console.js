@@ -17,6 +17,9 @@ import { findTemplate, pretty, templateGroups } from "./templates.js";
 import { exportTranscript } from "./transcript.js";
 import { Waits } from "./waits.js";
 
+// How long "Try it" waits for the reply to a message it sends first before it goes on regardless.
+const TRY_WAIT_MS = 10_000;
+
 class Console {
   constructor(root) {
     this.root = root;
@@ -126,17 +129,29 @@ class Console {
   }
 
   /** "Try it": first send what the example needs and this session has not sent (usually the
-   * handshake), each request with a fresh id, then put the example in the editor. */
-  tryExample(text, before = []) {
+   * handshake), each request with a fresh id and after the reply to the one before (a notification
+   * such as `notifications/initialized` must follow the `initialize` result, not race it), then put
+   * the example in the editor. */
+  async tryExample(text, before = []) {
     const sent = [];
     for (const message of before) {
       if (typeof message.method === "string" && this.pairs.hasSent(message.method)) continue;
       const copy = this.pairs.prepare(message);
       this.sendText(JSON.stringify(copy));
       sent.push(copy.method || "a response");
+      if ("id" in copy && typeof copy.method === "string") await this.settled(copy.id);
     }
     this.put(text);
     this.tell(sent.length ? `Sent first what this example needs: ${sent.join(", ")}. Now send the example.` : "");
+  }
+
+  /** Until the request with this id is answered (or refused, or its server gone), at most
+   * TRY_WAIT_MS: a server that never answers does not hold the example back for ever. */
+  async settled(id) {
+    const deadline = performance.now() + TRY_WAIT_MS;
+    while (!this.pairs.settled(id) && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   useTemplate() {

@@ -24,6 +24,7 @@ export class Pairs {
     this.waiting = new Map(); // seq of a client request still without a reply -> {method, id, sentAt}
     this.serverRequests = new Map(); // JSON of a server request's id -> its pair key
     this.usedIds = new Set(); // JSON of every id the learner's requests used
+    this.sentIds = new Set(); // JSON of the ids of requests the relay has sent on (their `sent` frames)
     this.sentMethods = new Set(); // methods sent: what an example's "before" may skip
   }
 
@@ -52,6 +53,7 @@ export class Pairs {
     if (kind === "request") {
       this.methods.set(frame.seq, message.method);
       this.usedIds.add(idKey(message.id));
+      this.sentIds.add(idKey(message.id));
       this.waiting.set(frame.seq, { method: message.method, id: message.id, sentAt: this.now() });
       return { pairKey: `c:${frame.seq}`, label: message.method };
     }
@@ -141,6 +143,13 @@ export class Pairs {
     }
     if (typeof copy.method === "string") this.sentMethods.add(copy.method);
     return copy;
+  }
+
+  /** Whether the request with this id went out and is no longer waiting: answered, refused, or
+   * its server gone. */
+  settled(id) {
+    const key = idKey(id);
+    return this.sentIds.has(key) && ![...this.waiting.values()].some((request) => idKey(request.id) === key);
   }
 
   hasSent(method) {

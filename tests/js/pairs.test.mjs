@@ -140,6 +140,24 @@ test("a message prepared for sending takes a fresh id at once, before its frame 
   assert.equal(pairs.hasSent("tools/call"), false);
 });
 
+test("a prepared request is settled only once it went out and its reply came, or it was refused", () => {
+  const { pairs } = pairsAt();
+  const first = pairs.prepare({ jsonrpc: "2.0", id: 1, method: "initialize", params: {} });
+  assert.equal(pairs.settled(first.id), false); // not even sent on yet: "Try it" waits
+  pairs.sent(request(1, first.id, "initialize"), "request");
+  assert.equal(pairs.settled(first.id), false); // waiting for its reply
+  pairs.received(result(2, 1, first.id), "response");
+  assert.equal(pairs.settled(first.id), true);
+  const second = pairs.prepare({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+  pairs.sent(request(3, second.id, "tools/list"), "request");
+  pairs.refused(second.id);
+  assert.equal(pairs.settled(second.id), true);
+  const third = pairs.prepare({ jsonrpc: "2.0", id: 1, method: "ping" });
+  pairs.sent(request(4, third.id), "request");
+  pairs.serverExited();
+  assert.equal(pairs.settled(third.id), true); // no reply will come
+});
+
 test("a reconnect that finds the old session gone says so, and starts the bookkeeping afresh", () => {
   const { pairs } = pairsAt();
   assert.equal(pairs.ready("s1", false), false); // the page's first session replaces nothing
