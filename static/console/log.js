@@ -1,4 +1,5 @@
-// The message log: one entry per message both ways, relay errors, stderr lines and session events.
+// The message log: one entry per message both ways, relay errors, server stderr (a burst of lines in one
+// entry) and session events.
 // Everything from the server is put in with textContent (jsonView builds text nodes too).
 
 import { button, copyText, el } from "./dom.js";
@@ -9,6 +10,9 @@ const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
 // lines; past this many, each new entry would make the page slower to lay out, so the oldest leave
 // (the transcript export still holds every message).
 export const MAX_SHOWN = 300;
+// stderr lines this close together share a card (a traceback arrives as one burst), up to this size.
+const STDERR_TOGETHER_MS = 500;
+const STDERR_CARD_CHARS = 16_000;
 
 export class MessageLog {
   /**
@@ -163,8 +167,20 @@ export class MessageLog {
     return li;
   }
 
+  /** A stderr line joins the card of the lines just before it (a traceback is one card, not one a
+   * line), while they come close together and the card is not too long; else it starts a new card. */
   stderr(frame) {
+    const last = this.list.lastElementChild;
+    const pre = last?.dataset.kind === "stderr" ? last.querySelector("pre") : null;
+    const close = pre && frame.at_ms - Number(last.dataset.lastAt) <= STDERR_TOGETHER_MS;
+    if (close && pre.textContent.length + frame.text.length <= STDERR_CARD_CHARS) {
+      pre.textContent += `\n${frame.text}`;
+      last.dataset.lastAt = String(frame.at_ms);
+      this.reveal(last);
+      return last;
+    }
     const li = this.entry("stderr", { label: "server log (stderr)", time: frame.at_ms, direction: "stderr" });
+    li.dataset.lastAt = String(frame.at_ms);
     li.append(el("pre", "log-raw", frame.text));
     return li;
   }

@@ -138,3 +138,17 @@ def test_a_server_printing_in_a_loop_keeps_the_page_quick_and_is_stopped_with_it
     expect(page.locator("ol.log .note-warn").first).to_contain_text("no longer shown here")
     assert page.locator("svg.sequence g.arrow").count() <= 300
     expect(page.locator("svg.sequence")).to_contain_text("more messages")
+
+
+def test_a_traceback_is_one_log_card_with_its_lines(learner: Page) -> None:
+    page = learner
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    write(page, "def fails():\n    return 1 / 0\n\n\nfails()\n")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "exited")
+    cards = page.locator("ol.log li.log-entry[data-kind=stderr]")
+    expect(cards).to_have_count(1)  # a card for the burst, not one for each of its lines
+    text = cards.first.locator("pre").inner_text()
+    assert text.startswith("Traceback (most recent call last):\n"), text
+    assert text.rstrip().endswith("ZeroDivisionError: division by zero"), text
