@@ -62,7 +62,7 @@ run: install system-deps-run
 # keep them busy; a module's tests stay on one worker, which starts its module fixtures once.
 TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 4 ] && n=4; echo $$((n * 2)))
 test: install system-deps-test $(TS_CLIENT) test-js
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
 
 # The fast tier (docs/testing.md): no root, browser, database server or real clock. The folders whose
 # every test it leaves out are not even imported.
