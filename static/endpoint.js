@@ -80,6 +80,13 @@ export function describeExchange(exchange) {
   };
 }
 
+/** A fetch's options for a JSON body. */
+const json = (method, value) => ({
+  method,
+  headers: { "Content-Type": "application/json" },
+  body: JSON.stringify(value),
+});
+
 class EndpointPanel {
   constructor(root) {
     this.root = root;
@@ -243,21 +250,26 @@ class EndpointPanel {
     }
   }
 
+  /**
+   * A request about this endpoint (`/api/endpoints/{id}/<what>`): its JSON answer, or null once the
+   * element at `errorPlace` says why it failed.
+   */
+  async ask(what, init, errorPlace, failed) {
+    const error = this.$(errorPlace);
+    error.hidden = true;
+    const url = `/api/endpoints/${encodeURIComponent(this.endpoint.id)}/${what}`;
+    const reply = await fetch(url, init).catch(() => null);
+    const body = reply ? await reply.json().catch(() => ({})) : {};
+    if (reply?.ok) return body;
+    error.textContent = body.error?.message || failed;
+    error.hidden = false;
+    return null;
+  }
+
   /** The tools of this protected endpoint that need a scope of the learner's choosing. */
   async setToolScopes(tools) {
-    const error = this.$("[data-scope-error]");
-    error.hidden = true;
-    const reply = await fetch(`/api/endpoints/${encodeURIComponent(this.endpoint.id)}/scopes`, {
-      method: "PUT",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ tools }),
-    }).catch(() => null);
-    const body = reply ? await reply.json().catch(() => ({})) : {};
-    if (!reply?.ok) {
-      error.textContent = body.error?.message || "The scope could not be set.";
-      error.hidden = false;
-      return;
-    }
+    const body = await this.ask("scopes", json("PUT", { tools }), "[data-scope-error]", "The scope could not be set.");
+    if (!body) return;
     this.toolScopes = body.tools;
     this.$("[data-scope-list]").replaceChildren(
       ...Object.entries(this.toolScopes).map(([tool, scope]) => {
@@ -281,16 +293,9 @@ class EndpointPanel {
 
   /** A one-time approval code, for answering a consent page in a browser that is not this one. */
   async approvalCode() {
-    const error = this.$("[data-approval-error]");
-    error.hidden = true;
-    const id = encodeURIComponent(this.endpoint.id);
-    const reply = await fetch(`/api/endpoints/${id}/approval-code`, { method: "POST" }).catch(() => null);
-    const body = reply ? await reply.json().catch(() => ({})) : {};
-    if (!reply?.ok) {
-      error.textContent = body.error?.message || "No approval code could be made: try again.";
-      error.hidden = false;
-      return;
-    }
+    const failed = "No approval code could be made: try again.";
+    const body = await this.ask("approval-code", { method: "POST" }, "[data-approval-error]", failed);
+    if (!body) return;
     const until = new Date(Date.now() + body.expires_in * 1000);
     this.$("[data-approval-code]").textContent = body.code;
     const expires = this.$("[data-approval-expires]");
@@ -301,23 +306,14 @@ class EndpointPanel {
 
   /** A client registered by hand for this protected endpoint: its id (and secret), shown once. */
   async registerClient(form) {
-    const error = this.$("[data-client-error]");
-    error.hidden = true;
-    const reply = await fetch(`/api/endpoints/${encodeURIComponent(this.endpoint.id)}/clients`, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({
-        client_name: form.get("client_name"),
-        redirect_uri: form.get("redirect_uri"),
-        confidential: form.get("confidential") === "on",
-      }),
-    }).catch(() => null);
-    const body = reply ? await reply.json().catch(() => ({})) : {};
-    if (!reply?.ok) {
-      error.textContent = body.error?.message || "The client could not be registered.";
-      error.hidden = false;
-      return;
-    }
+    const client = {
+      client_name: form.get("client_name"),
+      redirect_uri: form.get("redirect_uri"),
+      confidential: form.get("confidential") === "on",
+    };
+    const failed = "The client could not be registered.";
+    const body = await this.ask("clients", json("POST", client), "[data-client-error]", failed);
+    if (!body) return;
     const shown = { client_id: body.client_id, redirect_uris: body.redirect_uris };
     if (body.client_secret) shown.client_secret = body.client_secret;
     const made = this.$("[data-client-made]");

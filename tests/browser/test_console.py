@@ -429,8 +429,8 @@ def test_try_it_sends_the_handshake_an_example_needs_first(page: Page) -> None:
     expect(page.locator("[data-tool-feedback]")).to_contain_text("initialize, notifications/initialized")
     expect(log_entry(page, "received")).to_have_count(1)  # the handshake's reply
     expect(log_entry(page, "sent")).to_have_count(2)
-    # notifications/initialized went after the initialize result, so the console has no warning about
-    # the handshake's order (it had one when Try it sent both at once).
+    # notifications/initialized goes after the initialize result, so the console has no warning about
+    # the handshake's order.
     kinds = [entry.get_attribute("data-kind") for entry in page.locator("ol.log li.log-entry").all()]
     assert kinds[:3] == ["sent", "received", "sent"] or kinds[-3:] == ["sent", "received", "sent"], kinds
     expect(page.locator("ol.log .note-warn")).to_have_count(0)

@@ -220,7 +220,7 @@ class Learner:
 
 
 # The walk is split between this module and test_walk_later.py, each with its app, so that two
-# workers walk at once: one module is one worker's (--dist loadscope), and the whole walk took minutes.
+# workers walk at once: one module is one worker's (--dist loadscope), and the walk takes minutes.
 HALF = len(STEPS) // 2
 
 

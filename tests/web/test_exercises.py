@@ -69,7 +69,7 @@ def test_a_server_that_crashes_at_import_reports_its_traceback(app: AppProcess) 
     assert report["passed"] is False
     assert report["problem"].startswith("the server exited")  # before or while `initialize` (a race)
     assert "ModuleNotFoundError" in report["stderr"] and 'server.py", line 1' in report["stderr"]
-    # As Python printed it, a line each: "import nosuchmodule" ran into the next line once.
+    # As Python printed it, a line each.
     assert "\nModuleNotFoundError: No module named 'nosuchmodule'" in report["stderr"], report["stderr"]
     assert "    import nosuchmodule\n" in report["stderr"]
     assert all(o["reason"].startswith("not run:") for o in report["outcomes"])

@@ -5,9 +5,11 @@ is checked from the attacker's side."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -55,19 +57,28 @@ def app(tmp_path_factory: pytest.TempPathFactory, authority: tuple[Path, Path]) 
         yield app
 
 
-async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(app: AppProcess) -> None:
-    endpoint = protected_endpoint(app)
-    owner, storage = Owner(app), Memory()
+@contextlib.asynccontextmanager
+async def sdk_client(endpoint: dict, owner: Owner, storage: Memory, name: str,
+                     **options: Any) -> AsyncIterator[ClientSession]:  # fmt: skip
+    """The Python SDK's client on the endpoint, authorizing as it needs to: `owner` answers its
+    consent pages, `storage` keeps its tokens; `options` go to OAuthClientProvider."""
     auth = OAuthClientProvider(
         endpoint["url"],
-        OAuthClientMetadata(client_name="Test client", redirect_uris=[REDIRECT]),  # type: ignore[list-item]
-        storage, owner.redirect_handler, owner.callback_handler,
+        OAuthClientMetadata(client_name=name, redirect_uris=[REDIRECT]),  # type: ignore[list-item]
+        storage, owner.redirect_handler, owner.callback_handler, **options,
     )  # fmt: skip
     async with (
         httpx2.AsyncClient(auth=auth, timeout=30) as http,
         streamable_http_client(endpoint["url"], http_client=http) as (read, write),
         ClientSession(read, write) as client,
     ):
+        yield client
+
+
+async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(app: AppProcess) -> None:
+    endpoint = protected_endpoint(app)
+    owner, storage = Owner(app), Memory()
+    async with sdk_client(endpoint, owner, storage, "Test client") as client:
         await client.initialize()
         assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
         assert storage.tokens is not None and storage.tokens.scope == "mcp:read"  # what the 401 asked for
@@ -371,16 +382,7 @@ async def test_a_client_named_by_its_metadata_document_is_allowed_without_regist
             {"client_id": url, "client_name": "Document client", "redirect_uris": [REDIRECT]}
         ).encode()
         endpoint, owner, storage = protected_endpoint(app), Owner(app), Memory()
-        auth = OAuthClientProvider(
-            endpoint["url"],
-            OAuthClientMetadata(client_name="Document client", redirect_uris=[REDIRECT]),  # type: ignore[list-item]
-            storage, owner.redirect_handler, owner.callback_handler, client_metadata_url=url,
-        )  # fmt: skip
-        async with (
-            httpx2.AsyncClient(auth=auth, timeout=30) as http,
-            streamable_http_client(endpoint["url"], http_client=http) as (read, write),
-            ClientSession(read, write) as client,
-        ):
+        async with sdk_client(endpoint, owner, storage, "Document client", client_metadata_url=url) as client:
             await client.initialize()
             assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
     assert storage.client is not None and storage.client.client_id == url  # its URL is its id: no /register
