@@ -199,9 +199,9 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                 (time.time(), endpoint_id),
             )
 
-    # --- the learner's own server.py ---------------------------------------------------------------
+    # --- the learner's workspace: server.py and the files beside it --------------------------------
 
-    def save_server_file(self, learner_id: str, source: str) -> ServerFile:
+    def save_server_file(self, learner_id: str, source: str, name: str = "server.py") -> ServerFile:
         size = len(source.encode("utf-8"))
         for _ in range(CODE_ATTEMPTS):  # two saves at once (two replicas) may draw the same number
             try:
@@ -209,18 +209,21 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                 with self._write() as db:
                     self._touch(db, learner_id, now)
                     row = self._exec(
-                        db, "SELECT MAX(version) FROM server_files WHERE learner_id = ?", (learner_id,)
+                        db,
+                        "SELECT MAX(version) FROM workspace_files WHERE learner_id = ? AND name = ?",
+                        (learner_id, name),
                     ).fetchone()
                     version = (row[0] or 0) + 1
                     self._exec(
                         db,
-                        "INSERT INTO server_files (learner_id, version, source, saved_at) VALUES (?, ?, ?, ?)",
-                        (learner_id, version, source, now),
+                        "INSERT INTO workspace_files (learner_id, name, version, source, saved_at)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (learner_id, name, version, source, now),
                     )
                     self._exec(
                         db,
-                        "DELETE FROM server_files WHERE learner_id = ? AND version <= ?",
-                        (learner_id, version - SERVER_FILE_VERSIONS),
+                        "DELETE FROM workspace_files WHERE learner_id = ? AND name = ? AND version <= ?",
+                        (learner_id, name, version - SERVER_FILE_VERSIONS),
                     )
                 return ServerFile(version, now, size)
             except Exception as exc:
@@ -228,23 +231,26 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                     raise
         raise ProgressError("could not save the file: too many saves at once")
 
-    def server_file(self, learner_id: str, version: int | None = None) -> ServerFile | None:
-        query = "SELECT version, saved_at, source FROM server_files WHERE learner_id = ?"
-        args: tuple[Any, ...] = (learner_id,)
+    def server_file(
+        self, learner_id: str, version: int | None = None, name: str = "server.py"
+    ) -> ServerFile | None:
+        query = "SELECT version, saved_at, source FROM workspace_files WHERE learner_id = ? AND name = ?"
+        args: tuple[Any, ...] = (learner_id, name)
         if version is None:
             query += " ORDER BY version DESC LIMIT 1"
         else:
-            query, args = query + " AND version = ?", (learner_id, version)
+            query, args = query + " AND version = ?", (*args, version)
         with self._read() as db:
             row = self._exec(db, query, args).fetchone()
         return ServerFile(row[0], row[1], len(row[2].encode("utf-8")), row[2]) if row else None
 
-    def server_file_history(self, learner_id: str) -> list[ServerFile]:
+    def server_file_history(self, learner_id: str, name: str = "server.py") -> list[ServerFile]:
         with self._read() as db:
             rows = self._exec(
                 db,
-                "SELECT version, saved_at, source FROM server_files WHERE learner_id = ? ORDER BY version DESC",
-                (learner_id,),
+                "SELECT version, saved_at, source FROM workspace_files WHERE learner_id = ? AND name = ?"
+                " ORDER BY version DESC",
+                (learner_id, name),
             ).fetchall()
         # Sizes in bytes, as the limit counts them (SQL's LENGTH counts characters).
         return [ServerFile(row[0], row[1], len(row[2].encode("utf-8"))) for row in rows]

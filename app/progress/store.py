@@ -99,9 +99,9 @@ class OAuthGrant:
 
 @dataclass(frozen=True)
 class ServerFile:
-    """One saved version of a learner's server.py (`source` is "" in a history listing)."""
+    """One saved version of a file of the learner's workspace (`source` is "" in a history listing)."""
 
-    version: int  # 1, 2, ... per learner; a restore saves the old text as a new version
+    version: int  # 1, 2, ... per learner and file; a restore saves the old text as a new version
     saved_at: float
     size: int  # bytes of UTF-8
     source: str = ""
@@ -279,17 +279,20 @@ class ProgressStore(Protocol):
         """The endpoint's steps numbered above `after`, oldest first: (number, time, JSON)."""
         ...
 
-    # The learner's own server.py.
-    def save_server_file(self, learner_id: str, source: str) -> ServerFile:
-        """Save a new version (the oldest beyond SERVER_FILE_VERSIONS go); returns it without source."""
+    # The learner's workspace: server.py (the default `name`) and the files beside it (test_server.py).
+    def save_server_file(self, learner_id: str, source: str, name: str = "server.py") -> ServerFile:
+        """Save a new version of the file (the oldest beyond SERVER_FILE_VERSIONS go); returns it
+        without source."""
         ...
 
-    def server_file(self, learner_id: str, version: int | None = None) -> ServerFile | None:
-        """The latest saved version, or the one named; None when there is none."""
+    def server_file(
+        self, learner_id: str, version: int | None = None, name: str = "server.py"
+    ) -> ServerFile | None:
+        """The file's latest saved version, or the one named; None when there is none."""
         ...
 
-    def server_file_history(self, learner_id: str) -> list[ServerFile]:
-        """The versions kept, newest first, without their source."""
+    def server_file_history(self, learner_id: str, name: str = "server.py") -> list[ServerFile]:
+        """The file's versions kept, newest first, without their source."""
         ...
 
     # Moving to another device.

@@ -137,3 +137,31 @@ def test_a_failed_migration_leaves_the_old_version(tmp_path: Path, monkeypatch: 
 def test_a_closed_store_says_so(tmp_path: Path) -> None:
     with pytest.raises(ProgressError, match="not open"):
         SQLiteProgressStore(tmp_path / "p.sqlite3").learner(LEARNER)
+
+
+def test_saved_server_files_survive_the_move_to_workspace_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.progress import migrations
+
+    path = tmp_path / "p.sqlite3"
+    before = migrations.MIGRATIONS[:9]  # the schema before the workspace held more than server.py
+    monkeypatch.setattr(migrations, "MIGRATIONS", before)
+    monkeypatch.setattr(migrations, "SCHEMA_VERSION", len(before))
+    old = SQLiteProgressStore(path)
+    old.open()
+    old.record_seen(LEARNER, "l/a")
+    old.close()
+    with closing(sqlite3.connect(path)) as db, db:
+        for version in (1, 2):
+            db.execute("INSERT INTO server_files (learner_id, version, source, saved_at) VALUES (?, ?, ?, ?)",
+                       (LEARNER, version, f"v = {version}\n", 1000.0 + version))  # fmt: skip
+    monkeypatch.undo()
+    new = SQLiteProgressStore(path)
+    new.open()
+    assert new.schema_version == SCHEMA_VERSION
+    saved = new.server_file(LEARNER)
+    assert saved is not None and (saved.version, saved.source, saved.saved_at) == (2, "v = 2\n", 1002.0)
+    assert [v.version for v in new.server_file_history(LEARNER)] == [2, 1]
+    assert new.server_file(LEARNER, name="test_server.py") is None
+    new.close()

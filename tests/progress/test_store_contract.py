@@ -265,6 +265,19 @@ def test_a_learners_server_file_keeps_its_last_versions(store) -> None:  # noqa:
     assert store.server_file(BOB) is None  # one learner's file is nobody else's
 
 
+def test_each_file_of_a_workspace_has_its_own_versions(store) -> None:  # noqa: ANN001
+    store.save_server_file(ADA, "server = 1\n")
+    store.save_server_file(ADA, "server = 2\n")
+    tests = store.save_server_file(ADA, "def test_it(): pass\n", name="test_server.py")
+    assert tests.version == 1  # numbered apart from server.py's
+    assert store.server_file(ADA).source == "server = 2\n"
+    assert store.server_file(ADA, name="test_server.py").source == "def test_it(): pass\n"
+    assert store.server_file(ADA, 2, name="test_server.py") is None
+    assert [v.version for v in store.server_file_history(ADA, name="test_server.py")] == [1]
+    assert [v.version for v in store.server_file_history(ADA)] == [2, 1]
+    assert store.server_file(BOB, name="test_server.py") is None
+
+
 def test_a_deleted_class_takes_its_learners_files_with_it(store) -> None:  # noqa: ANN001
     klass = store.create_class("Files")
     store.join_class(BOB, klass.id, "Bob")
