@@ -14,6 +14,8 @@ COPY app ./app
 COPY templates ./templates
 COPY static ./static
 COPY lessons ./lessons
+# requirements.lock holds pytest too: the learner's test_server.py runs with it in their sandbox
+# (docs/own-server.md, "The learner's tests"), so it is part of the image, not only of our tests.
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
  && pip install --no-cache-dir --no-deps -e . \
  && python -m compileall -q app

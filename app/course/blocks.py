@@ -16,15 +16,16 @@ import yaml
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, KNOWN_PROTOCOL_VERSIONS
 
 from app import workspace
-from app.course import exercises
+from app.course import exercises, test_exercise
 from app.course.exercises import Exercise
 from app.course.models import Choice, Claim, Console, EndpointPanel, Example, Expect, LessonError, Quiz
 from app.course.render import SPEC_REF_OPEN, pretty_json, render_inline, spec_refs_in, without_spec_refs
 from app.course.spec import RefError, parse_ref
+from app.course.test_exercise import TestExercise
 from app.protocol.revisions import parse_strict_json, validate_message
 
 SLUG = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-SPECIAL = ("console", "checks", "quiz", "expect", "exercise", "endpoint")
+SPECIAL = ("console", "checks", "quiz", "expect", "exercise", "test-exercise", "endpoint")
 # The revision a deliberately invalid block without rev= is checked against.
 DEFAULT_INVALID_REVISION = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 
@@ -173,6 +174,16 @@ def parse_exercise(block: Block) -> Exercise:
         return exercises.parse(block.yaml(), revision=block.info.attrs.get("rev"),
                                solution=block.info.attrs.get("solution"), lessons_dir=lessons_dir,
                                line=block.line)  # fmt: skip
+    except exercises.ExerciseError as exc:
+        raise block.error(str(exc)) from None
+
+
+def parse_test_exercise(block: Block) -> TestExercise:
+    block.only(attrs=("solution", "server"))
+    try:
+        return test_exercise.parse(block.yaml(), solution=block.info.attrs.get("solution"),
+                                   server=block.info.attrs.get("server"), lessons_dir=block.path.parent,
+                                   line=block.line)  # fmt: skip
     except exercises.ExerciseError as exc:
         raise block.error(str(exc)) from None
 

@@ -12,6 +12,7 @@ from app.course.spec import SpecRef
 
 if TYPE_CHECKING:
     from app.course.exercises import Exercise
+    from app.course.test_exercise import TestExercise
 
 
 class LessonError(Exception):
@@ -132,7 +133,8 @@ class Step:
     examples: tuple[Example, ...] = ()
     expects: tuple[Expect, ...] = ()
     claims: tuple[Claim, ...] = ()
-    exercise: Exercise | None = None  # a test suite for the learner's own server
+    # A test suite for the learner's own server, or a check of the learner's own tests.
+    exercise: Exercise | TestExercise | None = None
     endpoint: EndpointPanel | None = None  # checks read the traffic of the learner's endpoint
 
     @property
@@ -156,6 +158,8 @@ class Lesson:
     summary: str
     path: Path
     steps: list[Step] = field(default_factory=list)
+    # The workspace's files besides server.py that its steps show (`workspace: test_server.py`).
+    workspace: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:

@@ -17,6 +17,7 @@ import yaml
 from markdown_it.token import Token
 from markupsafe import Markup
 
+from app import workspace
 from app.course import blocks
 from app.course.blocks import SLUG, Block, Info
 from app.course.exercises import Exercise
@@ -34,11 +35,12 @@ from app.course.models import (
 )
 from app.course.render import MARKDOWN, SPEC_REF_OPEN, render_inline, render_tokens, without_spec_refs
 from app.course.spec import RefError, parse_ref
+from app.course.test_exercise import TestExercise
 from app.demos import MY_SERVER
 
 HEADING_SLUG = re.compile(r"\s*\{#([^}]*)\}\s*$")
 FILE_NUMBER = re.compile(r"^(\d+)-")
-FRONT_KEYS = {"title", "slug", "order", "summary", "server"}
+FRONT_KEYS = {"title", "slug", "order", "summary", "server", "workspace"}
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*_(\[])")
 
 
@@ -100,9 +102,15 @@ def _lesson_from_front(path: Path, front: dict[str, Any]) -> Lesson:
         raise LessonError(path, 2, "the front matter needs a slug of lowercase words and dashes")
     if not isinstance(summary, str):
         raise LessonError(path, 2, "summary is a line of text")
-    return Lesson(
-        slug=slug, number=_number(path, front), title=title.strip(), summary=summary.strip(), path=path
-    )
+    files = front.get("workspace", [])
+    files = [files] if isinstance(files, str) else files
+    extra = [name for name in workspace.FILES if name != workspace.FILE_NAME]
+    if not isinstance(files, list) or not all(name in extra for name in files):
+        raise LessonError(
+            path, 2, f"workspace: names the files beside server.py its steps show ({', '.join(extra)})"
+        )
+    return Lesson(slug=slug, number=_number(path, front), title=title.strip(), summary=summary.strip(), path=path,
+                  workspace=tuple(files))  # fmt: skip
 
 
 def _number(path: Path, front: dict[str, Any]) -> int:
@@ -172,7 +180,7 @@ def _build_step(
 ) -> Step:
     console: Console | None = None
     endpoint: EndpointPanel | None = None
-    exercise: Exercise | None = None
+    exercise: Exercise | TestExercise | None = None
     check_names: tuple[str, ...] = ()
     quizzes: list[Quiz] = []
     examples: list[Example] = []
@@ -193,10 +201,12 @@ def _build_step(
                 raise block.error("a step has at most one endpoint panel")
             endpoint = blocks.parse_endpoint(block, front_server, servers)
             token.meta["kind"] = "endpoint"
-        elif kind == "exercise":
+        elif kind in ("exercise", "test-exercise"):
             if exercise is not None:
                 raise block.error("a step has at most one exercise")
-            exercise = blocks.parse_exercise(block)
+            exercise = (
+                blocks.parse_exercise(block) if kind == "exercise" else blocks.parse_test_exercise(block)
+            )
             token.meta["kind"] = "exercise"
         elif kind == "checks":
             if check_names:

@@ -125,7 +125,8 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
             step.console
             and state.demos.get(step.console.server, None) is not None
             and state.demos[step.console.server].learners_own
-        ),  # fmt: skip
+        )
+        or bool(lesson.workspace),  # fmt: skip
         "exercise_passed": "exercise" in passed,
         "endpoint_server": state.demos.get(step.endpoint.server) if step.endpoint else None,
     }

@@ -11,6 +11,10 @@ a time per learner, counted in the global cap and the pace of new instances).
 The instance is started and released by a task of its own, never by the response's stream, so a
 reader who leaves mid-run (the response then stops) cannot leave an instance behind: the stream only
 tells the task to stop.
+
+`POST /api/workspace/test-run` is a run too: of app/workspace/run_tests.py, which runs pytest on the
+learner's saved test_server.py beside their saved server.py (each file the starter while not saved),
+the two files handed to it on its stdin.
 """
 
 from __future__ import annotations
@@ -63,17 +67,42 @@ async def run_code(request: Request, body: RunRequest) -> Any:
     if owner.learner is None or state.sessions is None:
         return JSONResponse(error_body(403, "Open a lesson page first: running code needs your learner identity."),
                             status_code=403)  # fmt: skip
-    limit = state.settings.run_time_limit_s
-    return StreamingResponse(_stream(state.sessions, owner, body.code, limit), media_type="application/x-ndjson",
+    return _streaming(_stream(state.sessions, owner, body.code, state.settings.run_time_limit_s))
+
+
+@router.post("/api/workspace/test-run")
+async def run_tests(request: Request) -> Any:
+    """pytest on the learner's saved test_server.py and server.py, streamed as a block's run is."""
+    state = get_state(request)
+    owner = await state.owner_of(request.scope)
+    if owner.learner is None or state.sessions is None:
+        return JSONResponse(error_body(403, "Open a lesson page first: running tests needs your learner identity."),
+                            status_code=403)  # fmt: skip
+    files = {name: await state.own_source(owner, name) for name in workspace.FILES}
+    stdin = tests_input(files[workspace.FILE_NAME], files[workspace.TEST_FILE_NAME])
+    program = workspace.test_runner()
+    return _streaming(_stream(state.sessions, owner, program, state.settings.run_time_limit_s, stdin))
+
+
+def tests_input(server: str, tests: str) -> str:
+    """The line a test run reads on its stdin (app/workspace/run_tests.py)."""
+    return json.dumps({workspace.FILE_NAME: server, workspace.TEST_FILE_NAME: tests})
+
+
+def _streaming(events: AsyncIterator[bytes]) -> StreamingResponse:
+    return StreamingResponse(events, media_type="application/x-ndjson",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})  # fmt: skip
 
 
-async def _stream(sessions: Sessions, owner: Owner, code: str, limit_s: float) -> AsyncIterator[bytes]:
+async def _stream(
+    sessions: Sessions, owner: Owner, code: str, limit_s: float, stdin: str | None = None
+) -> AsyncIterator[bytes]:
     """The run's events as they come. Started only when the response starts streaming: a request
     whose reader has already gone starts nothing."""
     events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(QUEUED_LINES)
     stop = asyncio.Event()
-    task = asyncio.create_task(_run(sessions, owner, code, limit_s, events, stop), name=f"run-{owner.key}")
+    running = _run(sessions, owner, code, limit_s, events, stop, stdin)
+    task = asyncio.create_task(running, name=f"run-{owner.key}")
     _running.add(task)
     task.add_done_callback(_running.discard)
     try:
@@ -84,14 +113,24 @@ async def _stream(sessions: Sessions, owner: Owner, code: str, limit_s: float) -
 
 
 async def _run(
-    sessions: Sessions, owner: Owner, code: str, limit_s: float, events: asyncio.Queue, stop: asyncio.Event
+    sessions: Sessions,
+    owner: Owner,
+    code: str,
+    limit_s: float,
+    events: asyncio.Queue,
+    stop: asyncio.Event,
+    stdin: str | None = None,
 ) -> None:
     began = time.monotonic()
     ending: dict[str, Any] = {}
     try:
         async with sessions.exercise_instance(owner, source=code) as process:
+            if stdin is not None:
+                await process.write_line(stdin)
             ending = await _watch(process, events, stop, began + limit_s)
-            await process.stop(now=True)
+            # A run that closed its output is ending: let it exit (and say how). One stopped by a limit, or
+            # whose reader left, is ended at once.
+            await process.stop(now="stopped" in ending)
             status = process.poll()
             ending |= {"exit": None if status is None else status.code,
                        "signal": None if status is None else status.signal,

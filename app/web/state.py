@@ -77,13 +77,15 @@ class AppState:
         self.connections = Connections(ConnectionLimits.from_settings(self.settings),
                                        TrustedProxies(self.settings.trusted_proxies), self.metrics)  # fmt: skip
 
-    async def own_source(self, owner: Owner) -> str:
-        """The server.py my-server runs for `owner`: their latest saved file, else the starter."""
-        if owner.learner is not None:
-            saved = await anyio.to_thread.run_sync(self.progress.server_file, owner.learner)
+    async def own_source(self, owner: Owner, name: str = workspace.FILE_NAME) -> str:
+        """The file of `owner`'s workspace that runs (server.py, which my-server runs, by default):
+        their latest saved version, else the starter."""
+        learner = owner.learner
+        if learner is not None:
+            saved = await anyio.to_thread.run_sync(lambda: self.progress.server_file(learner, name=name))
             if saved is not None:
                 return saved.source
-        return workspace.starter()
+        return workspace.starter(name)
 
     async def start(self) -> None:
         s = self.settings

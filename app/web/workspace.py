@@ -1,23 +1,29 @@
-"""The learner's own server.py (DESIGN.md, "The learner's own server"), over HTTP.
+"""The learner's workspace (DESIGN.md, "The learner's own server" and "the workspace's files"), over HTTP.
 
-`PUT /api/workspace/server.py` saves (the learner cookie; same site, as the guard enforces for every
-PUT) and answers the syntax errors found without running the file; `GET` returns the saved file, or
-the starter. The last few versions are kept and can be read or restored. The file runs only as
-`my-server`, in the learner's own sandboxed instance.
+`PUT /api/workspace/<name>` saves `server.py` or `test_server.py` (the learner cookie; same site, as
+the guard enforces for every PUT) and answers the syntax errors found without running the file; `GET`
+returns the saved file, or its starter. The last few versions of each file are kept and can be read
+or restored (`?file=<name>`, server.py by default). server.py runs only as `my-server`, and
+test_server.py only in a test run (app/web/runs.py), in the learner's own sandboxed instance.
 """
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app import workspace
-from app.course import exercises
+from app.course import exercises, test_exercise
+from app.course.exercises import Exercise, Report
+from app.course.test_exercise import TestExercise
 from app.progress.store import ServerFile
+from app.relay.admission import Owner
+from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from app.sandbox.process import ServerProcess
 from app.web.errors import error_body
@@ -32,6 +38,15 @@ PYTHON_TEXT = "text/x-python; charset=utf-8"
 STORED_INT_MAX = 2**63 - 1
 # A saved version's number in a path.
 Version = Annotated[int, Path(ge=0, le=STORED_INT_MAX)]
+# Which file of the workspace a request is about (`?file=`): server.py unless it says.
+FileName = Annotated[str, Query(alias="file", pattern=r"^(server|test_server)\.py$")]
+
+
+def _no_such_file(name: str) -> JSONResponse:
+    names = " and ".join(workspace.FILES)
+    return JSONResponse(
+        error_body(404, f"The workspace has no file {name!r}: it holds {names}."), status_code=404
+    )
 
 
 def _refuse(status: int, message: str) -> JSONResponse:
@@ -52,43 +67,53 @@ def _version_json(saved: ServerFile) -> dict[str, Any]:
     return {"version": saved.version, "saved_at": saved.saved_at, "size": saved.size}
 
 
-async def _save(state: AppState, learner: str, source: str) -> JSONResponse:
-    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source)
-    saved = await anyio.to_thread.run_sync(state.progress.save_server_file, learner, source)
+async def _save(state: AppState, learner: str, source: str, name: str) -> JSONResponse:
+    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
+    saved = await anyio.to_thread.run_sync(
+        lambda: state.progress.save_server_file(learner, source, name=name)
+    )
     return JSONResponse({"saved": True, **_version_json(saved),
                          "diagnostics": [d.to_json() for d in diagnostics]})  # fmt: skip
 
 
-@router.get("/api/workspace/server.py")
-async def read_file(request: Request) -> PlainTextResponse:
-    state = get_state(request)
-    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner_id(request))
-    source = saved.source if saved else workspace.starter()
+async def _saved(state: AppState, learner: str, name: str, version: int | None = None) -> ServerFile | None:
+    return await anyio.to_thread.run_sync(lambda: state.progress.server_file(learner, version, name=name))
+
+
+@router.get("/api/workspace/{name}")
+async def read_file(request: Request, name: str) -> Response:
+    if name not in workspace.FILES:
+        return _no_such_file(name)
+    saved = await _saved(get_state(request), learner_id(request), name)
+    source = saved.source if saved else workspace.starter(name)
     headers = {"X-Version": str(saved.version if saved else 0), "Cache-Control": "no-store"}
     return PlainTextResponse(source, media_type=PYTHON_TEXT, headers=headers)
 
 
-@router.put("/api/workspace/server.py")
-async def save_file(request: Request) -> JSONResponse:
+@router.put("/api/workspace/{name}")
+async def save_file(request: Request, name: str) -> JSONResponse:
+    if name not in workspace.FILES:
+        return _no_such_file(name)
     data = await _body_within_limit(request)
     if data is None:
         return _refuse(413, f"The file is over the limit of {workspace.MAX_SOURCE_BYTES // 1024} KiB")
     problem = workspace.problem_with(data)
     if problem:
         return _refuse(400, problem[0].upper() + problem[1:])
-    return await _save(get_state(request), learner_id(request), data.decode("utf-8"))
+    return await _save(get_state(request), learner_id(request), data.decode("utf-8"), name)
 
 
 @router.get("/api/workspace")
-async def workspace_state(request: Request) -> JSONResponse:
+async def workspace_state(request: Request, name: FileName = workspace.FILE_NAME) -> JSONResponse:
     """What the editor opens with: the file (saved, or the starter), its diagnostics and its history."""
     state = get_state(request)
     learner = learner_id(request)
-    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner)
-    history = await anyio.to_thread.run_sync(state.progress.server_file_history, learner)
-    source = saved.source if saved else workspace.starter()
-    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source)
+    saved = await _saved(state, learner, name)
+    history = await anyio.to_thread.run_sync(lambda: state.progress.server_file_history(learner, name=name))
+    source = saved.source if saved else workspace.starter(name)
+    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
     return JSONResponse({
+        "file": name,
         "source": source,
         "version": saved.version if saved else 0,
         "starter": saved is None,
@@ -99,9 +124,8 @@ async def workspace_state(request: Request) -> JSONResponse:
 
 
 @router.get("/api/workspace/history/{version}")
-async def read_version(request: Request, version: Version) -> Response:
-    state = get_state(request)
-    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner_id(request), version)
+async def read_version(request: Request, version: Version, name: FileName = workspace.FILE_NAME) -> Response:
+    saved = await _saved(get_state(request), learner_id(request), name, version)
     if saved is None:
         return JSONResponse(error_body(404, f"No saved version {version} (only the last few are kept)."),
                             status_code=404)  # fmt: skip
@@ -109,15 +133,17 @@ async def read_version(request: Request, version: Version) -> Response:
 
 
 @router.post("/api/workspace/history/{version}/restore")
-async def restore_version(request: Request, version: Version) -> JSONResponse:
+async def restore_version(
+    request: Request, version: Version, name: FileName = workspace.FILE_NAME
+) -> JSONResponse:
     """Save an old version again as the newest (the versions after it stay in the history)."""
     state = get_state(request)
     learner = learner_id(request)
-    saved = await anyio.to_thread.run_sync(state.progress.server_file, learner, version)
+    saved = await _saved(state, learner, name, version)
     if saved is None:
         return JSONResponse(error_body(404, f"No saved version {version} (only the last few are kept)."),
                             status_code=404)  # fmt: skip
-    return await _save(state, learner, saved.source)
+    return await _save(state, learner, saved.source, name)
 
 
 # --- exercises ------------------------------------------------------------------------------------
@@ -136,16 +162,10 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
         return JSONResponse(error_body(403, "Open a lesson page first: exercises need your learner identity."),
                             status_code=403)  # fmt: skip
     try:
-        async with state.sessions.exercise_instance(owner) as process:
-            stderr: list[str] = []
-            # Read stderr all along: a server that logs much would otherwise fill the pipe and stall.
-            reading = asyncio.create_task(_read_stderr(process, stderr))
-            try:
-                report = await exercises.run(step.exercise, process, gone=SandboxError)
-                await asyncio.wait([reading], timeout=STDERR_READ_S)  # its last lines (a traceback, often)
-            finally:
-                reading.cancel()
-            report.stderr = "\n".join(stderr)[-STDERR_KEPT:]  # each line came without its newline
+        if isinstance(step.exercise, TestExercise):
+            report = await _run_test_exercise(state, owner, step.exercise)
+        else:
+            report = await _run_exercise(state, owner, step.exercise)
     except CapacityError as exc:
         return JSONResponse(error_body(429, exc.message, retry_after_s=exc.retry_after_s), status_code=429,
                             headers={"Retry-After": str(exc.retry_after_s)})  # fmt: skip
@@ -154,6 +174,40 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
     if report.passed:
         await anyio.to_thread.run_sync(state.progress.record_check, owner.learner, step.slug, "exercise")
     return JSONResponse(report.to_json())
+
+
+async def _run_exercise(state: AppState, owner: Owner, exercise: Exercise) -> Report:
+    assert state.sessions is not None
+    async with state.sessions.exercise_instance(owner) as process:
+        stderr: list[str] = []
+        # Read stderr all along: a server that logs much would otherwise fill the pipe and stall.
+        reading = asyncio.create_task(_read_stderr(process, stderr))
+        try:
+            report = await exercises.run(exercise, process, gone=SandboxError)
+            await asyncio.wait([reading], timeout=STDERR_READ_S)  # its last lines (a traceback, often)
+        finally:
+            reading.cancel()
+        report.stderr = "\n".join(stderr)[-STDERR_KEPT:]  # each line came without its newline
+    return report
+
+
+class _TestRuns:
+    """Runs of the learner's tests, each a fresh instance admitted as an exercise run is."""
+
+    gone: type[Exception] = SandboxError
+
+    def __init__(self, sessions: Sessions, owner: Owner) -> None:
+        self.sessions, self.owner = sessions, owner
+
+    def running(self, program: str) -> AbstractAsyncContextManager[ServerProcess]:
+        return self.sessions.exercise_instance(self.owner, source=program)
+
+
+async def _run_test_exercise(state: AppState, owner: Owner, exercise: TestExercise) -> Report:
+    assert state.sessions is not None
+    server = await state.own_source(owner, workspace.FILE_NAME)
+    tests = await state.own_source(owner, workspace.TEST_FILE_NAME)
+    return await test_exercise.run(exercise, _TestRuns(state.sessions, owner), server=server, tests=tests)
 
 
 # What of the server's stderr an exercise report keeps (its end: a traceback, often), and how long

@@ -1,4 +1,5 @@
-"""The learner's own server.py: what a file must be to be saved, what is wrong with it, and the starter.
+"""The learner's workspace: their own server.py and the files beside it (test_server.py), what a file
+must be to be saved, what is wrong with it, and the starters.
 
 Nothing here runs the file: `diagnose` compiles it (the parser and compiler only, never executing a
 line), and the file runs only inside a sandboxed instance (app/sandbox/own_server.py). These rules
@@ -12,14 +13,21 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-STARTER_PATH = Path(__file__).with_name("starter_server.py")
+HERE = Path(__file__).parent
 
-__all__ = ["FILE_NAME", "MAX_SOURCE_BYTES", "Diagnostic", "diagnose", "problem_with", "starter"]
+__all__ = ["FILES", "FILE_NAME", "MAX_SOURCE_BYTES", "TEST_FILE_NAME", "Diagnostic", "diagnose", "problem_with",
+           "starter", "test_runner"]  # fmt: skip
 
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
 # it saves and by the instance before it runs: one number for both.
 MAX_SOURCE_BYTES = 64 * 1024
 FILE_NAME = "server.py"
+# The learner's tests of their server (pytest, run beside server.py by run_tests.py).
+TEST_FILE_NAME = "test_server.py"
+FILES = (FILE_NAME, TEST_FILE_NAME)
+# The starters sit in a folder that is not a package: nothing imports them (the privilege drop
+# imports every module of the app, and test_server.py's `from server import mcp` has no server here).
+STARTERS = {name: HERE / "starters" / name for name in FILES}
 
 
 def problem_with(data: bytes, size: int | None = None) -> str:
@@ -50,17 +58,22 @@ class Diagnostic:
         return asdict(self)
 
 
-def starter() -> str:
-    """What a learner who has saved nothing yet starts from."""
-    return STARTER_PATH.read_text(encoding="utf-8")
+def starter(name: str = FILE_NAME) -> str:
+    """What a learner who has saved nothing yet starts from, for the file `name` (one of FILES)."""
+    return STARTERS[name].read_text(encoding="utf-8")
 
 
-def diagnose(source: str) -> list[Diagnostic]:
+def test_runner() -> str:
+    """The program a run of the learner's tests is (run_tests.py): its files come on its stdin."""
+    return (HERE / "run_tests.py").read_text(encoding="utf-8")
+
+
+def diagnose(source: str, name: str = FILE_NAME) -> list[Diagnostic]:
     """The syntax errors Python would report for this file (at most one: the first), without running it."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings are not errors; the server still runs
-            compile(source, FILE_NAME, "exec", dont_inherit=True)
+            compile(source, name, "exec", dont_inherit=True)
     except SyntaxError as exc:
         message = exc.msg
         if isinstance(exc, IndentationError) and "indent" not in message:

@@ -1,11 +1,11 @@
-// The learner's own server.py beside the console: load it, save it (the server answers the syntax
-// errors it found without running the file), save and restart the console's server, restore a saved
-// version; and the step's exercise, run against a fresh instance of the saved file.
+// The learner's workspace beside the console: their server.py (and on some steps their
+// test_server.py). Load each file, save it (the server answers the syntax errors it found without
+// running the file), save and restart the console's server or save and run the tests, restore a
+// saved version; and the step's exercise, run against fresh instances of the saved files.
 
-import { pythonEditor } from "./codeeditor.js";
 import { inlineCode } from "../console/checks.js";
-
-const FILE_URL = "/api/workspace/server.py";
+import { showRun } from "../runstream.js";
+import { pythonEditor } from "./codeeditor.js";
 
 async function errorText(response) {
   try {
@@ -24,7 +24,10 @@ function when(seconds) {
 class Workspace {
   constructor(root) {
     this.root = root;
-    this.textarea = root.querySelector("#workspace-source");
+    this.file = root.dataset.workspace; // server.py or test_server.py
+    this.fileUrl = `/api/workspace/${this.file}`;
+    this.query = `?file=${encodeURIComponent(this.file)}`;
+    this.textarea = root.querySelector("textarea");
     this.status = root.querySelector("[data-workspace-status]");
     this.history = root.querySelector("[data-history]");
     this.buttons = [...root.querySelectorAll("button[data-action]")];
@@ -35,11 +38,11 @@ class Workspace {
   async start() {
     let state;
     try {
-      const response = await fetch("/api/workspace", { headers: { Accept: "application/json" } });
+      const response = await fetch(`/api/workspace${this.query}`, { headers: { Accept: "application/json" } });
       if (!response.ok) throw new Error(await errorText(response));
       state = await response.json();
     } catch (error) {
-      this.say(`Your server.py could not be loaded: ${error.message} Reload the page to try again.`, "error");
+      this.say(`Your ${this.file} could not be loaded: ${error.message} Reload the page to try again.`, "error");
       this.root.dataset.state = "failed";
       return;
     }
@@ -48,7 +51,7 @@ class Workspace {
     this.maxBytes = state.max_bytes;
     this.editor = await pythonEditor(this.textarea, {
       onSave: () => this.save(),
-      onRun: () => this.save({ restart: true }),
+      onRun: () => (this.tests ? this.runTests() : this.save({ restart: true })),
       onChange: () => this.noteEdited(),
     });
     this.savedText = state.starter ? null : state.source;
@@ -58,14 +61,59 @@ class Workspace {
     this.root.querySelector('[data-action="save"]').addEventListener("click", () => this.save());
     this.root
       .querySelector('[data-action="save-restart"]')
-      .addEventListener("click", () => this.save({ restart: true }));
+      ?.addEventListener("click", () => this.save({ restart: true }));
+    this.root.querySelector('[data-action="save-run"]')?.addEventListener("click", () => this.runTests());
     this.root.querySelector('[data-action="restore"]').addEventListener("click", () => this.restore());
     this.root.dataset.state = "ready";
-    this.say(
-      state.starter
-        ? "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server."
-        : `Version ${state.version}, saved ${when(state.history[0].saved_at)}.`,
-    );
+    let first = `Version ${state.version}, saved ${when(state.history[0]?.saved_at ?? 0)}.`;
+    if (state.starter)
+      first = this.tests
+        ? "This is the starter file: nothing is saved yet. Save and run the tests (Ctrl+Enter) to try it."
+        : "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server.";
+    this.say(first);
+  }
+
+  get tests() {
+    return this.file === "test_server.py";
+  }
+
+  /** Save every file of the workspace that has unsaved edits; false if one could not be saved. */
+  static async saveAll() {
+    for (const workspace of workspaces) if (workspace.unsaved() && !(await workspace.save())) return false;
+    return true;
+  }
+
+  /** Save (every file), then run pytest on the saved test_server.py beside the saved server.py. */
+  async runTests() {
+    if (this.running) return;
+    this.running = true;
+    const button = this.root.querySelector('[data-action="save-run"]');
+    button.disabled = true;
+    const status = this.root.querySelector("[data-run-status]");
+    try {
+      if (!(await Workspace.saveAll())) {
+        status.textContent = "Not run: a file could not be saved (see above).";
+        return;
+      }
+      const last = await showRun(
+        "/api/workspace/test-run",
+        {},
+        {
+          output: this.root.querySelector("[data-run-output]"),
+          status,
+          runningText: "Running pytest in your sandbox...",
+        },
+      );
+      if (last && !last.error) {
+        const words =
+          last.exit === 0 ? "Every test passed." : last.exit === 1 ? "Some tests failed: read why above." : "";
+        if (words) status.textContent = `${words} ${status.textContent}`;
+      }
+      this.root.dataset.testsEnded = last ? (last.error ? "error" : last.stopped || String(last.exit)) : "error";
+    } finally {
+      this.running = false;
+      button.disabled = false;
+    }
   }
 
   say(text, tone = "") {
@@ -104,7 +152,7 @@ class Workspace {
     this.say("Saving…");
     let response;
     try {
-      response = await fetch(FILE_URL, {
+      response = await fetch(this.fileUrl, {
         method: "PUT",
         body: text,
         headers: { "Content-Type": "text/x-python; charset=utf-8" },
@@ -130,9 +178,9 @@ class Workspace {
         "warn",
       );
     } else {
-      this.say(
-        `Saved as version ${body.version}.${restart ? " Restarting your server with it…" : " Restart the server to run it."}`,
-      );
+      let next = restart ? " Restarting your server with it…" : " Restart the server to run it.";
+      if (this.tests) next = "";
+      this.say(`Saved as version ${body.version}.${next}`);
     }
     if (restart) {
       if (!problems) this.followRestart(body.version);
@@ -168,7 +216,7 @@ class Workspace {
 
   async refreshHistory() {
     try {
-      const response = await fetch("/api/workspace", { headers: { Accept: "application/json" } });
+      const response = await fetch(`/api/workspace${this.query}`, { headers: { Accept: "application/json" } });
       if (response.ok) this.showHistory((await response.json()).history);
     } catch (_) {
       /* the list stays as it was */
@@ -190,26 +238,28 @@ class Workspace {
   async restore() {
     const version = this.history.value;
     if (!version) return;
-    const response = await fetch(`/api/workspace/history/${encodeURIComponent(version)}/restore`, { method: "POST" });
+    const response = await fetch(`/api/workspace/history/${encodeURIComponent(version)}/restore${this.query}`, {
+      method: "POST",
+    });
     if (!response.ok) {
       this.say(`Not restored: ${await errorText(response)}`, "error");
       return;
     }
     const body = await response.json();
-    const text = await (await fetch(FILE_URL)).text();
+    const text = await (await fetch(this.fileUrl)).text();
     this.editor.setValue(text);
     this.savedText = text;
     this.noteEdited();
     this.editor.setDiagnostics(body.diagnostics);
     await this.refreshHistory();
-    this.say(`Version ${version} restored: saved again as version ${body.version}. Restart the server to run it.`);
+    const next = this.tests ? "Run the tests to try it." : "Restart the server to run it.";
+    this.say(`Version ${version} restored: saved again as version ${body.version}. ${next}`);
   }
 }
 
 class Exercise {
-  constructor(root, workspace) {
+  constructor(root) {
     this.root = root;
-    this.workspace = workspace;
     this.button = root.querySelector('[data-action="run-exercise"]');
     this.status = root.querySelector("[data-exercise-status]");
     this.tests = [...root.querySelectorAll("[data-test]")];
@@ -221,11 +271,14 @@ class Exercise {
     this.button.disabled = true;
     this.root.dataset.running = "true";
     try {
-      if (this.workspace.unsaved() && !(await this.workspace.save())) {
-        this.status.textContent = "Not run: your server.py could not be saved (see above).";
+      if (!(await Workspace.saveAll())) {
+        this.status.textContent = "Not run: a file could not be saved (see above).";
         return;
       }
-      this.status.textContent = "Running your server against the exercise…";
+      this.status.textContent =
+        this.root.dataset.kind === "tests"
+          ? "Running your tests on your server and on the broken ones…"
+          : "Running your server against the exercise…";
       for (const item of this.tests) item.dataset.state = "running";
       const [lesson, step] = this.root.dataset.exercise.split("/");
       let response;
@@ -273,10 +326,7 @@ class Exercise {
   }
 }
 
-const root = document.querySelector("[data-workspace]");
-if (root) {
-  const workspace = new Workspace(root);
-  const exercise = document.querySelector("[data-exercise]");
-  if (exercise) new Exercise(exercise, workspace);
-  workspace.start();
-}
+const workspaces = [...document.querySelectorAll("[data-workspace]")].map((root) => new Workspace(root));
+const exercise = document.querySelector("[data-exercise]");
+if (exercise && workspaces.length) new Exercise(exercise);
+for (const workspace of workspaces) workspace.start();

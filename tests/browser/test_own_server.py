@@ -21,9 +21,11 @@ STEP = "/course/first-tool/add"
 
 @pytest.fixture(scope="module")
 def build_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
-    with AppProcess(
-        tmp_path_factory.mktemp("build-browser"), lessons_dir=str(LESSONS), warm_pool_size=0
-    ) as app:
+    # A slower read of servers' output than the default 4 MiB/s (64 lines of `x` a second, not 1000):
+    # a server printing in a loop is then held back by the relay's pace, which stops it within ~20 s,
+    # not by a busy machine's browser reading slower still.
+    with AppProcess(tmp_path_factory.mktemp("build-browser"), lessons_dir=str(LESSONS), warm_pool_size=0,
+                    server_read_bytes_per_s=256 * 1024) as app:  # fmt: skip
         yield app
 
 
@@ -96,7 +98,7 @@ def test_without_the_editor_bundle_the_textarea_saves(learner: Page) -> None:
     page.route("**/static/vendor/codemirror.js", lambda route: route.abort())
     page.goto(STEP)
     expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
-    source = page.locator("#workspace-source")
+    source = page.locator("#workspace-source-server")
     source.fill(SOLUTION)
     source.press("Control+s")
     expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
@@ -152,3 +154,31 @@ def test_a_traceback_is_one_log_card_with_its_lines(learner: Page) -> None:
     text = cards.first.locator("pre").inner_text()
     assert text.startswith("Traceback (most recent call last):\n"), text
     assert text.rstrip().endswith("ZeroDivisionError: division by zero"), text
+
+
+def test_write_tests_run_them_and_pass_the_testing_exercise(learner: Page, artifacts: Path) -> None:
+    """Lesson steps with `workspace: test_server.py` show a second editor: the learner pastes the
+    server, writes tests, runs them with pytest in the sandbox, and passes the exercise that runs them
+    beside broken servers."""
+    page = learner
+    page.goto("/course/testing/calculator")
+    server = page.locator("[data-workspace='server.py']")
+    tests = page.locator("[data-workspace='test_server.py']")
+    expect(server).to_have_attribute("data-state", "ready")
+    expect(tests).to_have_attribute("data-state", "ready")
+    expect(tests.locator("[data-workspace-status]")).to_contain_text("starter file")
+    server.locator(".cm-content").click()
+    clear_and_insert(page, (LESSONS / "solutions" / "calc.py").read_text())
+    tests.locator(".cm-content").click()
+    clear_and_insert(page, (LESSONS / "solutions" / "calc_tests.py").read_text())
+    page.keyboard.press("Control+Enter")  # saves both files, then runs the tests
+    expect(tests).to_have_attribute("data-tests-ended", "0", timeout=60_000)
+    expect(tests.locator("[data-run-output]")).to_contain_text("test_add_adds[asyncio] PASSED")
+    expect(tests.locator("[data-run-status]")).to_contain_text("Every test passed.")
+    expect(server.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
+    page.screenshot(path=str(artifacts / "testing-run.png"), full_page=True)
+    page.locator("[data-action='run-exercise']").click()
+    exercise = page.locator("[data-exercise]")
+    expect(exercise).to_have_attribute("data-passed", "true", timeout=60_000)
+    expect(exercise.locator("[data-test][data-state=passed]")).to_have_count(3)
+    expect(exercise.locator("[data-exercise-status]")).to_contain_text("All 3 passed")

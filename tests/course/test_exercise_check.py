@@ -30,7 +30,7 @@ def copy(tmp_path: Path) -> Path:
 def test_a_sound_exercise_holds(tmp_path: Path) -> None:
     problems, out = run(copy(tmp_path))
     assert problems == 0, out
-    assert "1 exercises run on their solutions and on the starter: 0 problems" in out
+    assert "2 exercises run on their solutions and on the starter: 0 problems" in out
 
 
 def test_a_reference_solution_that_fails_is_reported_with_the_failing_test(tmp_path: Path) -> None:

@@ -169,3 +169,51 @@ def test_every_runnable_block_of_the_course_runs_as_shown(app: AppProcess, where
     assert status == 200, events
     assert events[-1].get("exit") == 0 and "stopped" not in events[-1], (where, events)
     assert any("stdout" in event for event in events), (where, events)  # it shows the learner something
+
+
+def test_run(app: AppProcess, learner: str, tests: str, server: str | None = None) -> list[dict]:
+    """Save the learner's test_server.py (and server.py), then run the tests: the run's events."""
+    with app.client(cookies={COOKIE: app.learner_cookie(learner)}) as page:
+        for name, text in (("test_server.py", tests), ("server.py", server)):
+            if text is not None:
+                assert page.put(f"/api/workspace/{name}", content=text).status_code == 200
+        with page.stream("POST", "/api/workspace/test-run", timeout=60) as reply:
+            assert reply.status_code == 200
+            return [json.loads(line) for line in reply.iter_lines() if line]
+
+
+test_run.__test__ = False  # type: ignore[attr-defined] - a helper, for all its name
+
+CALC = FIXTURES / "build_lessons" / "solutions"
+
+
+def test_the_learners_tests_run_with_pytest_in_the_sandbox(app: AppProcess) -> None:
+    events = test_run(app, "tester", (CALC / "calc_tests.py").read_text(), (CALC / "calc.py").read_text())
+    text = "\n".join(event.get("stdout", "") for event in events)
+    assert "test_server.py::test_add_adds[asyncio] PASSED" in text, events
+    assert "2 passed" in text
+    assert events[-1]["exit"] == 0, events[-1]
+
+
+def test_tests_that_never_end_are_stopped_at_the_time_limit(app: AppProcess) -> None:
+    forever = "def test_forever():\n    while True:\n        pass\n"
+    events = test_run(app, "tester-forever", forever)
+    assert events[-1]["stopped"] == "time" and events[-1]["seconds"] < LIMIT_S + 2, events[-1]
+    assert wait_until(lambda: admitted_again(app, "tester-forever"), timeout=30)
+
+
+def test_tests_cannot_reach_another_learners_files(app: AppProcess) -> None:
+    test_run(app, "owner-of-secret", "def test_it():\n    pass\n", server="SECRET = 'owner-of-secret-42'\n")
+    places = ["/tmp", "/var", "/home", "/root", "/run", "/srv", "/proc/self/cwd", str(app.data_dir)]
+    prying = (
+        "import glob, os\n"
+        "def test_pry():\n"
+        f"    places = {places!r}\n"
+        "    paths = [p for place in places for p in glob.glob(place + '/**', recursive=True)]\n"
+        "    found = [p for p in paths if os.path.isfile(p) and open(p, errors='ignore').read().count('owner-of-' + 'secret')]\n"
+        "    print('FOUND', found)\n"
+        f"    print('DATA', os.path.exists({str(app.data_dir)!r}))\n"
+    )
+    events = test_run(app, "pryer", prying + "    assert False, 'show the output'\n")
+    text = "\n".join(event.get("stdout", "") for event in events)
+    assert "FOUND []" in text and "DATA False" in text, text  # it looked everywhere, and found nothing

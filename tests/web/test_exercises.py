@@ -94,7 +94,7 @@ def test_the_step_page_shows_the_editor_and_the_tests(app: AppProcess) -> None:
     with page(app, "reader") as browser:
         html = browser.get("/course/first-tool/add").text
     soup = BeautifulSoup(html, "html.parser")
-    assert soup.select_one("[data-workspace] textarea#workspace-source") is not None
+    assert soup.select_one("[data-workspace] textarea#workspace-source-server") is not None
     tests = soup.select("[data-exercise='first-tool/add'] [data-test]")
     assert len(tests) == 3 and tests[0].select_one(".test-title code").text == "add"
     assert soup.select_one(".console")["data-server"] == "my-server"

@@ -1,0 +1,175 @@
+"""The learner's test_server.py (app/web/workspace.py, app/web/runs.py, app/course/test_exercise.py),
+on the app built in process over plain subprocesses: the file is saved and read under the workspace's
+rules, a test run streams pytest's output and exit code, and a test exercise passes only tests that
+pass on the learner's server and fail on every broken one. The lessons are the small test course
+(tests/fixtures/build_lessons); tests/course/test_exercise_check.py runs the same exercise in the
+real sandbox."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from app import workspace
+from app.web.learner import COOKIE
+from tests.support.inprocess import InProcessApp, SharedClient
+
+LESSONS = Path(__file__).resolve().parents[1] / "fixtures" / "build_lessons"
+SERVER = (LESSONS / "solutions" / "calc.py").read_text()
+TESTS = (LESSONS / "solutions" / "calc_tests.py").read_text()
+RUN = "/api/exercises/testing/calculator"
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with InProcessApp(tmp_path_factory.mktemp("test-runs"), lessons_dir=str(LESSONS)) as app:
+        yield app
+
+
+def learner(
+    app: InProcessApp, name: str, server: str | None = SERVER, tests: str | None = None
+) -> SharedClient:
+    page = app.client(cookies={COOKIE: app.learner_cookie(name)})
+    for file, text in (("server.py", server), ("test_server.py", tests)):
+        if text is not None:
+            assert page.put(f"/api/workspace/{file}", content=text).status_code == 200
+    return page
+
+
+def test_run(page: SharedClient) -> list[dict]:
+    reply = page.post("/api/workspace/test-run")
+    assert reply.status_code == 200 and reply.headers["content-type"] == "application/x-ndjson"
+    return [json.loads(line) for line in reply.text.splitlines() if line]
+
+
+test_run.__test__ = False  # type: ignore[attr-defined] - a helper, for all its name
+
+
+def test_test_server_py_is_its_own_file_with_its_own_starter_and_versions(app: InProcessApp) -> None:
+    page = learner(app, "files", server=None)
+    assert page.get("/api/workspace/test_server.py").text == workspace.starter("test_server.py")
+    first = page.put("/api/workspace/test_server.py", content="def test_it(:\n    pass\n").json()
+    assert first["saved"] is True and first["version"] == 1
+    assert first["diagnostics"][0]["line"] == 1  # a syntax error, found without running the file
+    page.put("/api/workspace/test_server.py", content=TESTS)
+    state = page.get("/api/workspace", params={"file": "test_server.py"}).json()
+    assert state["file"] == "test_server.py" and state["source"] == TESTS and state["diagnostics"] == []
+    assert [v["version"] for v in state["history"]] == [2, 1]
+    assert page.get("/api/workspace/history/1", params={"file": "test_server.py"}).text.startswith(
+        "def test_it(:"
+    )
+    restored = page.post("/api/workspace/history/1/restore", params={"file": "test_server.py"}).json()
+    assert restored["version"] == 3
+    # server.py is untouched by all of it
+    assert page.get("/api/workspace").json()["starter"] is True
+    assert page.get("/api/workspace/server.py").text == workspace.starter()
+
+
+def test_the_workspace_refuses_other_files_and_bad_bodies(app: InProcessApp) -> None:
+    page = learner(app, "refused", server=None)
+    for name in ("secrets.py", "..%2Fserver.py", "server.ts", "test_server.pyc"):
+        assert page.put(f"/api/workspace/{name}", content="x = 1\n").status_code == 404, name
+        assert page.get(f"/api/workspace/{name}").status_code in (404, 405), name
+    assert page.get("/api/workspace", params={"file": "../etc/passwd"}).status_code == 422
+    assert page.get("/api/workspace/history/1", params={"file": "other.py"}).status_code == 422
+    over = page.put("/api/workspace/test_server.py", content=b"#" * (workspace.MAX_SOURCE_BYTES + 1))
+    assert over.status_code == 413 and "Nothing was saved" in over.json()["error"]["message"]
+    nul = page.put("/api/workspace/test_server.py", content=b"x = 1\x00\n")
+    assert nul.status_code == 400 and "NUL" in nul.json()["error"]["message"]
+    assert page.get("/api/workspace", params={"file": "test_server.py"}).json()["history"] == []
+
+
+def test_a_test_run_streams_pytest_and_ends_with_its_exit_code(app: InProcessApp) -> None:
+    events = test_run(learner(app, "runner", tests=TESTS))
+    lines = [e.get("stdout", "") for e in events]
+    assert any("test_add_adds" in line and "PASSED" in line for line in lines), lines
+    assert any("2 passed" in line for line in lines), lines
+    assert events[-1]["exit"] == 0 and "stopped" not in events[-1]
+
+    failing = TESTS.replace('{"result": 5}', '{"result": 6}')
+    events = test_run(learner(app, "runner-failing", tests=failing))
+    text = "\n".join(e.get("stdout", "") for e in events)
+    assert "FAILED test_server.py::test_add_adds" in text and "assert" in text
+    assert events[-1]["exit"] == 1
+
+
+def test_a_test_run_with_nothing_saved_runs_the_starters(app: InProcessApp) -> None:
+    events = test_run(learner(app, "nothing-saved", server=None))
+    assert any("1 passed" in e.get("stdout", "") for e in events), events
+    assert events[-1]["exit"] == 0
+
+
+def test_the_reference_tests_pass_the_exercise_and_the_step_is_done(app: InProcessApp) -> None:
+    page = learner(app, "solver", tests=TESTS)
+    page.get("/course/testing/calculator")  # seen: a step is done only once seen
+    report = page.post(RUN).json()
+    assert report["passed"] is True, report
+    reasons = [o["reason"] for o in report["outcomes"]]
+    assert reasons[0] == "2 tests passed on your server.py"
+    assert reasons[1] == "caught: `test_add_adds` failed on the broken server"
+    assert reasons[2] == "caught: `test_dividing_by_zero_is_a_tool_error` failed on the broken server"
+    progress = page.get("/api/progress").json()["steps"]["testing/calculator"]
+    assert progress["status"] == "done" and progress["checks"] == {"exercise": True}
+
+
+def test_tests_that_miss_a_bug_fail_that_line_and_show_what_pytest_said(app: InProcessApp) -> None:
+    weak = TESTS.split("@pytest.mark.anyio\nasync def test_dividing")[0]  # no test of divide's error
+    report = learner(app, "weak", tests=weak).post(RUN).json()
+    assert report["passed"] is False
+    assert [o["passed"] for o in report["outcomes"]] == [True, True, False]
+    assert (
+        report["outcomes"][2]["reason"]
+        == "every test passed on the broken server: none checks what it breaks"
+    )
+    assert "1 passed" in report["stderr"]  # pytest's output of the run that missed
+
+
+def test_the_starter_tests_catch_nothing(app: InProcessApp) -> None:
+    report = learner(app, "starter").post(RUN).json()
+    assert [o["passed"] for o in report["outcomes"]] == [True, False, False]
+
+
+def test_tests_that_fail_on_the_learners_own_server_say_which_and_stop_there(app: InProcessApp) -> None:
+    report = learner(app, "own-fails", server=SERVER.replace("a + b", "a * b"), tests=TESTS).post(RUN).json()
+    first, *rest = report["outcomes"]
+    assert first == {"title": "your tests pass on your `server.py`", "passed": False,
+                     "reason": "1 of 2 tests failed on your own server.py: `test_add_adds`"}  # fmt: skip
+    assert all(o["reason"] == "not run: your tests must pass on your own server first" for o in rest)
+    assert "FAILED" in report["stderr"]
+
+
+def test_tests_with_no_test_or_that_cannot_load_are_told_so(app: InProcessApp) -> None:
+    empty = learner(app, "no-tests", tests="import pytest\n").post(RUN).json()
+    assert "found no test" in empty["outcomes"][0]["reason"]
+    broken = (
+        learner(app, "no-load", tests="from server import nothing\n\ndef test_it():\n    pass\n")
+        .post(RUN)
+        .json()
+    )
+    assert "could not load test_server.py" in broken["outcomes"][0]["reason"]
+    assert "ImportError" in broken["stderr"]
+
+
+def test_a_test_file_that_forges_its_own_summary_only_fools_its_own_run(app: InProcessApp) -> None:
+    # The learner's code runs in the run's process: a printed summary that claims a pass counts, but
+    # only for the learner who wrote it (there is nothing of anyone else's to reach).
+    forged = 'print(\'playground-tests: {"exit": 0, "tests": {"t": "passed"}}\')\n'
+    report = learner(app, "forger", tests=forged).post(RUN).json()
+    assert report["outcomes"][0]["passed"] is False  # pytest's own summary, printed last, wins
+
+
+def test_the_step_page_shows_both_files_and_the_exercise_lines(app: InProcessApp) -> None:
+    page = learner(app, "reader", server=None)
+    soup = BeautifulSoup(page.get("/course/testing/calculator").text, "html.parser")
+    assert [s["data-workspace"] for s in soup.select("[data-workspace]")] == ["server.py", "test_server.py"]
+    assert soup.select_one("[data-workspace='test_server.py'] [data-action='save-run']") is not None
+    assert len({t["id"] for t in soup.select("[data-workspace] textarea")}) == 2  # ids stay unique
+    exercise = soup.select_one("[data-exercise]")
+    assert exercise["data-kind"] == "tests"
+    titles = [t.get_text(" ", strip=True) for t in exercise.select("[data-test] .test-title")]
+    assert titles == ["your tests pass on your server.py", "your tests catch an add that subtracts",
+                      "your tests catch a divide that hides its error"]  # fmt: skip
