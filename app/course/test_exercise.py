@@ -158,9 +158,10 @@ def _summary(text: str) -> dict[str, Any] | None:
 
 
 def _short(nodeid: str) -> str:
-    """`test_server.py::test_add[asyncio]` as the learner wrote it: `test_add`."""
+    """`test_server.py::test_add[asyncio]` as the learner wrote it: `test_add` (`test_add[2-3]` when
+    parametrized)."""
     name = nodeid.split("::")[-1]
-    return name.removesuffix("[asyncio]")
+    return name.removesuffix("[asyncio]").replace("[asyncio-", "[")  # the anyio backend, always asyncio here
 
 
 def judge_own(run: TestRun) -> Outcome:
