@@ -110,7 +110,7 @@ def check_message(block: Block, message: Any, rev: str | None, invalid: bool, **
 
 
 def parse_example(block: Block) -> Example:
-    block.only(attrs=("rev", "reply-to", "from"), flags=("fragment", "invalid"))
+    block.only(attrs=("rev", "reply-to", "from"), flags=("fragment", "invalid", "shown"))
     info = block.info
     fragment = "fragment" in info.flags
     sender: Literal["client", "server"] = "server" if info.attrs.get("from") == "server" else "client"
@@ -129,7 +129,8 @@ def parse_example(block: Block) -> Example:
             return Example(block.body, block.line, rev, invalid=True, reply_to=reply_to, sender=sender)
         raise block.error(f"not valid JSON: {exc} (mark a piece of a message 'fragment')") from None
     check_message(block, message, rev, invalid, reply_to=reply_to, sender=sender)
-    return Example(block.body, block.line, rev, invalid=invalid, reply_to=reply_to, sender=sender)
+    return Example(block.body, block.line, rev, invalid=invalid, reply_to=reply_to, sender=sender,
+                   shown="shown" in info.flags)  # fmt: skip
 
 
 def parse_console(block: Block, default_server: str | None, servers: Collection[str]) -> Console:

@@ -1,5 +1,6 @@
 """One conversation of an exercise run with the learner's server: the opening, requests and their
-replies by id, and the notifications seen meanwhile.
+replies by id, the notifications seen meanwhile, and the answers to the server's own requests
+(elicitation, when an exercise says how the user answers; anything else is refused).
 
 The course owns what it needs of a server (`ServerLines`) and knows no process: the web layer hands
 it a sandboxed instance, `check-lessons` one from its own pool, the tests a plain subprocess.
@@ -37,12 +38,22 @@ class Stop(Exception):
 class Conversation:
     """One client of the learner's server: ids, replies by id, and the notifications seen meanwhile."""
 
-    def __init__(self, server: ServerLines, revision: str, gone: type[Exception]) -> None:
+    def __init__(
+        self,
+        server: ServerLines,
+        revision: str,
+        gone: type[Exception],
+        *,
+        client_capabilities: dict[str, Any] | None = None,
+    ) -> None:
         self.server = server
         self.gone = gone
         self.revision = revision
         self.next_id = 1
-        self.capabilities: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}  # the server's
+        self.client_capabilities = client_capabilities or {}  # what this client declares
+        # The server's own requests seen while the last request was open (answered or refused).
+        self.asked: list[dict[str, Any]] = []
 
     async def open(self) -> None:
         if self.revision == messages.STATELESS_REVISION:
@@ -50,7 +61,10 @@ class Conversation:
             self.capabilities = result.get("capabilities") or {}
             return
         message = messages.initialize(
-            self._id(), self.revision, client_info={"name": "exercise", "version": "1"}
+            self._id(),
+            self.revision,
+            capabilities=self.client_capabilities,
+            client_info={"name": "exercise", "version": "1"},
         )
         reply, _ = await self._exchange(message)
         if "error" in reply:
@@ -71,20 +85,28 @@ class Conversation:
         return self.next_id - 1
 
     async def request(
-        self, method: str, params: dict[str, Any]
+        self, method: str, params: dict[str, Any], *, answers: dict[str, dict[str, Any]] | None = None
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """(result, notifications seen before it); raises Failed with the error when it is one."""
+        """(result, notifications seen before it); raises Failed with the error when it is one.
+
+        `answers` says how to answer the server's own requests meanwhile, by method (the reply's
+        `result` or `error`); every other request of the server is refused. `asked` keeps them all."""
         if self.revision == messages.STATELESS_REVISION:
-            params = {**params, "_meta": {**params.get("_meta", {}), **messages.envelope()}}
-        reply, notes = await self._exchange(messages.request(self._id(), method, params))
+            envelope = messages.envelope(self.client_capabilities)
+            params = {**params, "_meta": {**params.get("_meta", {}), **envelope}}
+        message = messages.request(self._id(), method, params)
+        reply, notes = await self._exchange(message, answers or {})
         if "error" in reply:
             raise Failed(reply["error"], notes)
         result = reply.get("result")
         return (result if isinstance(result, dict) else {}), notes
 
-    async def _exchange(self, message: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    async def _exchange(
+        self, message: dict[str, Any], answers: dict[str, dict[str, Any]] | None = None
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         await self._write(message)
         notes: list[dict[str, Any]] = []
+        self.asked = []
         deadline = time.monotonic() + REPLY_LIMIT_S
         while True:
             try:
@@ -102,14 +124,20 @@ class Conversation:
                             "(print to stderr, never stdout)") from None  # fmt: skip
             if not isinstance(incoming, dict):
                 raise Stop(f"the server wrote JSON that is not one message: {line[:120]!r}")
-            if "method" in incoming and "id" in incoming:  # a request of its own: we offer nothing
-                refusal = {"jsonrpc": "2.0", "id": incoming["id"],
-                           "error": {"code": -32601, "message": "the exercise client offers no features"}}  # fmt: skip
-                await self._write(refusal)
+            if "method" in incoming and "id" in incoming:  # a request of its own
+                self.asked.append(incoming)
+                await self._write(_answer(incoming, (answers or {}).get(str(incoming["method"]))))
             elif "method" in incoming:
                 notes.append(incoming)
             elif incoming.get("id") == message["id"]:
                 return incoming, notes
+
+
+def _answer(request: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+    """The reply to a request of the server: the exercise's answer, or a refusal (it offers nothing else)."""
+    if answer is None:
+        answer = {"error": {"code": -32601, "message": "the exercise client offers no features"}}
+    return {"jsonrpc": "2.0", "id": request["id"], **answer}
 
 
 class Failed(Exception):

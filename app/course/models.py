@@ -57,6 +57,7 @@ class Example:
     invalid: bool = False
     reply_to: str | None = None  # the request method a response example answers
     sender: Literal["client", "server"] = "client"
+    shown: bool = False  # only to read: a step that is not ready for it offers no Try-it
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,7 @@ def _sentence(paragraph: str, at: int) -> Markup:
 
 def _example_attrs(example: Example) -> dict[str, str]:
     """Hooks for the console: a complete client message can be loaded into the editor."""
-    if example.fragment or example.invalid or example.reply_to or example.sender != "client":
+    if example.fragment or example.invalid or example.reply_to or example.sender != "client" or example.shown:
         return {}
     return {"data-example": "message", "data-rev": example.revision or ""}
 

@@ -66,7 +66,7 @@ def course_map(request: Request) -> Response:
     progress = state.progress.learner(learner_id(request))
     statuses = _statuses(state.catalog, progress)
     resume = next((s for s in state.catalog.steps() if statuses[s.slug] != "done"), None)
-    # After /join or /resume redirected here: say what just happened.
+    # After /join, /resume or the name form redirected here: say what just happened.
     notice = None
     if request.query_params.get("joined") and progress.class_id:
         klass = state.progress.get_class(progress.class_id)
@@ -75,6 +75,12 @@ def course_map(request: Request) -> Response:
         )
     elif request.query_params.get("resumed"):
         notice = "You are continuing with the progress of your resume code on this device."
+    elif request.query_params.get("named"):
+        notice = (
+            f"Your name is saved: “{progress.display_name}”."
+            if progress.display_name
+            else "Your name is cleared."
+        )
     context = {
         "title": "The course",
         "notice": notice,
@@ -219,4 +225,4 @@ async def name_form(request: Request) -> Response:
     form = await request.form()
     value = form.get("display_name")
     await anyio.to_thread.run_sync(_set_name, request, value if isinstance(value, str) else None)
-    return RedirectResponse("/course", status_code=303)
+    return RedirectResponse("/course?named=1", status_code=303)  # the page then says what was saved

@@ -69,10 +69,17 @@ def _version_json(saved: ServerFile) -> dict[str, Any]:
 
 async def _save(state: AppState, learner: str, source: str, name: str) -> JSONResponse:
     diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
-    saved = await anyio.to_thread.run_sync(
-        lambda: state.progress.save_server_file(learner, source, name=name)
-    )
-    return JSONResponse({"saved": True, **_version_json(saved),
+    latest = await _saved(state, learner, name)
+    # The same text again (a second Ctrl+S, a save to restart) is the newest version already: a new
+    # one would only push a real one out of the few that are kept.
+    if latest is not None and latest.source == source:
+        saved, unchanged = latest, True
+    else:
+        saved = await anyio.to_thread.run_sync(
+            lambda: state.progress.save_server_file(learner, source, name=name)
+        )
+        unchanged = False
+    return JSONResponse({"saved": True, **_version_json(saved), "unchanged": unchanged,
                          "diagnostics": [d.to_json() for d in diagnostics]})  # fmt: skip
 
 

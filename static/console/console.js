@@ -17,6 +17,13 @@ import { findTemplate, pretty, templateGroups } from "./templates.js";
 import { exportTranscript } from "./transcript.js";
 import { Waits } from "./waits.js";
 
+/** A reason from the relay as a sentence of its own: "your instructor ended this console" reads
+ * "Your instructor ended this console." (the relay's own sentences stay as they are). */
+function sentence(text) {
+  const said = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?]$/.test(said) ? said : `${said}.`;
+}
+
 // How long "Try it" waits for the reply to a message it sends first before it goes on regardless.
 const TRY_WAIT_MS = 10_000;
 
@@ -69,7 +76,7 @@ class Console {
       Number(root.dataset.replyTimeoutMs) || undefined,
     );
     this.templates = templateGroups(this.server, this.revision);
-    fillTemplates(this.ui.template, this.templates, this.revision);
+    fillTemplates(this.ui.template, this.templates);
     this.connection = new Connection(this.server, this.step, {
       frame: (frame) => this.onFrame(frame),
       status: (kind, detail) => this.onConnection(kind, detail),
@@ -121,7 +128,10 @@ class Console {
     if (fromCard) this.editor.textarea.focus();
   }
 
-  put(text) {
+  /** Put a message in the editor. Only "Use template" puts a template: anything else leaves the
+   * menu on its placeholder, so that it never names a message the editor does not hold. */
+  put(text, { template = false } = {}) {
+    if (!template) this.ui.template.value = "";
     this.editor.setText(text);
     this.editor.textarea.focus();
     this.editor.textarea.scrollIntoView({ block: "nearest" });
@@ -156,9 +166,9 @@ class Console {
 
   useTemplate() {
     const item = findTemplate(this.templates, this.ui.template.value);
-    if (!item) return;
+    if (!item) return this.tell("Pick a message in the Template menu first, then press Use template.");
     const waiting = this.pairs.newestWaitingId();
-    this.put(pretty(item.build(this.pairs.nextFreeId, { waiting })));
+    this.put(pretty(item.build(this.pairs.nextFreeId, { waiting })), { template: true });
     if (item.key === "cancelled") {
       this.tell(
         waiting === null
@@ -269,8 +279,8 @@ class Console {
       const exit = frame.exit_status?.text;
       // The relay's own reason (a flood, a line over the limit) is a sentence of its own; otherwise
       // the reason only repeats the exit ("the server exited with status 1").
-      const stopped = frame.reason && frame.reason !== `the server ${exit}` ? frame.reason : null;
-      const said = stopped || `The server ${exit || frame.reason || "stopped"}.`;
+      const stopped = frame.reason && frame.reason !== `the server ${exit}` ? sentence(frame.reason) : null;
+      const said = stopped || `The server ${exit || "stopped"}.`;
       this.pairs.serverExited();
       this.waits.reset();
       this.log.note(said, "error");
@@ -345,10 +355,12 @@ class Console {
       );
     } else if (kind === "closed") {
       if (detail.code === 1013) return; // onFull already said it and will retry
+      if (this.ui.state.dataset.state === "exited") return; // its state frame has said why
       if (detail.code === 1000) {
-        this.log.note(`The session ended: ${detail.reason || "closed"}.`, "warn");
-        this.setState("exited", `The session ended (${detail.reason || "closed"}). Start a new server to go on.`);
-      } else if (this.ui.state.dataset.state !== "exited") {
+        const said = detail.reason ? sentence(detail.reason) : "The session ended.";
+        this.log.note(said, "warn");
+        this.setState("exited", `${said} Start a new server to go on.`);
+      } else {
         this.setState(
           "exited",
           `The server stopped: ${detail.reason || "no reason given"}. Start a new server to go on.`,

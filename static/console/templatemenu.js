@@ -1,8 +1,11 @@
 // The console's template picker (the <select> beside "Use template").
 
-/** Fill the template <select>; the initialize of the step's revision comes first. */
-export function fillTemplates(select, groups, revision) {
-  select.replaceChildren();
+/**
+ * Fill the template <select>. It starts on a placeholder, not on a template: the editor holds the
+ * step's own message, which the menu would otherwise seem to name.
+ */
+export function fillTemplates(select, groups) {
+  select.replaceChildren(new Option("Pick a message…", ""));
   for (const group of groups) {
     const optgroup = document.createElement("optgroup");
     optgroup.label = group.group;
@@ -12,6 +15,5 @@ export function fillTemplates(select, groups, revision) {
     }
     select.append(optgroup);
   }
-  const preferred = revision === "2026-07-28" ? "discover" : `initialize-${revision || "2025-11-25"}`;
-  if ([...select.options].some((o) => o.value === preferred)) select.value = preferred;
+  select.value = "";
 }

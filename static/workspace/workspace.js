@@ -171,16 +171,18 @@ class Workspace {
     this.editor.setDiagnostics(body.diagnostics);
     await this.refreshHistory();
     const problems = body.diagnostics.length;
+    // The same text as the newest version makes no new one.
+    const saved = body.unchanged ? `No changes: still version ${body.version}` : `Saved as version ${body.version}`;
     if (problems) {
       const first = body.diagnostics[0];
       this.say(
-        `Saved as version ${body.version}, but Python cannot run it: line ${first.line}, column ${first.col}: ${first.message}.`,
+        `${saved}, but Python cannot run it: line ${first.line}, column ${first.col}: ${first.message}.`,
         "warn",
       );
     } else {
       let next = restart ? " Restarting your server with it…" : " Restart the server to run it.";
-      if (this.tests) next = "";
-      this.say(`Saved as version ${body.version}.${next}`);
+      if (this.tests || (body.unchanged && !restart)) next = "";
+      this.say(`${saved}.${next}`);
     }
     if (restart) {
       if (!problems) this.followRestart(body.version);
@@ -253,7 +255,8 @@ class Workspace {
     this.editor.setDiagnostics(body.diagnostics);
     await this.refreshHistory();
     const next = this.tests ? "Run the tests to try it." : "Restart the server to run it.";
-    this.say(`Version ${version} restored: saved again as version ${body.version}. ${next}`);
+    if (body.unchanged) this.say(`Version ${version} holds the same text as the newest, version ${body.version}.`);
+    else this.say(`Version ${version} restored: saved again as version ${body.version}. ${next}`);
   }
 }
 

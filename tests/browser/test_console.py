@@ -264,6 +264,10 @@ def test_a_server_exit_says_why_and_offers_a_new_server(page: Page) -> None:
 def test_try_it_templates_and_next_id(page: Page) -> None:
     page.goto(INITIALIZE_STEP)
     console_ready(page)
+    menu = page.locator("#console-template")
+    expect(menu).to_have_value("")  # the editor holds the step's message, which no template names
+    page.get_by_role("button", name="Use template").click()
+    expect(page.locator("section.console")).to_contain_text("Pick a message in the Template menu first")
     example = page.locator("pre[data-example]").first
     example.locator("xpath=following-sibling::button[1]").click()
     editor = page.locator("#console-message")
@@ -274,6 +278,9 @@ def test_try_it_templates_and_next_id(page: Page) -> None:
     page.select_option("#console-template", "tools-list")
     page.get_by_role("button", name="Use template").click()
     assert json.loads(editor.input_value()) == {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    expect(menu).to_have_value("tools-list")  # it names what the editor holds
+    example.locator("xpath=following-sibling::button[1]").click()
+    expect(menu).to_have_value("")  # a Try-it put something else there
     typed = '{ "jsonrpc": "2.0",\n  "id": 1,   "method": "ping" }'
     editor.fill(typed)
     expect(page.locator("[data-editor-status]")).to_contain_text("already used")

@@ -59,6 +59,17 @@ def test_a_class_from_creation_to_the_learners_progress(
     expect(received.nth(1)).to_contain_text("result for ping")
     teacher.screenshot(path=str(artifacts / "instructor-transcript.png"), full_page=True)
 
+    # The instructor ends the console: the learner reads who did, in a sentence of its own.
+    teacher.go_back()
+    teacher.once("dialog", lambda dialog: dialog.accept())
+    teacher.locator("tr[data-learner]").get_by_role("button", name="End").click()
+    state = learner.locator("[data-console-state]")
+    expect(state).to_have_attribute("data-state", "exited")
+    expect(state).to_contain_text("Your instructor ended this console. Its session is over")
+    expect(learner.locator("ol.log .note-error").last).to_have_text(
+        re.compile(r"Your instructor ended this console\.$")
+    )
+
 
 def test_destructive_actions_ask_first(browser_app, browser) -> None:  # noqa: ANN001
     from tests.browser.conftest import EXPECT_TIMEOUT_MS

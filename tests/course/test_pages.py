@@ -253,8 +253,11 @@ def test_a_visitor_without_an_identity_reads_the_map_and_is_recorded_nowhere(app
 
 def test_display_name_by_form_and_api(client: httpx.Client) -> None:
     response = client.post("/course/name", data={"display_name": "  Ada  "}, follow_redirects=False)
-    assert response.status_code == 303
+    assert response.status_code == 303 and response.headers["location"] == "/course?named=1"
     assert page(client, "/course").select_one("input#display-name")["value"] == "Ada"
+    assert (
+        page(client, "/course?named=1").select_one("[data-notice]").get_text() == "Your name is saved: “Ada”."
+    )
     assert client.put("/api/progress/name", json={"display_name": "Grace"}).json() == {
         "display_name": "Grace"
     }

@@ -161,6 +161,19 @@ def test_a_fragment_is_not_checked() -> None:
     assert parse(text).steps[0].examples[0].fragment
 
 
+def test_a_shown_example_is_checked_but_offers_no_try_it() -> None:
+    hooked = parse(GOOD).steps[0].parts[0].html
+    assert "data-example" in hooked
+    text = GOOD.replace("```json rev=2025-06-18\n", "```json rev=2025-06-18 shown\n")
+    step = parse(text).steps[0]
+    assert step.examples[0].shown and "data-example" not in step.parts[0].html
+    wrong = GOOD.replace(
+        '```json rev=2025-06-18\n{"jsonrpc": "2.0", "id": 1, "method": "ping"}',
+        '```json rev=2025-06-18 shown\n{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}',
+    )
+    assert "initialize" in error_of(wrong).message  # still validated
+
+
 def test_a_notification_expect_must_say_reply_none() -> None:
     text = GOOD.replace(
         'send: {"jsonrpc": "2.0", "id": 1, "method": "ping"}',

@@ -69,6 +69,19 @@ def test_test_server_py_is_its_own_file_with_its_own_starter_and_versions(app: I
     assert page.get("/api/workspace/server.py").text == workspace.starter()
 
 
+def test_saving_the_newest_text_again_makes_no_new_version(app: InProcessApp) -> None:
+    page = learner(app, "saves-twice", server=None)
+    first = page.put("/api/workspace/server.py", content="x = 1\n").json()
+    again = page.put("/api/workspace/server.py", content="x = 1\n").json()
+    assert (first["version"], first["unchanged"]) == (1, False)
+    assert (again["version"], again["unchanged"], again["saved"]) == (1, True, True)
+    page.put("/api/workspace/server.py", content="x = 2\n")
+    assert page.post("/api/workspace/history/2/restore").json()["unchanged"] is True  # it is the newest
+    restored = page.post("/api/workspace/history/1/restore").json()
+    assert (restored["version"], restored["unchanged"]) == (3, False)
+    assert [v["version"] for v in page.get("/api/workspace").json()["history"]] == [3, 2, 1]
+
+
 def test_the_workspace_refuses_other_files_and_bad_bodies(app: InProcessApp) -> None:
     page = learner(app, "refused", server=None)
     for name in ("secrets.py", "..%2Fserver.py", "server.ts", "test_server.pyc"):
