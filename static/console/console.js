@@ -75,6 +75,7 @@ class Console {
       },
       Number(root.dataset.replyTimeoutMs) || undefined,
     );
+    this.echoes = 0;
     this.templates = templateGroups(this.server, this.revision);
     fillTemplates(this.ui.template, this.templates);
     this.connection = new Connection(this.server, this.step, {
@@ -135,6 +136,8 @@ class Console {
     this.editor.setText(text);
     this.editor.textarea.focus();
     this.editor.textarea.scrollIntoView({ block: "nearest" });
+    // Then Send too, just below the editor: on a phone the log above may have grown meanwhile.
+    this.ui.send.scrollIntoView({ block: "nearest" });
     this.announce("The message is in the editor. Ctrl+Enter sends it.");
   }
 
@@ -144,6 +147,7 @@ class Console {
    * the example in the editor. */
   async tryExample(text, before = []) {
     const sent = [];
+    const echoed = this.echoes;
     for (const message of before) {
       if (typeof message.method === "string" && this.pairs.hasSent(message.method)) continue;
       const copy = this.pairs.prepare(message);
@@ -151,6 +155,13 @@ class Console {
       sent.push(copy.method || "a response");
       if ("id" in copy && typeof copy.method === "string") await this.settled(copy.id);
     }
+    // Their echoes in the log come first, and the log's scroll to them: then the example, and Send
+    // in view (on a phone the log scrolls the page itself).
+    const deadline = performance.now() + TRY_WAIT_MS;
+    while (this.echoes < echoed + sent.length && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
     this.put(text);
     this.tell(sent.length ? `Sent first what this example needs: ${sent.join(", ")}. Now send the example.` : "");
   }
@@ -289,6 +300,7 @@ class Console {
   }
 
   onSent(frame) {
+    this.echoes += 1; // the relay's echo of a message sent (Try-it waits for its own)
     this.checks.noteSent();
     const message = frame.message || {};
     const info = describe(message);

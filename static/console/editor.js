@@ -68,6 +68,7 @@ export class Editor {
         cm.bracketMatching(),
         cm.json(),
         cm.EditorState.tabSize.of(2),
+        cm.EditorView.lineWrapping, // a message on one long line stays readable on a phone
         siteLook(cm, { rows }),
         mirrorInto(cm, this.textarea, () => this.checkSoon()),
       ],
