@@ -522,6 +522,13 @@ def test_on_a_touch_phone_try_it_keeps_send_in_view_and_no_keyboard_hint_shows(
         send = page.get_by_role("button", name="Send", exact=True)
         expect(send).to_be_in_viewport()
         page.screenshot(path=artifacts / "phone-try-it-send-in-view.png")
+        send.tap()
+        news = page.locator("[data-check-news]")
+        expect(news).to_contain_text("Check passed")
+        newest = page.locator("ol.log li.log-entry").last
+        newest.scroll_into_view_if_needed()
+        box, entry = news.bounding_box(), newest.bounding_box()
+        assert box and entry and (box["y"] >= entry["y"] + entry["height"] or box["y"] + box["height"] <= entry["y"])
         # A long message wraps in the editor rather than running off its side.
         page.locator("section.console .cm-content").tap()
         clear_and_insert(page, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
