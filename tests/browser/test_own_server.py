@@ -182,3 +182,15 @@ def test_write_tests_run_them_and_pass_the_testing_exercise(learner: Page, artif
     expect(exercise).to_have_attribute("data-passed", "true", timeout=60_000)
     expect(exercise.locator("[data-test][data-state=passed]")).to_have_count(3)
     expect(exercise.locator("[data-exercise-status]")).to_contain_text("All 3 passed")
+
+
+def test_on_a_laptop_a_79_character_line_of_server_py_fits_its_editor(learner: Page) -> None:
+    page = learner
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    write(page, "x = 1  # " + "y" * 70 + "\n")  # 79 characters
+    scroller = page.locator("[data-workspace] .cm-scroller")
+    assert scroller.evaluate("e => e.scrollWidth - e.clientWidth") <= 1, scroller.evaluate(
+        "e => [e.scrollWidth, e.clientWidth]"
+    )
