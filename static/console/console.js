@@ -17,6 +17,9 @@ import { findTemplate, pretty, templateGroups } from "./templates.js";
 import { exportTranscript } from "./transcript.js";
 import { Waits } from "./waits.js";
 
+/** The template menu's entry that puts the step's own message back in the editor. */
+const STEP_MESSAGE = { key: "step-message", label: "This step's own message" };
+
 /** A reason from the relay as a sentence of its own: "your instructor ended this console" reads
  * "Your instructor ended this console." (the relay's own sentences stay as they are). */
 function sentence(text) {
@@ -76,8 +79,11 @@ class Console {
       Number(root.dataset.replyTimeoutMs) || undefined,
     );
     this.echoes = 0;
+    // The step's own message, which its checks are written for: a Try-it or a template replaces it
+    // in the editor, and the menu brings it back.
+    this.stepMessage = this.step ? this.editor.textarea.defaultValue.trim() : "";
     this.templates = templateGroups(this.server, this.revision);
-    fillTemplates(this.ui.template, this.templates);
+    fillTemplates(this.ui.template, this.templates, this.stepMessage ? STEP_MESSAGE : null);
     this.connection = new Connection(this.server, this.step, {
       frame: (frame) => this.onFrame(frame),
       status: (kind, detail) => this.onConnection(kind, detail),
@@ -176,6 +182,10 @@ class Console {
   }
 
   useTemplate() {
+    if (this.ui.template.value === STEP_MESSAGE.key) {
+      this.put(this.stepMessage, { template: true });
+      return this.tell("This step's own message is back in the editor, as the page first had it.");
+    }
     const item = findTemplate(this.templates, this.ui.template.value);
     if (!item) return this.tell("Pick a message in the Template menu first, then press Use template.");
     const waiting = this.pairs.newestWaitingId();

@@ -267,6 +267,7 @@ def test_try_it_templates_and_next_id(page: Page) -> None:
     console_ready(page)
     menu = page.locator("#console-template")
     expect(menu).to_have_value("")  # the editor holds the step's message, which no template names
+    own = page.locator("#console-message").input_value()
     page.get_by_role("button", name="Use template").click()
     expect(page.locator("section.console")).to_contain_text("Pick a message in the Template menu first")
     example = page.locator("pre[data-example]").first
@@ -282,6 +283,9 @@ def test_try_it_templates_and_next_id(page: Page) -> None:
     expect(menu).to_have_value("tools-list")  # it names what the editor holds
     example.locator("xpath=following-sibling::button[1]").click()
     expect(menu).to_have_value("")  # a Try-it put something else there
+    page.select_option("#console-template", "step-message")  # and the menu brings the step's own back
+    page.get_by_role("button", name="Use template").click()
+    assert editor.input_value() == own.strip()
     typed = '{ "jsonrpc": "2.0",\n  "id": 1,   "method": "ping" }'
     editor.fill(typed)
     expect(page.locator("[data-editor-status]")).to_contain_text("already used")
@@ -528,7 +532,11 @@ def test_on_a_touch_phone_try_it_keeps_send_in_view_and_no_keyboard_hint_shows(
         newest = page.locator("ol.log li.log-entry").last
         newest.scroll_into_view_if_needed()
         box, entry = news.bounding_box(), newest.bounding_box()
-        assert box and entry and (box["y"] >= entry["y"] + entry["height"] or box["y"] + box["height"] <= entry["y"])
+        assert (
+            box
+            and entry
+            and (box["y"] >= entry["y"] + entry["height"] or box["y"] + box["height"] <= entry["y"])
+        )
         # A long message wraps in the editor rather than running off its side.
         page.locator("section.console .cm-content").tap()
         clear_and_insert(page, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",

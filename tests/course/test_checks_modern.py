@@ -41,6 +41,13 @@ def test_listen_notified() -> None:
     passes("listen-notified", transcript((">", LISTEN), ("<", ACK), ("<", changed)), "on stream 1")
 
 
+def test_a_stream_the_server_closed_is_not_called_open() -> None:
+    closing = res(1, {"resultType": "complete", "_meta": {SUB: 1}})
+    closed = transcript((">", LISTEN), ("<", ACK), ("<", closing))
+    passes("listen-acknowledged", closed, "then closed by the server's answer (message #3)")
+    fails("listen-notified", closed, "Your stream 1 is closed: the server answered it (message #3)")
+
+
 def _call(id_: int, **extra: object) -> dict:
     return req(id_, "tools/call", {"_meta": ASKING, "name": "book_seats", "arguments": {"count": 2}, **extra})
 

@@ -59,9 +59,16 @@ def listen_acknowledged(t: Transcript) -> Outcome:
     request, ack = pairs[-1]
     agreed = params_of(ack).get("notifications")
     kinds = ", ".join(agreed) if isinstance(agreed, dict) and agreed else "nothing"
-    return True, (
-        f"Stream {json.dumps(request.message.get('id'))} is open (acknowledged in message #{ack.seq}); "
-        f"the server agreed to: {kinds}."
+    stream = json.dumps(request.message.get("id"))
+    closed = t.response_to(request)
+    if closed is not None:
+        return True, (
+            f"Stream {stream} was acknowledged (message #{ack.seq}; the server agreed to: {kinds}), then "
+            f"closed by the server's answer (message #{closed.seq})."
+        )
+    return (
+        True,
+        f"Stream {stream} is open (acknowledged in message #{ack.seq}); the server agreed to: {kinds}.",
     )
 
 
@@ -82,6 +89,14 @@ def listen_notified(t: Transcript) -> Outcome:
                         True,
                         f"`{entry.method}` arrived on stream {json.dumps(stream)} (message #{entry.seq}).",
                     )
+    request, _ = pairs[-1]
+    closed = t.response_to(request)
+    if closed is not None:
+        return False, (
+            f"Your stream {json.dumps(request.message.get('id'))} is closed: the server answered it (message "
+            f"#{closed.seq}), which ends a stream. Open one that asks for `toolsListChanged` (the step's own "
+            "message, in the Template menu) and wait."
+        )
     return False, (
         "Your stream is open. Wait for a change it asked for: the late show's sales open or close every "
         "ten seconds."
