@@ -79,6 +79,7 @@ class Console {
       Number(root.dataset.replyTimeoutMs) || undefined,
     );
     this.echoes = 0;
+    this.readies = 0; // fresh servers ready so far (Try-it waits for one it asked for)
     // The step's own message, which its checks are written for: a Try-it or a template replaces it
     // in the editor, and the menu brings it back.
     this.stepMessage = this.step ? this.editor.textarea.defaultValue.trim() : "";
@@ -152,6 +153,16 @@ class Console {
    * such as `notifications/initialized` must follow the `initialize` result, not race it), then put
    * the example in the editor. */
   async tryExample(text, before = []) {
+    if (this.opensASession(text) && this.pairs.hasSent("initialize")) {
+      // A session has one handshake: this example's answer is a fresh server's.
+      const started = this.readies;
+      this.restart();
+      const deadline = performance.now() + TRY_WAIT_MS;
+      while (this.readies === started && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      this.log.note("Try it started a fresh server: a session has one initialize, and this example opens one.");
+    }
     const sent = [];
     const echoed = this.echoes;
     for (const message of before) {
@@ -170,6 +181,15 @@ class Console {
     await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
     this.put(text);
     this.tell(sent.length ? `Sent first what this example needs: ${sent.join(", ")}. Now send the example.` : "");
+  }
+
+  /** Whether this text is an `initialize` request, which only a fresh session answers as the page shows. */
+  opensASession(text) {
+    try {
+      return JSON.parse(text)?.method === "initialize";
+    } catch (_) {
+      return false;
+    }
   }
 
   /** Until the request with this id is answered (or refused, or its server gone), at most
@@ -283,6 +303,7 @@ class Console {
       this.log.note(`Your server is running but has not answered: ${frame.reason}`, "warn");
       this.setState("ready", `Running, but not answering: ${frame.reason}`);
     } else if (frame.status === "ready") {
+      if (!frame.resumed) this.readies += 1;
       const lost = this.pairs.ready(frame.session, frame.resumed);
       if (frame.resumed) {
         this.setState("ready", `Reconnected to your ${this.server}: nothing was lost.`);

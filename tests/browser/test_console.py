@@ -281,16 +281,22 @@ def test_try_it_templates_and_next_id(page: Page) -> None:
     page.get_by_role("button", name="Use template").click()
     assert json.loads(editor.input_value()) == {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     expect(menu).to_have_value("tools-list")  # it names what the editor holds
-    example.locator("xpath=following-sibling::button[1]").click()
-    expect(menu).to_have_value("")  # a Try-it put something else there
-    page.select_option("#console-template", "step-message")  # and the menu brings the step's own back
-    page.get_by_role("button", name="Use template").click()
-    assert editor.input_value() == own.strip()
     typed = '{ "jsonrpc": "2.0",\n  "id": 1,   "method": "ping" }'
     editor.fill(typed)
     expect(page.locator("[data-editor-status]")).to_contain_text("already used")
     page.get_by_role("button", name="Next id").click()
     expect(editor).to_have_value(typed.replace('"id": 1', '"id": 2'))  # only the id changed
+    # The initialize example again: a session has one handshake, so Try-it starts a fresh server,
+    # whose answer is the one the page shows.
+    example.locator("xpath=following-sibling::button[1]").click()
+    expect(page.locator("ol.log")).to_contain_text("Try it started a fresh server")
+    expect(menu).to_have_value("")  # a Try-it put something else there
+    console_ready(page)
+    editor.press("Control+Enter")
+    expect(log_entry(page, "received").last).to_contain_text("result for initialize")
+    page.select_option("#console-template", "step-message")  # and the menu brings the step's own back
+    page.get_by_role("button", name="Use template").click()
+    assert editor.input_value() == own.strip()
 
 
 # Pages a learner meets first, and one step of each kind (a console, the learner's own server, an
