@@ -7,7 +7,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from app.course.conversation import Conversation
+from app.course.conversation import Conversation, Failed, error_words
+
+METHOD_NOT_FOUND = -32601
+# At most this many values in one completion result (2025-11-25 server/utilities/completion).
+COMPLETION_VALUES_LIMIT = 100
 
 
 async def _list_all(talk: Conversation, method: str, key: str) -> list[dict[str, Any]]:
@@ -68,7 +72,8 @@ async def _call(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
     token = f"exercise-{talk.next_id}"
     if spec.get("progress"):
         params["_meta"] = {"progressToken": token}
-    result, notes = await talk.request("tools/call", params)
+    answers = {"elicitation/create": {"result": spec["elicit"]}} if "elicit" in spec else None
+    result, notes = await talk.request("tools/call", params, answers=answers)
     if "error_code" in spec:
         return False, f"expected the protocol error code {spec['error_code']}, but the call returned a result"
     texts = [
@@ -77,6 +82,10 @@ async def _call(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
         if isinstance(c, dict) and c.get("type") == "text"
     ]
     shown = " / ".join(_quoted(t) for t in texts) or "no text content"
+    if "elicit" in spec:
+        problem = _elicited(talk, spec, shown)
+        if problem:
+            return False, problem
     is_error = bool(result.get("isError"))
     if "is_error" in spec and is_error != bool(spec["is_error"]):
         if spec["is_error"]:
@@ -106,7 +115,28 @@ async def _call(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
         if not mine:
             return False, "expected `notifications/progress` with the call's progressToken; none came"
     said = f"`{spec['call']}` answered {shown}"
+    if "elicit" in spec:
+        said = f"`{spec['call']}` asked the user, got `{spec['elicit']['action']}`, and answered {shown}"
     return True, said + (" with `isError: true`" if is_error else "")
+
+
+def _elicited(talk: Conversation, spec: dict[str, Any], shown: str) -> str:
+    """'' when the call asked the user with a form-mode `elicitation/create` that holds what the test
+    names, else what went wrong, in words."""
+    asked = [r for r in talk.asked if r.get("method") == "elicitation/create"]
+    if not asked:
+        return (f"expected `{spec['call']}` to ask the user with `elicitation/create` before it answers; "
+                f"it answered without asking: {shown}")  # fmt: skip
+    found = asked[0].get("params")
+    params: dict[str, Any] = found if isinstance(found, dict) else {}
+    if params.get("mode", "form") != "form":
+        return (f"`{spec['call']}` asked in {params.get('mode')!r} mode, but the client declared form mode "
+                "only, and a server must not use a mode the client did not declare")  # fmt: skip
+    if "elicit_schema" in spec:
+        problem = _missing(spec["elicit_schema"], params.get("requestedSchema"), "requestedSchema")
+        if problem:
+            return f"the elicitation's {problem}"
+    return ""
 
 
 async def _read(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
@@ -191,6 +221,60 @@ async def _capability(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, s
     )
 
 
+def _completing(params: dict[str, Any]) -> str:
+    """What a completion request completes, in words."""
+    ref, name = params["ref"], params["argument"]["name"]
+    if ref.get("type") == "ref/prompt":
+        return f"the argument `{name}` of the prompt `{ref.get('name')}`"
+    return f"the variable `{name}` of `{ref.get('uri')}`"
+
+
+async def _complete(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
+    params = spec["complete"]
+    what = _completing(params)
+    try:
+        result, _ = await talk.request("completion/complete", params)
+    except Failed as exc:
+        if exc.error.get("code") == METHOD_NOT_FOUND and "error_code" not in spec:
+            return False, (f"the server offers no completion: `completion/complete` got {error_words(exc.error)} "
+                           f"when asked for {what}")  # fmt: skip
+        raise
+    if "error_code" in spec:
+        return False, f"expected the protocol error code {spec['error_code']}, but the completion came back"
+    completion = result.get("completion")
+    values = completion.get("values") if isinstance(completion, dict) else None
+    if not isinstance(completion, dict) or not isinstance(values, list):
+        return (
+            False,
+            f"the result of `completion/complete` has no `completion.values` list: {_quoted(json.dumps(result))}",
+        )
+    shown = ", ".join(f"`{v}`" for v in values[:12]) + (" …" if len(values) > 12 else "") or "no values"
+    typed = repr(params["argument"]["value"])
+    if len(values) > COMPLETION_VALUES_LIMIT:
+        return (
+            False,
+            f"{len(values)} values came back for {what}; one answer holds at most {COMPLETION_VALUES_LIMIT}",
+        )
+    total, more = completion.get("total"), completion.get("hasMore")
+    if total is not None and (not isinstance(total, int) or isinstance(total, bool)):
+        return False, f"`completion.total` is {json.dumps(total)}, not a whole number"
+    if more is not None and not isinstance(more, bool):
+        return False, f"`completion.hasMore` is {json.dumps(more)}, not true or false"
+    missing = [v for v in spec.get("values_include", []) if v not in values]
+    if missing:
+        wanted = ", ".join(f"`{v}`" for v in missing)
+        return False, f"expected {what} to suggest {wanted} for {typed}; got {shown}"
+    unwanted = [v for v in spec.get("values_exclude", []) if v in values]
+    if unwanted:
+        return (
+            False,
+            f"expected {what} not to suggest {', '.join(f'`{v}`' for v in unwanted)} for {typed}; got {shown}",
+        )
+    if "max_values" in spec and len(values) > spec["max_values"]:
+        return False, f"expected at most {spec['max_values']} values for {what}; got {len(values)}: {shown}"
+    return True, f"{what} with {typed} suggests {shown}"
+
+
 RUNNERS: dict[str, Callable[[Conversation, dict[str, Any]], Any]] = {
     "tool": _tool,
     "call": _call,
@@ -200,6 +284,7 @@ RUNNERS: dict[str, Callable[[Conversation, dict[str, Any]], Any]] = {
     "prompt": _prompt,
     "get_prompt": _get_prompt,
     "capability": _capability,
+    "complete": _complete,
 }
 
 

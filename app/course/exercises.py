@@ -51,6 +51,8 @@ KINDS: dict[str, tuple[set[str], set[str]]] = {
             "notifies",
             "never_notifies",
             "progress",
+            "elicit",
+            "elicit_schema",
         },
     ),  # fmt: skip
     "read": ({"read"}, {"text", "text_contains", "mime_type", "error_code"}),
@@ -59,7 +61,10 @@ KINDS: dict[str, tuple[set[str], set[str]]] = {
     "prompt": ({"prompt"}, {"arguments"}),
     "get_prompt": ({"get_prompt"}, {"arguments", "text_contains", "error_code"}),
     "capability": ({"capability"}, {"value"}),
+    "complete": ({"complete"}, {"values_include", "values_exclude", "max_values", "error_code"}),
 }
+# How a user may answer an elicitation (2025-11-25 client/elicitation, Response Actions).
+ELICIT_ACTIONS = ("accept", "decline", "cancel")
 
 
 class ExerciseError(ValueError):
@@ -83,6 +88,11 @@ class Exercise:
     solution: Path  # the reference solution, beside the lesson files
     tests: tuple[ExerciseTest, ...]
     line: int
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the run's client declares: `elicitation` (form mode) when a test answers one."""
+        return {"elicitation": {}} if any("elicit" in test.spec for test in self.tests) else {}
 
     @property
     def check_name(self) -> str:
@@ -132,6 +142,10 @@ def parse(data: Any, *, revision: str | None, solution: str | None, lessons_dir:
     if not isinstance(data, list) or not data:
         raise ExerciseError("```exercise holds a YAML list of tests, each with a title and one kind")
     tests = tuple(_parse_test(item, n) for n, item in enumerate(data, 1))
+    if revision == messages.STATELESS_REVISION and any("elicit" in test.spec for test in tests):
+        raise ExerciseError(
+            f"`elicit` needs a handshake revision: in rev={revision} a server sends no requests of its own"
+        )
     return Exercise(revision, path, tests, line)
 
 
@@ -160,7 +174,60 @@ def _parse_test(item: Any, n: int) -> ExerciseTest:
     for key in ("notifies", "never_notifies"):
         if key in spec and not (isinstance(spec[key], list) and all(isinstance(m, str) for m in spec[key])):
             raise ExerciseError(f"test {n}: `{key}` is a list of notification methods")
+    if "elicit" in spec:
+        _check_elicit(spec, n)
+    elif "elicit_schema" in spec:
+        raise ExerciseError(f"test {n}: `elicit_schema` goes with `elicit` (how the user answers)")
+    if kind == "complete":
+        _check_complete(spec, n)
     return ExerciseTest(item["title"].strip(), kind, spec)
+
+
+def _check_elicit(spec: dict[str, Any], n: int) -> None:
+    answer = spec["elicit"]
+    if (
+        not isinstance(answer, dict)
+        or answer.get("action") not in ELICIT_ACTIONS
+        or set(answer) - {"action", "content"}
+    ):
+        raise ExerciseError(f'test {n}: `elicit` is the user\'s answer, {{"action": "accept", "content": {{...}}}}, '
+                            f'or an action of {", ".join(ELICIT_ACTIONS)} alone')  # fmt: skip
+    if (answer["action"] == "accept") != isinstance(answer.get("content"), dict):
+        raise ExerciseError(f"test {n}: `elicit` has `content` (an object) with `accept`, and only then")
+    if "elicit_schema" in spec and not isinstance(spec["elicit_schema"], dict):
+        raise ExerciseError(
+            f"test {n}: `elicit_schema` is an object (what the requestedSchema holds at least)"
+        )
+
+
+def _check_complete(spec: dict[str, Any], n: int) -> None:
+    params = spec["complete"]
+    ref = params.get("ref") if isinstance(params, dict) else None
+    argument = params.get("argument") if isinstance(params, dict) else None
+    named = isinstance(ref, dict) and (
+        (ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str))
+        or (ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str))
+    )
+    if (
+        not named
+        or not isinstance(argument, dict)
+        or not all(isinstance(argument.get(key), str) for key in ("name", "value"))
+    ):
+        raise ExerciseError(
+            f'test {n}: `complete` holds the request\'s params: {{"ref": {{"type": "ref/prompt", "name": ...}} '
+            f'or {{"type": "ref/resource", "uri": ...}}, "argument": {{"name": ..., "value": ...}}}}'
+        )
+    unknown = set(params) - {"ref", "argument", "context"}
+    context = params.get("context", {"arguments": {}})
+    if unknown or not isinstance(context, dict) or not isinstance(context.get("arguments"), dict):
+        raise ExerciseError(f"test {n}: `complete` takes `ref`, `argument` and `context` "
+                            '({"arguments": {NAME: VALUE}}), nothing else')  # fmt: skip
+    for key in ("values_include", "values_exclude"):
+        if key in spec and not (isinstance(spec[key], list) and all(isinstance(v, str) for v in spec[key])):
+            raise ExerciseError(f"test {n}: `{key}` is a list of values (strings)")
+    limit = spec.get("max_values", 0)
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise ExerciseError(f"test {n}: `max_values` is a whole number")
 
 
 # --- running ---------------------------------------------------------------------------------------
@@ -171,7 +238,7 @@ async def run(exercise: Exercise, server: ServerLines, *, gone: type[Exception])
     once it has exited. Never raises for the server's faults."""
     report = Report()
     began = time.monotonic()
-    talk = Conversation(server, exercise.revision, gone)
+    talk = Conversation(server, exercise.revision, gone, client_capabilities=exercise.client_capabilities)
     try:
         async with asyncio.timeout(RUN_LIMIT_S):
             await talk.open()
