@@ -7,7 +7,9 @@ import { Connection } from "./connection.js";
 import { RequestCards } from "./cards.js";
 import { Editor } from "./editor.js";
 import { describe } from "./message.js";
+import { button, el } from "./dom.js";
 import { addTryButtons, takeHandoff } from "./examples.js";
+import { followUps } from "./followups.js";
 import { labels } from "./labels.js";
 import { MessageLog } from "./log.js";
 import { Pairs } from "./pairs.js";
@@ -355,7 +357,8 @@ class Console {
       this.cards.add(message); // a replayed one arrived while the connection was down: still unanswered
     }
     const words = labels.received(message, info, frame, method);
-    this.log.received(frame, words, pairKey);
+    const li = this.log.received(frame, words, pairKey);
+    if (frame.answers) this.offerFollowUps(li, frame);
     this.diagram.add({
       seq: frame.seq,
       dir: "s2c",
@@ -364,6 +367,18 @@ class Console {
       pairKey,
     });
     if (!frame.replayed) this.announce(`Received: ${words}.`);
+  }
+
+  /** Under a reply that asks for a next message (an input_required result, a task), buttons that
+   * put that message in the editor, filled in from the reply (followups.js). */
+  offerFollowUps(li, frame) {
+    const request = this.entries.find((e) => e.type === "sent" && e.seq === frame.answers)?.message;
+    const next = followUps(request, frame.message, this.pairs.nextFreeId);
+    if (!next.length) return;
+    const row = el("div", "follow-ups");
+    row.append(el("span", "hint", "Next: "));
+    for (const { label, text } of next) row.append(button(label, () => this.put(text), "small secondary follow-up"));
+    li.append(row);
   }
 
   onRelayError(frame) {

@@ -551,3 +551,32 @@ def test_on_a_touch_phone_try_it_keeps_send_in_view_and_no_keyboard_hint_shows(
         assert scroller.evaluate("e => e.scrollWidth - e.clientWidth") <= 1
     finally:
         context.close()
+
+
+def test_answering_rounds_and_polling_a_task_need_no_copying(page: Page, artifacts: Path) -> None:
+    """An input_required reply and a task handle each offer the next message, filled in from the
+    reply: two rounds of questions are answered, and a task polled, without copying a thing."""
+    page.goto("/course/modern-in-depth/rounds")
+    console_ready(page)
+    page.locator("#console-message").press("Control+Enter")  # the step's own call
+    for round_ in (1, 2):
+        retry = log_entry(page, "received").last.get_by_role("button", name="Answer and retry")
+        expect(retry).to_be_visible()
+        retry.click()
+        page.locator("#console-message").press("Control+Enter")
+        expect(log_entry(page, "received")).to_have_count(round_ + 1)
+    check = page.locator('li.check[data-check="input-required-two-rounds"]')
+    expect(check).to_have_attribute("data-passed", "true")
+    page.screenshot(path=artifacts / "console-rounds-follow-ups.png", full_page=True)
+
+    page.goto("/course/tasks/poll")
+    console_ready(page)
+    page.locator("#console-message").press("Control+Enter")  # a call that comes back as a task
+    poll = log_entry(page, "received").last.get_by_role("button", name="Poll it (tasks/get)")
+    expect(poll).to_be_visible()
+    poll.click()
+    sent = json.loads(page.locator("#console-message").input_value())
+    assert sent["method"] == "tasks/get" and len(sent["params"]["taskId"]) >= 8
+    page.locator("#console-message").press("Control+Enter")
+    expect(log_entry(page, "received")).to_have_count(2)
+    expect(log_entry(page, "received").last).to_contain_text("result for tasks/get")
