@@ -13,7 +13,17 @@ import { FlowByHand } from "./oauth_by_hand.js";
 
 const POLL_MS = 1000;
 
-export function snippets(url) {
+// A tool call each demo answers with no set-up, for the Python snippet; another server's first tool is
+// called with no arguments.
+const SAMPLE_CALLS = {
+  "demo-orders": ["get_order_status", { order_id: "481516" }],
+};
+
+export function snippets(url, server = "") {
+  const call = SAMPLE_CALLS[server];
+  const calling = call
+    ? [`        result = await client.call_tool(${JSON.stringify(call[0])}, ${JSON.stringify(call[1])})`]
+    : ["        result = await client.call_tool(tools.tools[0].name, {})  # your first tool"];
   return {
     python: [
       "import asyncio",
@@ -22,9 +32,13 @@ export function snippets(url) {
       "",
       "",
       "async def main():",
-      `    async with Client("${url}") as client:`,
+      '    # mode="legacy": the initialize handshake (2025-11-25), a session with an Mcp-Session-Id.',
+      "    # Leave it out for 2026-07-28: no handshake, each request stands alone.",
+      `    async with Client("${url}", mode="legacy") as client:`,
       "        tools = await client.list_tools()",
       "        print([tool.name for tool in tools.tools])",
+      ...calling,
+      "        print(result.content[0].text if result.content else result)",
       "",
       "",
       "asyncio.run(main())",
@@ -80,6 +94,16 @@ export function describeExchange(exchange) {
   };
 }
 
+/** One client session of the endpoint, in words. */
+function sessionWords(session) {
+  if (session.stateless)
+    return "A client is sending stateless requests (2026-07-28): no session, each request stands alone.";
+  const revision = session.revision;
+  if (session.ended)
+    return `The client's MCP session has ended (revision ${revision || "never agreed"}); what it did is below.`;
+  return `A client is connected: an MCP session, revision ${revision || "not agreed yet"}, ${session.status}.`;
+}
+
 /** A fetch's options for a JSON body. */
 const json = (method, value) => ({
   method,
@@ -94,6 +118,7 @@ class EndpointPanel {
     this.$ = (selector) => root.querySelector(selector);
     this.endpoint = null;
     this.session = null;
+    this.pinned = false; // the learner chose a client session other than the newest
     this.after = 0;
     this.exchangesAfter = 0;
     this.step = root.dataset.step || "";
@@ -157,7 +182,7 @@ class EndpointPanel {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({
-        server: this.server,
+        server: this.$("[data-endpoint-server]")?.value || this.server,
         auth: this.$("[data-endpoint-protect]")?.checked ? "oauth" : "none",
       }),
     });
@@ -172,7 +197,7 @@ class EndpointPanel {
     const expires = this.$("[data-endpoint-expires]");
     expires.dateTime = new Date(body.expires_at * 1000).toISOString();
     expires.textContent = new Date(body.expires_at * 1000).toLocaleString();
-    for (const [name, text] of Object.entries(snippets(body.url))) {
+    for (const [name, text] of Object.entries(snippets(body.url, body.server))) {
       const slot = this.$(`[data-snippet="${name}"]`);
       if (slot) slot.textContent = text;
     }
@@ -205,30 +230,57 @@ class EndpointPanel {
 
   show(body) {
     this.showChecks(body.checks || []);
-    const newest = body.sessions.at(-1);
-    if (!newest) return;
-    if (newest.id !== this.session) {
-      // The first client session, or a newer one: follow it from its start.
-      this.session = newest.id;
-      this.after = 0;
-      this.exchangesAfter = 0;
-      this.log.clear();
-      this.pairs.forget();
-      this.diagram.clear();
-      this.$("[data-endpoint-exchanges]").replaceChildren();
-      if (body.session !== newest.id) return; // the next poll fetches it
-    }
-    const revision = newest.stateless ? "2026-07-28" : newest.revision;
-    this.$("[data-endpoint-status]").textContent = newest.stateless
-      ? `A client is sending stateless requests (2026-07-28): no session, each request stands alone.`
-      : newest.ended
-        ? `The client's MCP session has ended (revision ${revision || "never agreed"}); what it did is below.`
-        : `A client is connected: an MCP session, revision ${revision || "not agreed yet"}, ${newest.status}.`;
+    const sessions = body.sessions || [];
+    if (!sessions.length) return;
+    this.showSessions(sessions);
+    // The newest client session is followed, unless the learner chose another in the list.
+    const shown = (this.pinned && sessions.find((s) => s.id === this.session)) || sessions.at(-1);
+    if (shown.id !== this.session) this.follow(shown.id);
+    // Traffic of another session than the one followed (the learner just chose, or a newer one came):
+    // the next poll fetches the right one.
+    if (body.session !== this.session) return;
+    this.$("[data-endpoint-status]").textContent = sessionWords(shown);
     for (const frame of body.frames || []) {
       this.showFrame(frame);
       if (frame.seq) this.after = Math.max(this.after, frame.seq); // the next poll asks only for newer ones
     }
     for (const exchange of body.exchanges || []) this.showExchange(exchange);
+  }
+
+  /** Follow this client session from its start: its messages, diagram and HTTP requests. */
+  follow(id) {
+    this.session = id;
+    this.after = 0;
+    this.exchangesAfter = 0;
+    this.log.clear();
+    this.pairs.forget();
+    this.diagram.clear();
+    this.$("[data-endpoint-exchanges]").replaceChildren();
+    for (const item of this.$("[data-endpoint-sessions]").querySelectorAll("button")) {
+      item.setAttribute("aria-pressed", String(item.dataset.session === id));
+    }
+  }
+
+  /** Every client session the endpoint has had, oldest first: choosing one shows its traffic. */
+  showSessions(sessions) {
+    const list = this.$("[data-endpoint-sessions]");
+    list.hidden = sessions.length < 2;
+    const items = sessions.map((session, index) => {
+      const li = document.createElement("li");
+      const choose = document.createElement("button");
+      choose.type = "button";
+      choose.className = "secondary small";
+      choose.dataset.session = session.id;
+      choose.setAttribute("aria-pressed", String(session.id === this.session));
+      choose.textContent = `Client session ${index + 1}`;
+      choose.addEventListener("click", () => {
+        this.pinned = index < sessions.length - 1; // the newest: back to following whatever comes
+        this.follow(session.id); // the next poll fetches its traffic from the start
+      });
+      li.append(choose, ` ${sessionWords(session)}`);
+      return li;
+    });
+    list.querySelector("ol").replaceChildren(...items);
   }
 
   showFrame(frame) {

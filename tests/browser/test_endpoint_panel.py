@@ -36,14 +36,18 @@ def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page
     ran = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, cwd=ROOT,
                          timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-3000:]
-    assert ran.stdout.strip() == "['get_order_status']"
-    # The SDK's Client speaks 2026-07-28: stateless requests, each naming its method in a header.
-    expect(panel.locator("[data-endpoint-status]")).to_contain_text("stateless requests (2026-07-28)")
+    listed, _, called = ran.stdout.strip().partition("\n")
+    assert listed == "['get_order_status']" and "481516" in called and "shipped" in called
+    # mode="legacy": the handshake, an MCP session of 2025-11-25.
+    expect(panel.locator("[data-endpoint-status]")).to_contain_text(
+        "MCP session has ended (revision 2025-11-25)"
+    )
     log = panel.locator("[data-endpoint-log] li.log-entry")
+    expect(log.filter(has_text="initialize (request")).to_have_count(1)
     expect(log.filter(has_text="tools/list (request")).to_have_count(1)
-    reply = log.filter(has_text="result for tools/list")
+    reply = log.filter(has_text="result for tools/call")
     expect(reply).to_have_count(1)
-    expect(reply).to_contain_text("get_order_status")
+    expect(reply).to_contain_text("481516")
     expect(panel.locator("[data-endpoint-sequence] g.arrow")).not_to_have_count(0)
     for _ in range(2):  # two more polls of the traffic: what was shown is not shown again
         with page.expect_request(lambda request: "/traffic?" in request.url):
@@ -51,11 +55,28 @@ def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page
     expect(log.filter(has_text="tools/list (request")).to_have_count(1)
     expect(panel.locator("[data-endpoint-sequence] g.arrow")).to_have_count(log.count())
     http = panel.locator("[data-endpoint-exchanges] li")
-    listed = http.filter(has_text="POST → 200: tools/list")
-    expect(listed).to_have_count(1)
-    expect(listed).to_contain_text("MCP-Protocol-Version: 2026-07-28")
-    expect(listed).to_contain_text("Mcp-Method: tools/list")
-    expect(listed).to_contain_text("got text/event-stream")  # the SDK asks for both; we answer as a stream
+    listed_http = http.filter(has_text="POST → 200: tools/list")
+    expect(listed_http).to_have_count(1)
+    expect(listed_http).to_contain_text("MCP-Protocol-Version: 2025-11-25")
+    expect(listed_http).to_contain_text(
+        "got text/event-stream"
+    )  # the SDK asks for both; we answer as a stream
+
+    # A second client, without mode=: 2026-07-28, stateless. The newest is shown; the first stays listed.
+    modern = snippet.replace(', mode="legacy"', "")
+    ran = subprocess.run([sys.executable, "-c", modern], capture_output=True, text=True, cwd=ROOT,
+                         timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    expect(panel.locator("[data-endpoint-status]")).to_contain_text("stateless requests (2026-07-28)")
+    listed_http = http.filter(has_text="POST → 200: tools/list")
+    expect(listed_http).to_contain_text("Mcp-Method: tools/list")
+    sessions = panel.locator("[data-endpoint-sessions] li")
+    expect(sessions).to_have_count(2)
+    expect(log.filter(has_text="initialize (request")).to_have_count(0)
+    sessions.first.get_by_role("button", name="Client session 1").click()
+    expect(sessions.first.get_by_role("button")).to_have_attribute("aria-pressed", "true")
+    expect(log.filter(has_text="initialize (request")).to_have_count(1)  # the first client's traffic again
+    expect(panel.locator("[data-endpoint-status]")).to_contain_text("revision 2025-11-25")
 
 
 def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
@@ -163,3 +184,15 @@ def test_the_dance_done_by_hand_in_the_panel_checks_each_answer(page: Page) -> N
     check = panel.locator('li.check[data-check="auth-revoked-refused"]')
     expect(check).to_have_attribute("data-passed", "true")
     expect(check.locator(".visually-hidden")).to_have_text("Passed: ")  # what a screen reader says too
+
+
+def test_the_panel_can_make_an_endpoint_for_the_learners_own_server(page: Page) -> None:
+    page.goto("/playground")  # the demo-orders page: its panel offers the learner's server.py too
+    panel = page.locator("[data-endpoint-panel]")
+    panel.get_by_label("Its server").select_option("my-server")
+    panel.get_by_role("button", name="Make an endpoint URL").click()
+    expect(panel.locator("[data-endpoint-url]")).to_contain_text("/mcp/")
+    snippet = panel.locator('[data-snippet="python"]')
+    expect(snippet).to_contain_text("client.call_tool(tools.tools[0].name, {})  # your first tool")
+    reply = page.request.get("/api/endpoints")
+    assert [item["server"] for item in reply.json()] == ["my-server"]
