@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from app.course import exercises
+from app.course.catalog import Catalog
 from app.course.exercises import Exercise, ExerciseError, ExerciseTest
 from app.sandbox.errors import SandboxError
+from tests.support.appserver import ROOT
 from tests.support.plainproc import PlainSource
 
 SERVER = textwrap.dedent('''
@@ -287,3 +289,48 @@ def test_a_wrong_new_test_is_refused(test: dict[str, Any], words: str) -> None:
 def test_elicit_needs_a_handshake_revision() -> None:
     with pytest.raises(ExerciseError, match="needs a handshake revision"):
         parse([{"title": "t", "call": "pour", "elicit": {"action": "cancel"}}], revision="2026-07-28")
+
+
+# --- the Build track's steps ------------------------------------------------------------------------
+
+
+def lesson_step(slug: str) -> tuple[Exercise, str]:
+    lessons = ROOT / "lessons"
+    step = Catalog.load(lessons).step(slug)
+    assert step is not None and isinstance(step.exercise, Exercise)
+    return step.exercise, step.exercise.solution.read_text(encoding="utf-8")
+
+
+async def test_lesson_13_fails_a_completion_that_ignores_what_was_typed() -> None:
+    exercise_, solution = lesson_step("build-resources-and-prompts/completions")
+    assert (await run(solution, exercise_)).passed
+    lazy = solution.replace("if option.startswith(argument.value.lower())", "")
+    failed = [o.reason for o in (await run(lazy, exercise_)).outcomes if not o.passed]
+    assert failed == [
+        "expected the variable `item` of `cafe://menu/{item}` not to suggest `espresso`, `scone` for 'l'; "
+        "got `espresso`, `latte`, `scone`",
+        "expected the argument `mood` of the prompt `recommend` not to suggest `cheerful` for 'sl'; "
+        "got `cheerful`, `curious`, `sleepy`, `stressed`, `thirsty`",
+    ]
+
+
+async def test_lesson_14_fails_a_tool_that_books_whatever_the_user_answers() -> None:
+    exercise_, solution = lesson_step("notifications-stateless-and-clients/elicitation")
+    assert (await run(solution, exercise_)).passed
+    careless = solution.replace('    if answer.action == "accept":\n', "    if True:\n")
+    failed = [o.title for o in (await run(careless, exercise_)).outcomes if not o.passed]
+    assert failed == [
+        "a user who declines gets no table, and no error",
+        "a user who cancels gets no table either",
+    ]
+
+
+async def test_lesson_14s_tool_asks_no_client_that_did_not_declare_elicitation() -> None:
+    """2025-11-25 basic/lifecycle, Operation: only negotiated capabilities; the SDK would send the
+    request anyway, so the solution checks first."""
+    _, solution = lesson_step("notifications-stateless-and-clients/elicitation")
+    report = await run(solution, exercise((
+        "refuses", {"call": "book_table", "arguments": {"day": "friday"}, "is_error": True,
+                    "text_contains": "declared no elicitation"},
+    )))  # fmt: skip
+    assert report.passed, report.to_json()
