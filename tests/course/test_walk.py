@@ -88,7 +88,10 @@ async def answer_two_rounds(learner: Learner) -> None:
                 and all(k not in learner.answered for k in m["result"].get("inputRequests", {}))
             )
         )
-        call = json.loads(learner.page.start)
+        # What "Answer and retry" fills in: the call the question answered, a new id, the answer.
+        call = json.loads(
+            json.dumps(next(m for m in reversed(learner.sent) if m.get("method") == "tools/call"))
+        )
         call["id"] = learner.next_id()
         [key] = asked["result"]["inputRequests"]
         learner.answered.add(key)
@@ -98,8 +101,10 @@ async def answer_two_rounds(learner: Learner) -> None:
 
 
 def _task_request(learner: Learner, method: str, task_id: str) -> str:
-    start = json.loads(learner.page.start)
-    params = {"_meta": start["params"]["_meta"], "taskId": task_id}
+    """What the console's "Poll it" / "Cancel it" puts in the editor: the task's id, in the envelope
+    of the call that created it (static/console/followups.js)."""
+    call = next(m for m in reversed(learner.sent) if m.get("method") == "tools/call")
+    params = {"_meta": call["params"]["_meta"], "taskId": task_id}
     return json.dumps({"jsonrpc": "2.0", "id": learner.next_id(), "method": method, "params": params})
 
 
@@ -143,6 +148,7 @@ class Learner:
         self.unanswered: list[str] = []
         self.received: list[dict] = []  # the server's messages, for what a step has copied by hand
         self.answered: set[str] = set()  # inputRequests keys a by-hand step has answered
+        self.sent: list[dict] = []  # what the learner sent, for what a step fills in from it
 
     def next_id(self) -> int:
         return max(self.used_ids, default=0) + 1
@@ -153,6 +159,7 @@ class Learner:
         except ValueError:
             message = None
         if isinstance(message, dict):
+            self.sent.append(message)
             if isinstance(message.get("method"), str):
                 self.sent_methods.add(message["method"])
             if isinstance(message.get("id"), int) and "method" in message:
@@ -239,8 +246,10 @@ async def test_following_a_step_passes_its_checks(app: AppProcess, slug: str) ->
     await walk(app, slug)
 
 
-async def walk(app: AppProcess, slug: str) -> None:
-    """Follow one step as a learner does, and see every check of it pass."""
+async def walk(app: AppProcess, slug: str, start: bool = True) -> None:
+    """Follow one step as a learner does, and see every check of it pass. Without `start`, the
+    console's own message is never sent: only what the Try-it buttons put there (and the steps done
+    by hand)."""
     step = CATALOG.step(slug)
     assert step is not None and step.console is not None
     with app.client() as client:
@@ -250,7 +259,7 @@ async def walk(app: AppProcess, slug: str) -> None:
         await console.recv_type("state")
         learner = Learner(console, page)
         await learner.settle()
-        if page.start:
+        if page.start and start:
             await learner.send(page.start)
         for text, before in page.examples:
             await learner.try_it(text, before)
