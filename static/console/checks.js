@@ -1,6 +1,9 @@
 // Hands-on checks beside the console: `check` frames turn them green. A passed check stays passed
 // (it is recorded as progress), even when a later transcript, after a restart, no longer shows it.
 
+// How long a "Check passed" line stays held at the bottom of the screen.
+const NEWS_HELD_MS = 6000;
+
 export class CheckList {
   constructor(list, announce, news = null, hint = null) {
     this.list = list;
@@ -54,9 +57,16 @@ export class CheckList {
     }
     const goal = item.querySelector(".check-goal");
     const news = `✓ Check passed: ${goal ? goal.textContent : frame.check}`;
-    if (this.news)
+    if (this.news) {
       this.news.textContent = news; // beside Send, where the learner is looking
-    else this.announce(news);
+      // Held at the screen's bottom for a moment, then back in its place at the console's end: on a
+      // phone it would otherwise keep covering the newest messages.
+      delete this.news.dataset.settled;
+      clearTimeout(this.settling);
+      this.settling = setTimeout(() => {
+        this.news.dataset.settled = "true";
+      }, NEWS_HELD_MS);
+    } else this.announce(news);
     this.showHint();
   }
 }

@@ -8,10 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, WebSocketRoute, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 
-from tests.browser.conftest import PageProbe, clear_and_insert, console_ready
-from tests.support.appserver import AppProcess
+from tests.browser.conftest import PageProbe, console_ready
 from tests.support.procs import wait_until
 
 INITIALIZE_STEP = "/course/initialize-handshake/request"
@@ -512,45 +511,6 @@ def test_a_learner_over_their_cap_is_told_which_and_gets_in_when_a_tab_closes(
     expect(sixth_state).to_have_attribute("data-state", "ready")
     expect(sixth.locator('[data-fact="session"]')).to_have_text(session)
     expect(log_entry(sixth, "note")).to_have_count(1)  # "A new server": the one it was asked for
-
-
-def test_on_a_touch_phone_try_it_keeps_send_in_view_and_no_keyboard_hint_shows(
-    browser: Browser, browser_app: AppProcess, artifacts: Path
-) -> None:
-    context = browser.new_context(base_url=browser_app.base, viewport={"width": 390, "height": 844},
-                                  is_mobile=True, has_touch=True)  # fmt: skip
-    try:
-        page = context.new_page()
-        page.goto("/course/tools/list")
-        console_ready(page)
-        assert page.locator(".keys-hint").count() >= 2
-        for hint in page.locator(".keys-hint").all():
-            expect(hint).to_be_hidden()  # a phone has no Ctrl, and no arrow keys
-        example = page.locator("figure[data-before] pre[data-example]").first
-        example.locator("xpath=following-sibling::button[1]").tap()  # sends initialize first, then puts it
-        expect(page.locator("section.console")).to_contain_text("Sent first what this example needs")
-        send = page.get_by_role("button", name="Send", exact=True)
-        expect(send).to_be_in_viewport()
-        page.screenshot(path=artifacts / "phone-try-it-send-in-view.png")
-        send.tap()
-        news = page.locator("[data-check-news]")
-        expect(news).to_contain_text("Check passed")
-        newest = page.locator("ol.log li.log-entry").last
-        newest.scroll_into_view_if_needed()
-        box, entry = news.bounding_box(), newest.bounding_box()
-        assert (
-            box
-            and entry
-            and (box["y"] >= entry["y"] + entry["height"] or box["y"] + box["height"] <= entry["y"])
-        )
-        # A long message wraps in the editor rather than running off its side.
-        page.locator("section.console .cm-content").tap()
-        clear_and_insert(page, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                                           "params": {"name": "get_order_status", "arguments": {"order_id": "1" * 60}}}))  # fmt: skip
-        scroller = page.locator("section.console .cm-scroller")
-        assert scroller.evaluate("e => e.scrollWidth - e.clientWidth") <= 1
-    finally:
-        context.close()
 
 
 def test_answering_rounds_and_polling_a_task_need_no_copying(page: Page, artifacts: Path) -> None:
