@@ -94,11 +94,15 @@ export function describeExchange(exchange) {
   };
 }
 
-/** One client session of the endpoint, in words. */
-function sessionWords(session) {
+/** One client session of the endpoint, in words (`short`: for its line in the list of sessions). */
+function sessionWords(session, { short = false } = {}) {
+  const revision = session.revision;
+  if (short) {
+    if (session.stateless) return "stateless requests (2026-07-28)";
+    return `an MCP session, revision ${revision || "not agreed"}, ${session.ended ? "ended" : session.status}`;
+  }
   if (session.stateless)
     return "A client is sending stateless requests (2026-07-28): no session, each request stands alone.";
-  const revision = session.revision;
   if (session.ended)
     return `The client's MCP session has ended (revision ${revision || "never agreed"}); what it did is below.`;
   return `A client is connected: an MCP session, revision ${revision || "not agreed yet"}, ${session.status}.`;
@@ -236,10 +240,10 @@ class EndpointPanel {
     // The newest client session is followed, unless the learner chose another in the list.
     const shown = (this.pinned && sessions.find((s) => s.id === this.session)) || sessions.at(-1);
     if (shown.id !== this.session) this.follow(shown.id);
+    this.$("[data-endpoint-status]").textContent = sessionWords(shown);
     // Traffic of another session than the one followed (the learner just chose, or a newer one came):
     // the next poll fetches the right one.
     if (body.session !== this.session) return;
-    this.$("[data-endpoint-status]").textContent = sessionWords(shown);
     for (const frame of body.frames || []) {
       this.showFrame(frame);
       if (frame.seq) this.after = Math.max(this.after, frame.seq); // the next poll asks only for newer ones
@@ -277,7 +281,7 @@ class EndpointPanel {
         this.pinned = index < sessions.length - 1; // the newest: back to following whatever comes
         this.follow(session.id); // the next poll fetches its traffic from the start
       });
-      li.append(choose, ` ${sessionWords(session)}`);
+      li.append(choose, ` ${sessionWords(session, { short: true })}`);
       return li;
     });
     list.querySelector("ol").replaceChildren(...items);
