@@ -19,6 +19,7 @@ from app.web import (
     course_pages,
     endpoints,
     errors,
+    gradebook,
     instructor,
     join,
     learner,
@@ -76,6 +77,7 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     app.include_router(resume.router)
     app.include_router(access.router)
     app.include_router(instructor.router)
+    app.include_router(gradebook.router)
     errors.install(app)
     learner.install(app)
     access.install(app, settings.access_code)

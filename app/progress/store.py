@@ -119,6 +119,7 @@ class LearnerProgress:
     seen: set[str] = field(default_factory=set)  # step slugs
     checks: dict[str, set[str]] = field(default_factory=dict)  # step slug -> check names passed
     quizzes: dict[tuple[str, str], QuizRecord] = field(default_factory=dict)  # (step slug, quiz id)
+    last_seen_at: float | None = None  # the last thing recorded of them (a step seen, an answer, a check)
 
     def checks_passed(self, step_slug: str) -> set[str]:
         return self.checks.get(step_slug, set())

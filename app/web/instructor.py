@@ -9,9 +9,7 @@ session's random id, never the token, and signing out ends it. Scripts send
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import secrets
 import time
 from typing import Annotated
@@ -86,7 +84,7 @@ def require_instructor(request: Request) -> AppState:
 Instructor = Annotated[AppState, Depends(require_instructor)]
 
 
-def _klass(state: AppState, class_id: str) -> ClassInfo:
+def class_or_404(state: AppState, class_id: str) -> ClassInfo:
     klass = state.progress.get_class(class_id)
     if klass is None:
         raise HTTPException(404, "There is no such class (it may have been deleted).")
@@ -177,7 +175,7 @@ def class_settings(
 ) -> Response:
     """New numbers for the class: members beyond a lowered expected size keep their place, and a raised
     one lets later joins in (joins already waiting still wait for a decision)."""
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     cap, size = _class_numbers(max_sessions, expected_size)
     state.progress.update_class(class_id, cap, size)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
@@ -202,7 +200,7 @@ def _learner_sessions(state: AppState, class_id: str) -> dict[str, list]:
     return out
 
 
-def _grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tuple[list[Step], list[dict]]:
+def grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tuple[list[Step], list[dict]]:
     steps = list(state.catalog.steps())
     sessions = _learner_sessions(state, class_id)
     rows = []
@@ -222,8 +220,8 @@ def _grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tu
 
 
 def _class_context(state: AppState, request: Request, class_id: str) -> dict:
-    klass = _klass(state, class_id)
-    steps, rows = _grid(state, state.progress.class_learners(class_id), class_id)
+    klass = class_or_404(state, class_id)
+    steps, rows = grid(state, state.progress.class_learners(class_id), class_id)
     join_link = site_url(request) + f"/join/{klass.join_code}"
     live = sum(len(row["sessions"]) for row in rows)
     cap = klass.max_sessions or state.settings.max_sessions_per_class
@@ -248,41 +246,18 @@ def class_grid(state: Instructor, request: Request, class_id: str) -> HTMLRespon
     return templates.TemplateResponse(request, "_class_grid.html", _class_context(state, request, class_id))
 
 
-@router.get("/instructor/classes/{class_id}/progress.csv")
-def class_csv(state: Instructor, class_id: str) -> Response:
-    klass = _klass(state, class_id)
-    steps, rows = _grid(state, state.progress.class_learners(class_id), class_id)
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["learner", "name", "steps done", *[f"{s.slug} {kind}" for s in steps for kind in
-                                                         ("seen", "quizzes right", "checks passed")]])  # fmt: skip
-    for row in rows:
-        learner = row["learner"]
-        cells = [v for c in row["cells"] for v in
-                 (int(c["seen"]), f"{c['quizzes']}/{c['quizzes_total']}", f"{c['checks']}/{c['checks_total']}")]  # fmt: skip
-        writer.writerow([row["row_id"], _csv_safe(learner.display_name or ""), row["done"], *cells])
-    filename = f"progress-{klass.join_code}.csv"
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})  # fmt: skip
-
-
-def _csv_safe(text: str) -> str:
-    # A name starting with = + - @ would run as a formula in a spreadsheet.
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
-
-
 @router.post("/instructor/classes/{class_id}/lock")
 @router.post("/instructor/classes/{class_id}/close")  # the name scripts know: closed to new learners
 def lock_joining(state: Instructor, class_id: str) -> Response:
     """No new joins at all, waiting or not; members keep their place and their consoles."""
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     state.progress.lock_joining(class_id, True)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
 
 
 @router.post("/instructor/classes/{class_id}/unlock")
 def unlock_joining(state: Instructor, class_id: str) -> Response:
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     state.progress.lock_joining(class_id, False)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
 
@@ -292,7 +267,7 @@ def unlock_joining(state: Instructor, class_id: str) -> Response:
 
 def _decide(state: AppState, class_id: str, row: str, approve: bool) -> None:
     """`row` is the waiting learner's opaque row id (as on the class page); 404 when no such join waits."""
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     waiting = next(
         (w for w in state.progress.pending_joins(class_id) if row_id(state, w.learner_id) == row), None
     )
@@ -315,7 +290,7 @@ def deny_join_form(state: Instructor, class_id: str, row: str) -> Response:
 @router.get("/api/instructor/classes/{class_id}/joins")
 def pending_joins(state: Instructor, class_id: str) -> JSONResponse:
     """The class's numbers and the joins waiting for a decision, oldest first."""
-    klass = _klass(state, class_id)
+    klass = class_or_404(state, class_id)
     waiting = [{"id": row_id(state, w.learner_id), "name": w.display_name, "requested_at": w.requested_at}
                for w in state.progress.pending_joins(class_id)]  # fmt: skip
     return JSONResponse({"class": klass.id, "members": state.progress.class_size(class_id),
@@ -337,14 +312,14 @@ def deny_join(state: Instructor, class_id: str, row: str) -> JSONResponse:
 @router.post("/api/instructor/classes/{class_id}/joining")
 def set_joining(state: Instructor, class_id: str, locked: Annotated[bool, Body(embed=True)]) -> JSONResponse:
     """`{"locked": true}` locks joining, `false` unlocks it."""
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     state.progress.lock_joining(class_id, locked)
     return JSONResponse({"class": class_id, "locked": locked})
 
 
 @router.post("/instructor/classes/{class_id}/delete")
 def delete_class(state: Instructor, class_id: str) -> Response:
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     state.progress.delete_class(class_id)
     return RedirectResponse("/instructor", status_code=303)
 
@@ -352,7 +327,7 @@ def delete_class(state: Instructor, class_id: str) -> Response:
 @router.post("/instructor/classes/{class_id}/learners/{row}/reset")
 def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
     """`row` is the learner's opaque row id on the class page (never their own id, which is a secret)."""
-    _klass(state, class_id)
+    class_or_404(state, class_id)
     learner = _class_learner(state, class_id, row)
     state.progress.reset_learner(learner.learner_id)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
@@ -363,7 +338,7 @@ def learner_server_file(state: Instructor, request: Request, class_id: str, row:
                         version: Annotated[int | None, Query(ge=0, le=STORED_INT_MAX)] = None,
                         ) -> HTMLResponse:  # fmt: skip
     """A learner's own server.py, read-only: the newest saved version, or one of the kept ones."""
-    klass = _klass(state, class_id)
+    klass = class_or_404(state, class_id)
     learner = _class_learner(state, class_id, row)
     saved = state.progress.server_file(learner.learner_id, version)
     if saved is None and version is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from pathlib import Path
 
@@ -46,6 +48,11 @@ def test_a_class_from_creation_to_the_learners_progress(
     expect(cell).to_have_attribute("title", re.compile(r"checks 1/2$"))
     expect(row.locator("a[data-session]")).to_have_text("demo-orders")  # the console is live
     teacher.screenshot(path=str(artifacts / "instructor-class.png"), full_page=True)
+    with teacher.expect_download() as download:  # the grade book, as a spreadsheet opens it
+        teacher.locator("a[data-gradebook]").click()
+    header, ada = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
+    assert ada[0] == "Ada" and ada[header.index("steps done")] == "0"
+    assert float(ada[header.index("course (%)")]) > 0  # one check of the step passed: a point
     row.locator("a[data-session]").click()
     # The learner's console as the learner sees it (the same log), following what they send next.
     sent = teacher.locator("ol.log li.log-entry[data-kind=sent]")

@@ -1,0 +1,118 @@
+"""The grade book (app/web/gradebook.py), from the instructor's side and from a hostile learner's: one
+row per learner, scores that agree with what each learner did, plain numbers only, no cell a
+spreadsheet would read as a date or run as a formula. The app is built in process."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from app.progress.store import LearnerProgress
+from app.web.gradebook import scores, step_points
+from app.web.learner import COOKIE
+from tests.support.appserver import learner_id_of
+from tests.support.inprocess import InProcessApp
+from tests.web.test_hosting import TOKEN, instructor, learner, make_class
+
+NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+LOOKS_LIKE_A_DATE = re.compile(r"^\d{1,4}[/-]\d{1,2}([/-]\d{1,4})?$")
+# Names a learner may choose that a spreadsheet would run, or read as something else.
+HOSTILE_NAMES = ['=HYPERLINK("http://evil","x")', "+1+1", "-2", "@SUM(A1)", "\tTabbed", "1/2", "Ada"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with InProcessApp(tmp_path_factory.mktemp("gradebook"), instructor_token=TOKEN) as site:
+        yield site
+
+
+def test_the_grade_book_agrees_with_what_each_learner_did_and_holds_only_safe_cells(
+    site: InProcessApp,
+) -> None:
+    class_id, code = make_class(site, "Grading")
+    catalog = site.state.catalog
+    first = catalog.lessons[0]
+    step, quiz = next((s, s.quizzes[0]) for s in first.steps if s.quizzes)
+    ids = {}
+    for n, name in enumerate(HOSTILE_NAMES):
+        with learner(site, code, name) as client:
+            ids[name] = learner_id_of(client.cookies[COOKIE])
+            if n % 2 == 0:  # every other one does a step: seen, a quiz right, its checks passed
+                client.get(f"/course/{step.slug}").raise_for_status()
+                right = next(c for c in quiz.choices if c.correct).key
+                client.post(
+                    f"/api/course/{step.slug}/quiz/{quiz.id}", json={"choices": [right]}
+                ).raise_for_status()
+                for check in step.required_checks:
+                    site.state.progress.record_check(ids[name], step.slug, check)
+    with instructor(site) as client:
+        book = client.get(f"/instructor/classes/{class_id}/gradebook.csv")
+        detail = client.get(f"/instructor/classes/{class_id}/progress.csv")
+        as_json = client.get(f"/instructor/classes/{class_id}/gradebook.json").json()
+    assert book.status_code == 200 and book.headers["content-type"].startswith("text/csv")
+    assert 'filename="gradebook-' in book.headers["content-disposition"]
+    header, *rows = list(csv.reader(io.StringIO(book.text)))
+    assert len(rows) == len(HOSTILE_NAMES)  # one row per learner
+    assert header[:4] == ["name", "learner", "steps done", "steps"] and header[-4:] == [
+        "course (%)", "points", "points offered", "last activity (UTC)"]  # fmt: skip
+    lesson_columns = header[4:-4]
+    assert len(lesson_columns) == len(catalog.lessons) and lesson_columns[0].startswith("lesson 1:")
+    for row in rows:
+        name = row[0]
+        assert not name.startswith(("=", "+", "-", "@", "\t", "\r")), name  # a formula is kept as text
+        numbers = row[2:-1]
+        assert all(NUMBER.match(cell) for cell in numbers), numbers
+        assert not any(LOOKS_LIKE_A_DATE.match(cell) for cell in row[1:]), row
+        assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", row[-1]), row[-1]
+    # The totals, read back, agree with each learner's own progress.
+    by_name = {row[0].removeprefix("'"): row for row in rows}
+    for name, learner_id in ids.items():
+        progress = site.state.progress.learner(learner_id)
+        row = by_name[progress.display_name or ""]  # as stored: the join trims a leading tab
+        earned = sum(step_points(s, progress)[0] for s in catalog.steps())
+        offered = sum(step_points(s, progress)[1] for s in catalog.steps())
+        assert (int(row[-3]), int(row[-2])) == (earned, offered)
+        assert float(row[-4]) == round(100 * earned / offered, 1)
+        did = HOSTILE_NAMES.index(name) % 2 == 0
+        assert (earned == 1 + len(step.required_checks)) if did else earned == 0
+        lesson_score = float(row[4])
+        first_offered = sum(step_points(s, progress)[1] for s in first.steps)
+        assert lesson_score == round(100 * (earned if did else 0) / first_offered, 1)
+        assert int(row[2]) == (1 if did else 0)  # the step is done: seen, its quiz right, its checks
+    # The JSON says the same, as numbers.
+    assert [item["course"] for item in as_json["learners"]] == [float(row[-4]) for row in rows]
+    assert as_json["lessons"][0]["slug"] == first.slug and "percent" in as_json["score"]
+    # The detail per step: plain numbers too.
+    dheader, *drows = list(csv.reader(io.StringIO(detail.text)))
+    assert dheader[3:8] == [f"{catalog.lessons[0].steps[0].slug} {k}" for k in
+                            ("seen", "quizzes right", "quizzes", "checks passed", "checks")]  # fmt: skip
+    for row in drows:
+        assert all(NUMBER.match(cell) for cell in row[2:]), row
+        assert not row[0].startswith(("=", "+", "-", "@", "\t"))
+
+
+def test_a_step_scores_quizzes_right_and_checks_passed() -> None:
+    from app.config import PROJECT_ROOT
+    from app.course.catalog import Catalog
+    from app.demos import load_registry
+
+    catalog = Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys())
+    step = next(s for s in catalog.steps() if s.quizzes and s.required_checks)
+    nobody = LearnerProgress("nobody")
+    assert step_points(step, nobody) == (0, len(step.quizzes) + len(step.required_checks))
+    everything = LearnerProgress("all", checks={step.slug: set(step.required_checks)})
+    assert step_points(step, everything)[0] == len(step.required_checks)
+    assert scores(catalog, nobody).total == "0" and set(scores(catalog, nobody).lessons) == {"0"}
+
+
+def test_the_grade_book_is_the_instructors_alone(site: InProcessApp) -> None:
+    class_id, code = make_class(site, "Private")
+    with learner(site, code, "Mallory") as mallory:
+        for what in ("gradebook.csv", "gradebook.json", "progress.csv"):
+            assert mallory.get(f"/instructor/classes/{class_id}/{what}").status_code == 401
+    with instructor(site) as client:
+        assert client.get("/instructor/classes/no-such-class/gradebook.csv").status_code == 404
