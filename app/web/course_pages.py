@@ -16,7 +16,7 @@ from app.course.quiz import AnswerError, Outcome, grade
 from app.course.render import render_inline
 from app.progress.store import LearnerProgress, StepStatus
 from app.web.learner import has_identity, learner_id
-from app.web.state import get_state
+from app.web.state import AppState, get_state
 from app.web.templating import templates
 
 router = APIRouter()
@@ -84,6 +84,8 @@ def course_map(request: Request) -> Response:
     context = {
         "title": "The course",
         "notice": notice,
+        "member_of": _class_name(state, progress),
+        "new_here": not progress.seen and not progress.checks and not progress.quizzes,
         "lessons": state.catalog.lessons,
         "statuses": statuses,
         "status_words": STATUS_WORDS,
@@ -115,6 +117,7 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
     passed = progress.checks_passed(step.slug)
     context: dict[str, Any] = {
         "title": f"{_plain(step)} · Lesson {lesson.number}",
+        "member_of": _class_name(state, progress),
         "lesson": lesson,
         "step": step,
         "previous": previous,
@@ -137,6 +140,12 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
         "endpoint_server": state.demos.get(step.endpoint.server) if step.endpoint else None,
     }
     return templates.TemplateResponse(request, "lesson_step.html", context)
+
+
+def _class_name(state: AppState, progress: LearnerProgress) -> str | None:
+    """The class a member's pages name in their header."""
+    klass = state.progress.get_class(progress.class_id) if progress.class_id else None
+    return klass.name if klass else None
 
 
 def _plain(step: Step) -> str:

@@ -313,3 +313,18 @@ async def test_an_instructor_ends_a_learners_console_from_the_class_page(app: Ap
             assert client.post(form["action"], data={"class_id": class_id}).status_code == 404
         finally:
             await console.close()
+
+
+def test_a_members_pages_name_the_class_and_every_page_offers_the_way_back_in(site: InProcessApp) -> None:
+    _, code = make_class(site, "Thursday lab")
+    with site.client() as stranger:
+        home = BeautifulSoup(stranger.get("/").text, "html.parser")
+        assert home.select_one("footer a[data-resume-link]")["href"] == "/resume"
+        fresh = BeautifulSoup(stranger.get("/course").text, "html.parser")
+        assert fresh.select_one("[data-new-here] a")["href"] == "/resume"  # a new browser is told how
+        assert fresh.select_one("[data-member-of]") is None
+    with learner(site, code, "Katherine") as member:
+        for path in ("/course", f"/course/{STEP}"):
+            page = BeautifulSoup(member.get(path).text, "html.parser")
+            assert page.select_one("[data-member-of]").get_text() == "Class: Thursday lab", path
+        assert BeautifulSoup(member.get("/course").text, "html.parser").select_one("[data-new-here]") is None
