@@ -94,6 +94,15 @@ def test_destructive_actions_ask_first(browser_app, browser) -> None:  # noqa: A
         class_page = teacher.url
         asked: list[str] = []
         teacher.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        teacher.get_by_role("button", name="Lock joining").click()
+        expect(teacher.locator("[data-joining]")).to_have_attribute("data-joining", "open")  # dismissed
+        teacher.once("dialog", lambda dialog: dialog.accept())
+        teacher.get_by_role("button", name="Lock joining").click()
+        expect(teacher.locator("[data-joining]")).to_have_attribute("data-joining", "locked")
+        teacher.get_by_role("button", name="Unlock joining").click()  # reopening needs no question
+        expect(teacher.locator("[data-joining]")).to_have_attribute("data-joining", "open")
+        assert "until you unlock it" in asked.pop()
+        teacher.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
         teacher.get_by_role("button", name="Delete the class and its progress").click()
         expect(teacher.locator("h1")).to_have_text("Keep me")  # dismissed: nothing was sent
         assert teacher.url == class_page and "cannot be undone" in asked[0]
