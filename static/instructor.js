@@ -30,12 +30,39 @@ function every(ms, tick) {
   run();
 }
 
+// How the grid's rows are ordered: the server's order (who joined first) until the instructor picks
+// one, which then holds across the refreshes (and reloads: sessionStorage).
+const SORT_KEY = "playground.grid-sort";
+const ORDERS = {
+  name: (a, b) => a.dataset.name.localeCompare(b.dataset.name),
+  done: (a, b) => Number(a.dataset.done) - Number(b.dataset.done),
+  last: (a, b) => Number(a.dataset.last) - Number(b.dataset.last),
+};
+
+function sortGrid(holder) {
+  const order = sessionStorage.getItem(SORT_KEY);
+  for (const button of holder.querySelectorAll("[data-sort]")) {
+    button.setAttribute("aria-pressed", String(button.dataset.sort === order));
+  }
+  const body = holder.querySelector("table.progress-grid tbody");
+  if (!body || !ORDERS[order]) return;
+  body.append(...[...body.rows].sort(ORDERS[order]));
+}
+
 function followGrid(holder) {
+  holder.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-sort]");
+    if (!button) return;
+    sessionStorage.setItem(SORT_KEY, button.dataset.sort);
+    sortGrid(holder);
+  });
+  sortGrid(holder);
   every(GRID_EVERY_MS, async () => {
     const response = await fetch(holder.dataset.src, { headers: { Accept: "text/html" } });
     if (!response.ok) return response.status !== 404 && response.status !== 401;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
     holder.replaceChildren(...fresh.body.childNodes);
+    sortGrid(holder);
     return true;
   });
 }

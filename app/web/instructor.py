@@ -215,8 +215,14 @@ def grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tup
                           "quizzes": quizzes_right, "quizzes_total": len(step.quizzes)})  # fmt: skip
         rows.append({"learner": learner, "row_id": row_id(state, learner.learner_id),
                      "cells": cells, "sessions": sessions.get(learner.learner_id, []),
-                     "done": sum(1 for c in cells if c["status"] == "done")})  # fmt: skip
+                     "done": sum(1 for c in cells if c["status"] == "done"),
+                     "last_seen": learner.last_seen_at or 0})  # fmt: skip
     return steps, rows
+
+
+def step_summary(steps: list[Step], rows: list[dict]) -> list[int]:
+    """For each step, how many of the class have completed it."""
+    return [sum(1 for row in rows if row["cells"][i]["status"] == "done") for i in range(len(steps))]
 
 
 def _class_context(state: AppState, request: Request, class_id: str) -> dict:
@@ -228,6 +234,7 @@ def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     waiting = [{"row_id": row_id(state, w.learner_id), "name": w.display_name, "at": w.requested_at}
                for w in state.progress.pending_joins(class_id)]  # fmt: skip
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
+            "completed_by": step_summary(steps, rows),
             "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time(), "waiting": waiting,
             "default_cap": state.settings.max_sessions_per_class, "max_number": MAX_CLASS_NUMBER}  # fmt: skip
 

@@ -153,3 +153,55 @@ def test_joins_past_the_expected_size_wait_for_approve_or_deny(
     finally:
         for learner in late.values():
             learner.context.close()
+
+
+def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess, artifacts: Path) -> None:
+    """Forty learners (joined by script): the grid scrolls in its own box with the names and headers in
+    sight, counts who completed each step, and keeps the order the instructor picked across refreshes."""
+    from app.config import PROJECT_ROOT
+    from app.course.catalog import Catalog
+    from app.demos import load_registry
+
+    catalog = Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys())
+    step = catalog.step("what-is-mcp/client-features")  # quizzes only: answering them completes it
+    assert step is not None and not step.required_checks
+    teacher = page
+    teacher.goto("/instructor")
+    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
+    teacher.get_by_role("button", name="Open the dashboard").click()
+    teacher.get_by_label("Name").fill("Forty")
+    teacher.get_by_role("button", name="Create the class").click()
+    code = teacher.locator("[data-join-code]").inner_text()
+    for n in range(40):
+        with browser_app.client() as learner:
+            learner.get("/")
+            assert (
+                learner.post("/join", data={"code": code, "display_name": f"Learner {n:02}"}).status_code
+                == 303
+            )
+            if n % 4 == 0:  # ten of them complete the step
+                learner.get(f"/course/{step.slug}")
+                for quiz in step.quizzes:
+                    right = [c.key for c in quiz.choices if c.correct]
+                    learner.post(f"/api/course/{step.slug}/quiz/{quiz.id}", json={"choices": right})
+    teacher.reload()
+    rows = teacher.locator("table.progress-grid tbody tr")
+    expect(rows).to_have_count(40)
+    expect(teacher.locator(f'[data-completed-by="{step.slug}"]')).to_have_text("10")
+    teacher.get_by_role("button", name="least done first").click()
+    expect(rows.first).to_have_attribute("data-done", "0")
+    expect(rows.last).to_have_attribute("data-done", "1")
+    with teacher.expect_response(lambda response: response.url.endswith("/grid")):
+        pass  # the grid refreshes by itself: the order holds
+    expect(teacher.get_by_role("button", name="least done first")).to_have_attribute("aria-pressed", "true")
+    expect(rows.first).to_have_attribute("data-done", "0")
+    # Scrolled to the far right and down, the names and the step headers are still in sight.
+    wrap = teacher.locator(".grid-wrap")
+    wrap.evaluate("e => { e.scrollLeft = e.scrollWidth; e.scrollTop = e.scrollHeight; }")
+    box = wrap.bounding_box()
+    name = rows.last.locator("th").bounding_box()
+    header = teacher.locator("table.progress-grid th.step-head").last.bounding_box()
+    assert box and name and header
+    assert box["x"] <= name["x"] <= box["x"] + 5  # the name column is pinned to the left
+    assert box["y"] <= header["y"] <= box["y"] + 60  # the headers are pinned to the top
+    teacher.screenshot(path=str(artifacts / "instructor-forty.png"))
