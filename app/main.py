@@ -28,6 +28,7 @@ from app.web import (
     pages,
     protected,
     resume,
+    roster,
     runs,
     spec_refs,
     workspace,
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     app.include_router(access.router)
     app.include_router(instructor.router)
     app.include_router(gradebook.router)
+    app.include_router(roster.router)
     errors.install(app)
     learner.install(app)
     access.install(app, settings.access_code)

@@ -31,7 +31,7 @@ from app.progress.store import (
 class SQLClasses(SQLDatabase):
     # --- classes -----------------------------------------------------------------------------------
 
-    _CLASS_COLUMNS = "id, name, join_code, created_at, closed_at, max_sessions, expected_size"
+    _CLASS_COLUMNS = "id, name, join_code, created_at, closed_at, max_sessions, expected_size, message"
 
     @staticmethod
     def _class(row: Sequence[Any]) -> ClassInfo:
@@ -43,6 +43,7 @@ class SQLClasses(SQLDatabase):
             locked=row[4] is not None,  # closed_at: when joining was locked
             max_sessions=row[5],
             expected_size=row[6],
+            message=row[7],
         )
 
     def create_class(
@@ -102,6 +103,34 @@ class SQLClasses(SQLDatabase):
                 (normalise_code(join_code),),
             ).fetchone()
         return self._class(row) if row else None
+
+    def set_class_message(self, class_id: str, message: str | None) -> None:
+        with self._write() as db:
+            self._exec(db, "UPDATE classes SET message = ? WHERE id = ?", (message or None, class_id))
+
+    def rename_learner(self, learner_id: str, name: str | None) -> None:
+        with self._write() as db:
+            self._exec(
+                db,
+                "UPDATE learners SET display_name = ? WHERE id = ?",
+                (clean_display_name(name), learner_id),
+            )
+
+    def set_student_id(self, learner_id: str, student_id: str | None) -> None:
+        with self._write() as db:
+            self._exec(
+                db, "UPDATE learners SET student_id = ? WHERE id = ?", (student_id or None, learner_id)
+            )
+
+    def remove_from_class(self, class_id: str, learner_id: str) -> bool:
+        with self._write() as db:
+            self.lock_class(db, class_id)
+            done = self._exec(
+                db,
+                "UPDATE learners SET class_id = NULL WHERE id = ? AND class_id = ?",
+                (learner_id, class_id),
+            )
+            return bool(done.rowcount)
 
     def lock_joining(self, class_id: str, locked: bool) -> None:
         with self._write() as db:

@@ -184,6 +184,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             SELECT learner_id, 'server.py', version, source, saved_at FROM server_files""",
         "DROP TABLE server_files",
     ),
+    # 11: the roster: a message the instructor shows the class, and a student identifier the
+    # instructor gives a learner (for the grade book).
+    (
+        "ALTER TABLE classes ADD COLUMN message TEXT",
+        "ALTER TABLE learners ADD COLUMN student_id TEXT",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

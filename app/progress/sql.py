@@ -279,6 +279,11 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                     raise
         raise ProgressError("could not draw a free resume code")
 
+    def new_resume_code(self, learner_id: str) -> str:
+        with self._write() as db:
+            self._exec(db, "DELETE FROM resume_codes WHERE learner_id = ?", (learner_id,))
+        return self.resume_code(learner_id)
+
     def learner_for_resume_code(self, code: str) -> str | None:
         with self._read() as db:
             row = self._exec(

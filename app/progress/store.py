@@ -47,6 +47,7 @@ class ClassInfo:
     locked: bool = False  # joining is locked: no new member, no new waiting join; members stay
     max_sessions: int | None = None  # live sessions for the whole class; None: only the global caps
     expected_size: int = DEFAULT_CLASS_SIZE  # members; joins past it wait for the instructor
+    message: str | None = None  # shown on every member's course and step pages
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class LearnerProgress:
     checks: dict[str, set[str]] = field(default_factory=dict)  # step slug -> check names passed
     quizzes: dict[tuple[str, str], QuizRecord] = field(default_factory=dict)  # (step slug, quiz id)
     last_seen_at: float | None = None  # the last thing recorded of them (a step seen, an answer, a check)
+    student_id: str | None = None  # the instructor's identifier for them (the grade book's)
 
     def checks_passed(self, step_slug: str) -> set[str]:
         return self.checks.get(step_slug, set())
@@ -299,6 +301,21 @@ class ProgressStore(Protocol):
     # Moving to another device.
     def resume_code(self, learner_id: str) -> str:
         """The learner's resume code, made on first use."""
+        ...
+
+    def new_resume_code(self, learner_id: str) -> str:
+        """A new resume code for the learner; the old one opens nothing any more."""
+        ...
+
+    # The roster (the instructor's): none of these counts as the learner's own activity.
+    def set_class_message(self, class_id: str, message: str | None) -> None: ...
+
+    def rename_learner(self, learner_id: str, name: str | None) -> None: ...
+
+    def set_student_id(self, learner_id: str, student_id: str | None) -> None: ...
+
+    def remove_from_class(self, class_id: str, learner_id: str) -> bool:
+        """The learner is no longer a member (their progress stays theirs); False if they were not one."""
         ...
 
     def learner_for_resume_code(self, code: str) -> str | None: ...

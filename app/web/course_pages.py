@@ -84,7 +84,7 @@ def course_map(request: Request) -> Response:
     context = {
         "title": "The course",
         "notice": notice,
-        "member_of": _class_name(state, progress),
+        **_membership(state, progress),
         "new_here": not progress.seen and not progress.checks and not progress.quizzes,
         "lessons": state.catalog.lessons,
         "statuses": statuses,
@@ -117,7 +117,7 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
     passed = progress.checks_passed(step.slug)
     context: dict[str, Any] = {
         "title": f"{_plain(step)} · Lesson {lesson.number}",
-        "member_of": _class_name(state, progress),
+        **_membership(state, progress),
         "lesson": lesson,
         "step": step,
         "previous": previous,
@@ -142,10 +142,10 @@ def step_page(request: Request, lesson_slug: str, step_slug: str) -> Response:
     return templates.TemplateResponse(request, "lesson_step.html", context)
 
 
-def _class_name(state: AppState, progress: LearnerProgress) -> str | None:
-    """The class a member's pages name in their header."""
+def _membership(state: AppState, progress: LearnerProgress) -> dict[str, str | None]:
+    """What a member's pages show of their class: its name in the header, the instructor's message."""
     klass = state.progress.get_class(progress.class_id) if progress.class_id else None
-    return klass.name if klass else None
+    return {"member_of": klass.name, "class_message": klass.message} if klass else {}
 
 
 def _plain(step: Step) -> str:

@@ -1,7 +1,7 @@
 """A class's grade book, for a spreadsheet or a learning platform (docs/hosting.md, "The grade book").
 
-`gradebook.csv` (and `.json`): one row per learner with a score per lesson and for the course, in
-percent, and their last activity. A step's points are its quizzes answered right (once is enough)
+`gradebook.csv` (and `.json`): one row per learner, with the student identifier the instructor gave
+them (app/web/roster.py), a score per lesson and for the course, in percent, and their last activity. A step's points are its quizzes answered right (once is enough)
 and its hands-on checks and exercise passed; a lesson's score is its steps' points over the points
 it offers. `progress.csv` is the detail: each step's points, one column each.
 
@@ -79,7 +79,7 @@ def _lesson_heading(lesson: Lesson) -> str:
 
 
 def _rows(state: Any, class_id: str) -> tuple[list[str], list[dict[str, Any]]]:
-    headings = ["name", "learner", "steps done", "steps", *[_lesson_heading(lesson) for lesson in state.catalog.lessons],
+    headings = ["name", "student id", "learner", "steps done", "steps", *[_lesson_heading(lesson) for lesson in state.catalog.lessons],
                 "course (%)", "points", "points offered", "last activity (UTC)"]  # fmt: skip
     steps = list(state.catalog.steps())
     rows = []
@@ -87,7 +87,8 @@ def _rows(state: Any, class_id: str) -> tuple[list[str], list[dict[str, Any]]]:
         score = scores(state.catalog, learner)
         done = sum(1 for step in steps
                    if learner.step_status(step.slug, step.required_checks, [q.id for q in step.quizzes]) == "done")  # fmt: skip
-        rows.append({"name": learner.display_name or "", "learner": row_id(state, learner.learner_id),
+        rows.append({"name": learner.display_name or "", "student_id": learner.student_id or "",
+                     "learner": row_id(state, learner.learner_id),
                      "steps_done": done, "steps": len(steps), "lessons": score.lessons, "course": score.total,
                      "points": score.earned, "points_offered": score.offered,
                      "last_activity": _when(learner.last_seen_at)})  # fmt: skip
@@ -107,7 +108,7 @@ def _csv(filename: str, headings: list[str], lines: list[list[Any]]) -> Response
 def gradebook_csv(state: Instructor, class_id: str) -> Response:
     klass = class_or_404(state, class_id)
     headings, rows = _rows(state, class_id)
-    lines = [[spreadsheet_safe(r["name"]), r["learner"], r["steps_done"], r["steps"], *r["lessons"], r["course"],
+    lines = [[spreadsheet_safe(r["name"]), spreadsheet_safe(r["student_id"]), r["learner"], r["steps_done"], r["steps"], *r["lessons"], r["course"],
               r["points"], r["points_offered"], r["last_activity"]] for r in rows]  # fmt: skip
     return _csv(f"gradebook-{klass.join_code}.csv", headings, lines)
 

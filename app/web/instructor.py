@@ -335,7 +335,7 @@ def delete_class(state: Instructor, class_id: str) -> Response:
 def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
     """`row` is the learner's opaque row id on the class page (never their own id, which is a secret)."""
     class_or_404(state, class_id)
-    learner = _class_learner(state, class_id, row)
+    learner = class_learner(state, class_id, row)
     state.progress.reset_learner(learner.learner_id)
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
 
@@ -346,7 +346,7 @@ def learner_server_file(state: Instructor, request: Request, class_id: str, row:
                         ) -> HTMLResponse:  # fmt: skip
     """A learner's own server.py, read-only: the newest saved version, or one of the kept ones."""
     klass = class_or_404(state, class_id)
-    learner = _class_learner(state, class_id, row)
+    learner = class_learner(state, class_id, row)
     saved = state.progress.server_file(learner.learner_id, version)
     if saved is None and version is not None:
         raise HTTPException(404, f"There is no saved version {version} (only the last few are kept).")
@@ -359,7 +359,7 @@ def learner_server_file(state: Instructor, request: Request, class_id: str, row:
     return templates.TemplateResponse(request, "instructor_server_file.html", context)
 
 
-def _class_learner(state: AppState, class_id: str, row: str) -> LearnerProgress:
+def class_learner(state: AppState, class_id: str, row: str) -> LearnerProgress:
     learner = next(
         (p for p in state.progress.class_learners(class_id) if row_id(state, p.learner_id) == row), None
     )

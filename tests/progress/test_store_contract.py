@@ -458,3 +458,27 @@ def test_a_protected_endpoints_tool_scopes_are_kept(store) -> None:  # noqa: ANN
     assert info.tool_scopes == "{}" and store.endpoint_by_token_hash("hash-scopes").tool_scopes == "{}"
     store.set_tool_scopes(info.id, '{"delete_order": "orders:write"}')
     assert store.endpoint_by_token_hash("hash-scopes").tool_scopes == '{"delete_order": "orders:write"}'
+
+
+def test_the_roster_changes_what_the_class_shows_and_not_the_learners_activity(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Roster")
+    store.join_class(ADA, klass.id, "Ada")
+    before = store.class_learners(klass.id)[0].last_seen_at
+    store.set_class_message(klass.id, "Quiz at 3")
+    store.rename_learner(ADA, "Ada L.")
+    store.set_student_id(ADA, "s-1815")
+    assert store.get_class(klass.id).message == "Quiz at 3"
+    [ada] = store.class_learners(klass.id)
+    assert (ada.display_name, ada.student_id, ada.last_seen_at) == ("Ada L.", "s-1815", before)
+    old = store.resume_code(ADA)
+    new = store.new_resume_code(ADA)
+    assert (
+        new != old
+        and store.learner_for_resume_code(old) is None
+        and store.learner_for_resume_code(new) == ADA
+    )
+    assert store.remove_from_class(klass.id, ADA) is True
+    assert store.remove_from_class(klass.id, ADA) is False  # no longer a member
+    assert store.class_learners(klass.id) == [] and store.learner_class(ADA) is None
+    store.set_class_message(klass.id, None)
+    assert store.get_class(klass.id).message is None

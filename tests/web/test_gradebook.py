@@ -57,16 +57,16 @@ def test_the_grade_book_agrees_with_what_each_learner_did_and_holds_only_safe_ce
     assert 'filename="gradebook-' in book.headers["content-disposition"]
     header, *rows = list(csv.reader(io.StringIO(book.text)))
     assert len(rows) == len(HOSTILE_NAMES)  # one row per learner
-    assert header[:4] == ["name", "learner", "steps done", "steps"] and header[-4:] == [
+    assert header[:5] == ["name", "student id", "learner", "steps done", "steps"] and header[-4:] == [
         "course (%)", "points", "points offered", "last activity (UTC)"]  # fmt: skip
-    lesson_columns = header[4:-4]
+    lesson_columns = header[5:-4]
     assert len(lesson_columns) == len(catalog.lessons) and lesson_columns[0].startswith("lesson 1:")
     for row in rows:
         name = row[0]
         assert not name.startswith(("=", "+", "-", "@", "\t", "\r")), name  # a formula is kept as text
-        numbers = row[2:-1]
+        numbers = row[3:-1]
         assert all(NUMBER.match(cell) for cell in numbers), numbers
-        assert not any(LOOKS_LIKE_A_DATE.match(cell) for cell in row[1:]), row
+        assert not any(LOOKS_LIKE_A_DATE.match(cell) for cell in row[2:]), row
         assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", row[-1]), row[-1]
     # The totals, read back, agree with each learner's own progress.
     by_name = {row[0].removeprefix("'"): row for row in rows}
@@ -79,10 +79,10 @@ def test_the_grade_book_agrees_with_what_each_learner_did_and_holds_only_safe_ce
         assert float(row[-4]) == round(100 * earned / offered, 1)
         did = HOSTILE_NAMES.index(name) % 2 == 0
         assert (earned == 1 + len(step.required_checks)) if did else earned == 0
-        lesson_score = float(row[4])
+        lesson_score = float(row[5])
         first_offered = sum(step_points(s, progress)[1] for s in first.steps)
         assert lesson_score == round(100 * (earned if did else 0) / first_offered, 1)
-        assert int(row[2]) == (1 if did else 0)  # the step is done: seen, its quiz right, its checks
+        assert int(row[3]) == (1 if did else 0)  # the step is done: seen, its quiz right, its checks
     # The JSON says the same, as numbers.
     assert [item["course"] for item in as_json["learners"]] == [float(row[-4]) for row in rows]
     assert as_json["lessons"][0]["slug"] == first.slug and "percent" in as_json["score"]
@@ -116,3 +116,66 @@ def test_the_grade_book_is_the_instructors_alone(site: InProcessApp) -> None:
             assert mallory.get(f"/instructor/classes/{class_id}/{what}").status_code == 401
     with instructor(site) as client:
         assert client.get("/instructor/classes/no-such-class/gradebook.csv").status_code == 404
+
+
+def _row_of(client, class_id: str, name: str) -> str:  # noqa: ANN001
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup(client.get(f"/instructor/classes/{class_id}").text, "html.parser")
+    link = next(a for a in page.select("a[data-learner-page]") if a.get_text() == name)
+    return link["href"].rsplit("/", 1)[1]
+
+
+def test_the_roster_renames_identifies_messages_and_removes(site: InProcessApp) -> None:
+    from bs4 import BeautifulSoup
+
+    class_id, code = make_class(site, "Roster")
+    with learner(site, code, "Grace") as grace, instructor(site) as teacher:
+        row = _row_of(teacher, class_id, "Grace")
+        base = f"/instructor/classes/{class_id}/learners/{row}"
+        # A message every member's pages show; too long a one is refused, nothing changed.
+        assert (
+            teacher.post(
+                f"/instructor/classes/{class_id}/message", data={"message": "Break  until 3 pm"}
+            ).status_code
+            == 303
+        )
+        assert (
+            teacher.post(f"/instructor/classes/{class_id}/message", data={"message": "x" * 281}).status_code
+            == 422
+        )
+        shown = BeautifulSoup(grace.get("/course").text, "html.parser").select_one("[data-class-message]")
+        assert shown.get_text() == "From your instructor: Break until 3 pm"
+        # A student identifier, even one a spreadsheet would run, reaches the grade book as text.
+        assert teacher.post(base + "/student-id", data={"student_id": "=2+3"}).status_code == 303
+        assert teacher.post(base + "/name", data={"display_name": "Grace H."}).status_code == 303
+        sheet = list(
+            csv.reader(io.StringIO(teacher.get(f"/instructor/classes/{class_id}/gradebook.csv").text))
+        )
+        assert sheet[1][:2] == ["Grace H.", "'=2+3"]
+        # Her resume code, shown to the instructor, replaced by a new one: the old opens nothing.
+        page = BeautifulSoup(teacher.get(base).text, "html.parser")
+        old = page.select_one("[data-resume-code]").get_text()
+        assert teacher.post(base + "/resume-code").status_code == 303
+        new = BeautifulSoup(teacher.get(base).text, "html.parser").select_one("[data-resume-code]").get_text()
+        assert new != old and site.state.progress.learner_for_resume_code(old) is None
+        assert site.state.progress.learner_for_resume_code(new) == learner_id_of(grace.cookies[COOKIE])
+        # Removed: the class no longer shows her; her progress is still hers, her pages name no class.
+        assert teacher.post(base + "/remove").status_code == 303
+        assert teacher.get(base).status_code == 404
+        assert "Grace" not in teacher.get(f"/instructor/classes/{class_id}/gradebook.csv").text
+        assert BeautifulSoup(grace.get("/course").text, "html.parser").select_one("[data-member-of]") is None
+
+
+def test_the_roster_is_the_instructors_alone(site: InProcessApp) -> None:
+    class_id, code = make_class(site, "Roster, guarded")
+    with learner(site, code, "Eve") as eve, instructor(site) as teacher:
+        row = _row_of(teacher, class_id, "Eve")
+        base = f"/instructor/classes/{class_id}/learners/{row}"
+        for path, data in ((f"/instructor/classes/{class_id}/message", {"message": "hi"}), (base + "/name", {}),
+                           (base + "/student-id", {}), (base + "/resume-code", {}), (base + "/remove", {})):  # fmt: skip
+            assert eve.post(path, data=data).status_code == 401, path
+        assert eve.get(base).status_code == 401
+        assert teacher.get(f"/instructor/classes/{class_id}/learners/not-a-row").status_code == 404
+        other, _ = make_class(site, "Another")
+        assert teacher.get(f"/instructor/classes/{other}/learners/{row}").status_code == 404  # not its member

@@ -1,0 +1,83 @@
+"""The class's roster, from the instructor's side: a message every member's pages show, and one
+learner at a time: their name, the identifier the grade book gives them, their resume code (shown,
+or replaced by a new one), and their removal from the class. None of it counts as the learner's own
+activity, and a learner appears only by their row id (their own id is their identity).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.web.instructor import Instructor, class_learner, class_or_404
+from app.web.templating import page
+
+router = APIRouter()
+
+MAX_MESSAGE = 280
+MAX_STUDENT_ID = 64
+
+
+def _back(class_id: str, row: str | None = None) -> RedirectResponse:
+    where = f"/instructor/classes/{class_id}" + (f"/learners/{row}" if row else "")
+    return RedirectResponse(where, status_code=303)
+
+
+def _text(value: str, most: int, what: str) -> str | None:
+    value = " ".join(value.split())  # one line: it is shown in a header and in a spreadsheet cell
+    if len(value) > most:
+        raise HTTPException(422, f"The {what} has {len(value)} characters; it may have {most}.")
+    return value or None
+
+
+@router.post("/instructor/classes/{class_id}/message")
+def class_message(state: Instructor, class_id: str, message: str = Form("")) -> Response:
+    """What every member's course and step pages show, until it is cleared (an empty message)."""
+    class_or_404(state, class_id)
+    state.progress.set_class_message(class_id, _text(message, MAX_MESSAGE, "message"))
+    return _back(class_id)
+
+
+@router.get("/instructor/classes/{class_id}/learners/{row}", response_class=HTMLResponse)
+def learner_page(state: Instructor, request: Request, class_id: str, row: str) -> HTMLResponse:
+    klass = class_or_404(state, class_id)
+    learner = class_learner(state, class_id, row)
+    code = state.progress.resume_code(learner.learner_id)
+    return page(request, "instructor_learner.html", title=learner.display_name or "A learner", klass=klass,
+                learner=learner, row=row, resume_code=code, max_student_id=MAX_STUDENT_ID)  # fmt: skip
+
+
+@router.post("/instructor/classes/{class_id}/learners/{row}/name")
+def rename(state: Instructor, class_id: str, row: str, display_name: str = Form("")) -> Response:
+    class_or_404(state, class_id)
+    learner = class_learner(state, class_id, row)
+    try:
+        state.progress.rename_learner(learner.learner_id, display_name)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    return _back(class_id, row)
+
+
+@router.post("/instructor/classes/{class_id}/learners/{row}/student-id")
+def student_id(state: Instructor, class_id: str, row: str, student_id: str = Form("")) -> Response:
+    class_or_404(state, class_id)
+    learner = class_learner(state, class_id, row)
+    state.progress.set_student_id(learner.learner_id, _text(student_id, MAX_STUDENT_ID, "student identifier"))
+    return _back(class_id, row)
+
+
+@router.post("/instructor/classes/{class_id}/learners/{row}/resume-code")
+def new_resume_code(state: Instructor, class_id: str, row: str) -> Response:
+    """A new resume code (for a learner whose code was seen by others); the old one stops working."""
+    class_or_404(state, class_id)
+    state.progress.new_resume_code(class_learner(state, class_id, row).learner_id)
+    return _back(class_id, row)
+
+
+@router.post("/instructor/classes/{class_id}/learners/{row}/remove")
+def remove(state: Instructor, class_id: str, row: str) -> Response:
+    """The learner leaves the class: the class no longer sees them; their progress stays theirs."""
+    class_or_404(state, class_id)
+    learner = class_learner(state, class_id, row)
+    state.progress.remove_from_class(class_id, learner.learner_id)
+    return _back(class_id)
