@@ -67,12 +67,14 @@ function followGrid(holder) {
   });
 }
 
-function followSession(list) {
+/**
+ * Show one console's messages as they come, from `after` on. Returns false once the console has
+ * ended (the follow stops), true while it goes on.
+ */
+function consoleFollower(list, framesUrl, after = 0) {
   const log = new MessageLog(list, { edit: null, announce: () => {} });
   const pairs = new Pairs(); // which request a reply answers, for the replies' labels
   const status = document.querySelector("[data-session-status]");
-  const note = document.querySelector("[data-follow-note]");
-  let after = Number(list.dataset.after) || 0;
   const show = (frame) => {
     const message = frame.message;
     const info = message && typeof message === "object" ? describe(message) : { kind: "other" };
@@ -86,20 +88,50 @@ function followSession(list) {
       log.relayError(frame);
     }
   };
-  every(FOLLOW_EVERY_MS, async () => {
+  return async () => {
     for (;;) {
-      const response = await fetch(`${list.dataset.follow}?after=${after}`);
-      if (response.status === 404) {
-        note.textContent = "This session has ended: the learner closed the console or its time ran out.";
-        return false;
-      }
+      const response = await fetch(`${framesUrl}?after=${after}`);
+      if (response.status === 404) return false;
       if (!response.ok) return true;
       const body = await response.json();
       body.frames.forEach(show);
       after = body.next_after;
-      status.textContent = `Status ${body.status}${body.revision ? ` · revision ${body.revision}` : ""}`;
+      status.textContent = `${body.server} · status ${body.status}${body.revision ? ` · revision ${body.revision}` : ""}`;
       if (!body.more) return true;
     }
+  };
+}
+
+function followSession(list) {
+  const note = document.querySelector("[data-follow-note]");
+  const tick = consoleFollower(list, list.dataset.follow, Number(list.dataset.after) || 0);
+  every(FOLLOW_EVERY_MS, async () => {
+    if (await tick()) return true;
+    note.textContent = "This session has ended: the learner closed the console or its time ran out.";
+    return false;
+  });
+}
+
+/** Follow a learner: their newest console, and the next one when they move on to another step. */
+function followLearner(list) {
+  const note = document.querySelector("[data-follow-note]");
+  let following = null;
+  let tick = null;
+  every(FOLLOW_EVERY_MS, async () => {
+    if (tick && (await tick())) return true;
+    const response = await fetch(list.dataset.followLearner);
+    if (!response.ok) return response.status !== 404 && response.status !== 401;
+    const { session, server } = await response.json();
+    if (!session || session === following) {
+      if (following) note.textContent = "Their console has closed; waiting for the next one they open.";
+      return true;
+    }
+    if (following) note.textContent = `They opened another console (${server}): following it from its start.`;
+    following = session;
+    list.replaceChildren();
+    tick = consoleFollower(list, `/api/instructor/sessions/${encodeURIComponent(session)}/frames`);
+    await tick();
+    return true;
   });
 }
 
@@ -107,3 +139,5 @@ const grid = document.querySelector("[data-class-grid]");
 if (grid) followGrid(grid);
 const follow = document.querySelector("ol[data-follow]");
 if (follow) followSession(follow);
+const learner = document.querySelector("ol[data-follow-learner]");
+if (learner) followLearner(learner);

@@ -99,7 +99,7 @@ def dashboard(request: Request) -> HTMLResponse:
         )
     state = get_state(request)
     classes = state.progress.classes()
-    live = _live_sessions(state)
+    live = live_sessions(state)
     by_class: dict[str | None, int] = {}
     for item in live:
         by_class[item["class_id"]] = by_class.get(item["class_id"], 0) + 1
@@ -181,7 +181,7 @@ def class_settings(
     return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
 
 
-def _live_sessions(state: AppState, class_id: str | None = None) -> list[dict]:
+def live_sessions(state: AppState, class_id: str | None = None) -> list[dict]:
     """Every live session (of one class): this replica's, or with replicas sharing PostgreSQL, every
     replica's. `local` sessions can be followed here; the others only ended (their replica acts)."""
     local = dict(state.sessions.sessions) if state.sessions is not None else {}
@@ -194,7 +194,7 @@ def _live_sessions(state: AppState, class_id: str | None = None) -> list[dict]:
 
 def _learner_sessions(state: AppState, class_id: str) -> dict[str, list]:
     out: dict[str, list] = {}
-    for item in _live_sessions(state, class_id):
+    for item in live_sessions(state, class_id):
         if item["learner"]:
             out.setdefault(item["learner"], []).append(item)
     return out

@@ -1,15 +1,16 @@
 """The class's roster, from the instructor's side: a message every member's pages show, and one
 learner at a time: their name, the identifier the grade book gives them, their resume code (shown,
-or replaced by a new one), and their removal from the class. None of it counts as the learner's own
+or replaced by a new one), their removal from the class, and "follow": their console as they see
+it, moving with them from step to step (each step opens a console of its own). None of it counts as the learner's own
 activity, and a learner appears only by their row id (their own id is their identity).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Form, HTTPException, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from app.web.instructor import Instructor, class_learner, class_or_404
+from app.web.instructor import Instructor, class_learner, class_or_404, live_sessions
 from app.web.templating import page
 
 router = APIRouter()
@@ -81,3 +82,27 @@ def remove(state: Instructor, class_id: str, row: str) -> Response:
     learner = class_learner(state, class_id, row)
     state.progress.remove_from_class(class_id, learner.learner_id)
     return _back(class_id)
+
+
+def _newest_console(state: Instructor, class_id: str, learner_id: str) -> dict | None:
+    """The learner's newest live console that this replica holds (it can be followed here)."""
+    mine = [s for s in live_sessions(state, class_id) if s["learner"] == learner_id and s["local"]]
+    return mine[-1] if mine else None
+
+
+@router.get("/instructor/classes/{class_id}/learners/{row}/follow", response_class=HTMLResponse)
+def follow_learner(state: Instructor, request: Request, class_id: str, row: str) -> HTMLResponse:
+    klass = class_or_404(state, class_id)
+    learner = class_learner(state, class_id, row)
+    return page(request, "instructor_follow.html", title=f"Following {learner.display_name or 'a learner'}",
+                klass=klass, learner=learner, row=row)  # fmt: skip
+
+
+@router.get("/api/instructor/classes/{class_id}/learners/{row}/console")
+def learner_console(state: Instructor, class_id: str, row: str) -> JSONResponse:
+    """Which console of the learner to follow now: their newest live one, or none."""
+    class_or_404(state, class_id)
+    learner = class_learner(state, class_id, row)
+    newest = _newest_console(state, class_id, learner.learner_id)
+    return JSONResponse({"session": newest["id"], "server": newest["server"]} if newest else {"session": None},
+                        headers={"Cache-Control": "no-store"})  # fmt: skip

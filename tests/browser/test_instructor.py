@@ -205,3 +205,33 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
     assert box["x"] <= name["x"] <= box["x"] + 5  # the name column is pinned to the left
     assert box["y"] <= header["y"] <= box["y"] + 60  # the headers are pinned to the top
     teacher.screenshot(path=str(artifacts / "instructor-forty.png"))
+
+
+def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, second_page: Page) -> None:
+    teacher, learner = page, second_page
+    teacher.goto("/instructor")
+    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
+    teacher.get_by_role("button", name="Open the dashboard").click()
+    teacher.get_by_label("Name").fill("Follow me")
+    teacher.get_by_role("button", name="Create the class").click()
+    code = teacher.locator("[data-join-code]").inner_text()
+    learner.goto(f"/join/{code}")
+    learner.get_by_label("Your name", exact=True).fill("Grace")
+    learner.get_by_role("button", name="Join").click()
+    learner.goto(STEP)
+    console_ready(learner)
+    teacher.reload()
+    teacher.get_by_role("link", name="Grace").click()
+    teacher.get_by_role("link", name="follow them").click()
+    log = teacher.locator("ol.follow-log li.log-entry")
+    learner.locator("#console-message").press("Control+Enter")  # initialize, on the first step
+    expect(log.filter(has_text="initialize (request, id 1)")).to_have_count(1)
+    learner.goto("/course/initialize-handshake/result")  # the next step: a console of its own
+    console_ready(learner)
+    learner.locator("#console-message").fill('{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
+    learner.locator("#console-message").press("Control+Enter")
+    expect(teacher.locator("[data-follow-note]")).to_contain_text(
+        "They opened another console", timeout=30_000
+    )
+    expect(log.filter(has_text="ping (request, id 1)")).to_have_count(1)
+    expect(log.filter(has_text="initialize (request, id 1)")).to_have_count(0)  # the new console alone

@@ -176,6 +176,11 @@ def test_the_roster_is_the_instructors_alone(site: InProcessApp) -> None:
                            (base + "/student-id", {}), (base + "/resume-code", {}), (base + "/remove", {})):  # fmt: skip
             assert eve.post(path, data=data).status_code == 401, path
         assert eve.get(base).status_code == 401
+        assert eve.get(base + "/follow").status_code == 401
+        assert eve.get(f"/api/instructor/classes/{class_id}/learners/{row}/console").status_code == 401
+        assert teacher.get(f"/api/instructor/classes/{class_id}/learners/{row}/console").json() == {
+            "session": None
+        }
         assert teacher.get(f"/instructor/classes/{class_id}/learners/not-a-row").status_code == 404
         other, _ = make_class(site, "Another")
         assert teacher.get(f"/instructor/classes/{other}/learners/{row}").status_code == 404  # not its member
