@@ -39,7 +39,21 @@ const ORDERS = {
   last: (a, b) => Number(a.dataset.last) - Number(b.dataset.last),
 };
 
+// Which rows show: everyone, or those the server marked stuck, behind or inactive (held like the order).
+const FILTER_KEY = "playground.grid-filter";
+
+function filterGrid(holder) {
+  const filter = sessionStorage.getItem(FILTER_KEY) || "";
+  for (const button of holder.querySelectorAll("[data-filter]")) {
+    button.setAttribute("aria-pressed", String(button.dataset.filter === filter));
+  }
+  for (const row of holder.querySelectorAll("table.progress-grid tbody tr")) {
+    row.hidden = Boolean(filter) && !(filter in row.dataset);
+  }
+}
+
 function sortGrid(holder) {
+  filterGrid(holder);
   const order = sessionStorage.getItem(SORT_KEY);
   for (const button of holder.querySelectorAll("[data-sort]")) {
     button.setAttribute("aria-pressed", String(button.dataset.sort === order));
@@ -51,10 +65,11 @@ function sortGrid(holder) {
 
 function followGrid(holder) {
   holder.addEventListener("click", (event) => {
-    const button = event.target.closest("[data-sort]");
-    if (!button) return;
-    sessionStorage.setItem(SORT_KEY, button.dataset.sort);
-    sortGrid(holder);
+    const sort = event.target.closest("[data-sort]");
+    const filter = event.target.closest("[data-filter]");
+    if (sort) sessionStorage.setItem(SORT_KEY, sort.dataset.sort);
+    if (filter) sessionStorage.setItem(FILTER_KEY, filter.dataset.filter);
+    if (sort || filter) sortGrid(holder);
   });
   sortGrid(holder);
   every(GRID_EVERY_MS, async () => {

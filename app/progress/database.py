@@ -145,10 +145,15 @@ class SQLDatabase:
         if not by_id:
             return []
         join = f"JOIN learners l ON l.id = t.learner_id WHERE {where}"
-        for learner_id, slug in self._exec(
-            db, f"SELECT t.learner_id, t.step_slug FROM steps_seen t {join}", args
+        for learner_id, slug, first, last in self._exec(
+            db,
+            f"SELECT t.learner_id, t.step_slug, t.first_seen_at, t.last_seen_at FROM steps_seen t {join}",
+            args,
         ):
-            by_id[learner_id].seen.add(slug)
+            learner = by_id[learner_id]
+            learner.seen.add(slug)
+            if learner.current_step is None or last > learner.current_step[2]:
+                learner.current_step = (slug, first, last)
         for learner_id, slug, name in self._exec(
             db, f"SELECT t.learner_id, t.step_slug, t.check_name FROM checks_passed t {join}", args
         ):

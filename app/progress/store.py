@@ -122,6 +122,8 @@ class LearnerProgress:
     quizzes: dict[tuple[str, str], QuizRecord] = field(default_factory=dict)  # (step slug, quiz id)
     last_seen_at: float | None = None  # the last thing recorded of them (a step seen, an answer, a check)
     student_id: str | None = None  # the instructor's identifier for them (the grade book's)
+    # The step they opened last: (its slug, when they first opened it, when they last did), for a class.
+    current_step: tuple[str, float, float] | None = None
 
     def checks_passed(self, step_slug: str) -> set[str]:
         return self.checks.get(step_slug, set())

@@ -220,6 +220,30 @@ def grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tup
     return steps, rows
 
 
+# The grid's filters (docs/hosting.md): inactive after this long without activity; stuck on a step
+# not completed, while active, this long after first opening it; behind with fewer steps done than
+# half the class's median.
+INACTIVE_AFTER_S = 10 * 60
+STUCK_AFTER_S = 15 * 60
+
+
+def mark_filters(rows: list[dict], now: float) -> None:
+    """Mark each row `inactive`, `stuck` and `behind` (the grid's filters)."""
+    done = sorted(row["done"] for row in rows)
+    median = done[len(done) // 2] if done else 0
+    for row in rows:
+        learner = row["learner"]
+        row["inactive"] = now - row["last_seen"] >= INACTIVE_AFTER_S
+        current = learner.current_step
+        stuck_on = None
+        if current is not None and not row["inactive"]:
+            cell = next((c for c in row["cells"] if c["step"].slug == current[0]), None)
+            if cell is not None and cell["status"] != "done" and now - current[1] >= STUCK_AFTER_S:
+                stuck_on = cell["step"]
+        row["stuck_on"] = stuck_on
+        row["behind"] = median >= 2 and row["done"] < median / 2
+
+
 def step_summary(steps: list[Step], rows: list[dict]) -> list[int]:
     """For each step, how many of the class have completed it."""
     return [sum(1 for row in rows if row["cells"][i]["status"] == "done") for i in range(len(steps))]
@@ -228,6 +252,7 @@ def step_summary(steps: list[Step], rows: list[dict]) -> list[int]:
 def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     klass = class_or_404(state, class_id)
     steps, rows = grid(state, state.progress.class_learners(class_id), class_id)
+    mark_filters(rows, time.time())
     join_link = site_url(request) + f"/join/{klass.join_code}"
     live = sum(len(row["sessions"]) for row in rows)
     cap = klass.max_sessions or state.settings.max_sessions_per_class

@@ -195,6 +195,11 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
         pass  # the grid refreshes by itself: the order holds
     expect(teacher.get_by_role("button", name="least done first")).to_have_attribute("aria-pressed", "true")
     expect(rows.first).to_have_attribute("data-done", "0")
+    # Filters: everyone just joined, so nobody is inactive; then everyone again.
+    teacher.get_by_role("button", name="inactive (0)").click()
+    expect(teacher.locator("table.progress-grid tbody tr:visible")).to_have_count(0)
+    teacher.get_by_role("button", name="everyone (40)").click()
+    expect(teacher.locator("table.progress-grid tbody tr:visible")).to_have_count(40)
     # Scrolled to the far right and down, the names and the step headers are still in sight.
     wrap = teacher.locator(".grid-wrap")
     wrap.evaluate("e => { e.scrollLeft = e.scrollWidth; e.scrollTop = e.scrollHeight; }")

@@ -482,3 +482,13 @@ def test_the_roster_changes_what_the_class_shows_and_not_the_learners_activity(s
     assert store.class_learners(klass.id) == [] and store.learner_class(ADA) is None
     store.set_class_message(klass.id, None)
     assert store.get_class(klass.id).message is None
+
+
+def test_a_class_learners_current_step_is_the_one_opened_last(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Current")
+    store.join_class(BOB, klass.id, "Bob")
+    store.record_seen(BOB, "l/a")
+    store.record_seen(BOB, "l/b")
+    [bob] = store.class_learners(klass.id)
+    assert bob.current_step is not None and bob.current_step[0] == "l/b"
+    assert bob.current_step[1] <= bob.current_step[2]

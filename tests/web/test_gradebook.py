@@ -184,3 +184,34 @@ def test_the_roster_is_the_instructors_alone(site: InProcessApp) -> None:
         assert teacher.get(f"/instructor/classes/{class_id}/learners/not-a-row").status_code == 404
         other, _ = make_class(site, "Another")
         assert teacher.get(f"/instructor/classes/{other}/learners/{row}").status_code == 404  # not its member
+
+
+def test_the_grids_filters_mark_stuck_behind_and_inactive_learners() -> None:
+    from types import SimpleNamespace
+
+    from app.web.instructor import INACTIVE_AFTER_S, STUCK_AFTER_S, mark_filters
+
+    now = 1_000_000.0
+    step_a, step_b = SimpleNamespace(slug="l/a"), SimpleNamespace(slug="l/b")
+
+    def row(done: int, last: float, current: tuple | None, a_status: str = "started") -> dict:
+        learner = LearnerProgress("x", current_step=current)
+        cells = [{"step": step_a, "status": a_status}, {"step": step_b, "status": "new"}]
+        return {"learner": learner, "done": done, "last_seen": last, "cells": cells}
+
+    stuck = row(4, now - 60, ("l/a", now - STUCK_AFTER_S - 1, now - 60))
+    fresh = row(4, now - 60, ("l/a", now - STUCK_AFTER_S + 60, now - 60))  # on it 14 minutes: not yet
+    finished = row(4, now - 60, ("l/a", now - STUCK_AFTER_S - 1, now - 60), a_status="done")
+    away = row(4, now - INACTIVE_AFTER_S, ("l/a", now - 2 * STUCK_AFTER_S, now - INACTIVE_AFTER_S))
+    behind = row(1, now - 60, None)
+    rows = [stuck, fresh, finished, away, behind]
+    mark_filters(rows, now)
+    assert [bool(r["stuck_on"]) for r in rows] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]  # away is inactive, not stuck
+    assert [r["inactive"] for r in rows] == [False, False, False, True, False]
+    assert [r["behind"] for r in rows] == [False, False, False, False, True]  # under half the median (4)
