@@ -20,11 +20,13 @@ from app.progress.store import (
     JoinRequest,
     LearnerProgress,
     ProgressError,
+    Seat,
     clean_class_name,
     clean_class_number,
     clean_display_name,
     new_code,
     normalise_code,
+    seat_key,
 )
 
 
@@ -132,6 +134,39 @@ class SQLClasses(SQLDatabase):
             )
             return bool(done.rowcount)
 
+    def add_seats(self, class_id: str, seats: Sequence[tuple[str, str | None]]) -> int:
+        made = 0
+        with self._write() as db:
+            self.lock_class(db, class_id)
+            for name, student_id in seats:
+                key = seat_key(name)
+                if self._exec(db, "SELECT 1 FROM roster_seats WHERE class_id = ? AND name_key = ?",
+                              (class_id, key)).fetchone():  # fmt: skip
+                    continue
+                self._exec(db, "INSERT INTO roster_seats (class_id, name_key, name, student_id) VALUES (?, ?, ?, ?)",
+                           (class_id, key, " ".join(name.split()), student_id or None))  # fmt: skip
+                made += 1
+        return made
+
+    def seats(self, class_id: str) -> list[Seat]:
+        with self._read() as db:
+            rows = self._exec(db, "SELECT name, student_id, learner_id FROM roster_seats WHERE class_id = ? "
+                                  "ORDER BY name_key", (class_id,)).fetchall()  # fmt: skip
+        return [Seat(row[0], row[1], row[2] is not None) for row in rows]
+
+    def _take_seat(self, db: Any, class_id: str, learner_id: str, name: str | None) -> None:
+        """A member who joined under a seat's name takes it (if nobody has), and its identifier."""
+        if not name:
+            return
+        seat = self._exec(db, "SELECT student_id FROM roster_seats WHERE class_id = ? AND name_key = ? "
+                              "AND learner_id IS NULL", (class_id, seat_key(name))).fetchone()  # fmt: skip
+        if seat is None:
+            return
+        self._exec(db, "UPDATE roster_seats SET learner_id = ? WHERE class_id = ? AND name_key = ?",
+                   (learner_id, class_id, seat_key(name)))  # fmt: skip
+        if seat[0]:
+            self._exec(db, "UPDATE learners SET student_id = ? WHERE id = ?", (seat[0], learner_id))
+
     def lock_joining(self, class_id: str, locked: bool) -> None:
         with self._write() as db:
             self.lock_class(db, class_id)
@@ -147,6 +182,7 @@ class SQLClasses(SQLDatabase):
     def delete_class(self, class_id: str) -> None:
         with self._write() as db:
             self._exec(db, "DELETE FROM join_requests WHERE class_id = ?", (class_id,))
+            self._exec(db, "DELETE FROM roster_seats WHERE class_id = ?", (class_id,))
             self._exec(db, "DELETE FROM learners WHERE class_id = ?", (class_id,))
             self._exec(db, "DELETE FROM classes WHERE id = ?", (class_id,))
 
@@ -190,6 +226,8 @@ class SQLClasses(SQLDatabase):
                 (class_id, name, learner_id),
             )
             self._exec(db, "DELETE FROM join_requests WHERE learner_id = ?", (learner_id,))
+            if member is None:
+                self._take_seat(db, class_id, learner_id, name)
         return "joined"
 
     def _members(self, db: Any, class_id: str) -> int:
@@ -239,6 +277,7 @@ class SQLClasses(SQLDatabase):
                     (class_id, row[0], learner_id),
                 )
                 self._exec(db, "DELETE FROM join_requests WHERE learner_id = ?", (learner_id,))
+                self._take_seat(db, class_id, learner_id, row[0])
             else:
                 self._exec(
                     db,

@@ -190,6 +190,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE classes ADD COLUMN message TEXT",
         "ALTER TABLE learners ADD COLUMN student_id TEXT",
     ),
+    # 12: seats the instructor makes from a pasted roster (a name and a student identifier each); a
+    # learner who joins under that name takes the seat, and its identifier. `name_key`: the name
+    # compared without case or extra spaces.
+    (
+        """CREATE TABLE roster_seats (
+            class_id TEXT NOT NULL REFERENCES classes(id) ON DELETE CASCADE,
+            name_key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            student_id TEXT,
+            learner_id TEXT REFERENCES learners(id) ON DELETE SET NULL,
+            PRIMARY KEY (class_id, name_key)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

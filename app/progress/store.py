@@ -51,6 +51,20 @@ class ClassInfo:
 
 
 @dataclass(frozen=True)
+class Seat:
+    """A place on a class's roster, made by the instructor; a learner who joins under its name takes it."""
+
+    name: str
+    student_id: str | None
+    claimed: bool
+
+
+def seat_key(name: str) -> str:
+    """A name as seats compare it: without case, and with single spaces."""
+    return " ".join(name.split()).casefold()
+
+
+@dataclass(frozen=True)
 class JoinRequest:
     """A join past the class's expected size, waiting for the instructor (or denied by them)."""
 
@@ -318,6 +332,14 @@ class ProgressStore(Protocol):
 
     def remove_from_class(self, class_id: str, learner_id: str) -> bool:
         """The learner is no longer a member (their progress stays theirs); False if they were not one."""
+        ...
+
+    def add_seats(self, class_id: str, seats: Sequence[tuple[str, str | None]]) -> int:
+        """Seats of (name, student id); a name already seated is left as it is. Returns how many were made."""
+        ...
+
+    def seats(self, class_id: str) -> list[Seat]:
+        """The class's seats, in name order."""
         ...
 
     def learner_for_resume_code(self, code: str) -> str | None: ...

@@ -259,6 +259,7 @@ def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     waiting = [{"row_id": row_id(state, w.learner_id), "name": w.display_name, "at": w.requested_at}
                for w in state.progress.pending_joins(class_id)]  # fmt: skip
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
+            "seats": state.progress.seats(class_id),
             "completed_by": step_summary(steps, rows),
             "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time(), "waiting": waiting,
             "default_cap": state.settings.max_sessions_per_class, "max_number": MAX_CLASS_NUMBER}  # fmt: skip

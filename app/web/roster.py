@@ -10,6 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from app.progress.store import clean_display_name
 from app.web.instructor import Instructor, class_learner, class_or_404, live_sessions
 from app.web.templating import page
 
@@ -36,6 +37,40 @@ def class_message(state: Instructor, class_id: str, message: str = Form("")) -> 
     """What every member's course and step pages show, until it is cleared (an empty message)."""
     class_or_404(state, class_id)
     state.progress.set_class_message(class_id, _text(message, MAX_MESSAGE, "message"))
+    return _back(class_id)
+
+
+MAX_SEATS = 500
+
+
+def parse_roster(text: str) -> list[tuple[str, str | None]]:
+    """Pasted lines, each a name and maybe a student identifier after a tab (a spreadsheet's column)
+    or after the line's last comma. Raises HTTPException(422) naming the first wrong line."""
+    seats: list[tuple[str, str | None]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, _, student = line.partition("\t") if "\t" in line else line.rpartition(",")
+        if not name.strip():  # no comma: the whole line is the name
+            name, student = line, ""
+        try:
+            cleaned = clean_display_name(name)
+            student_id = _text(student, MAX_STUDENT_ID, "student identifier")
+        except (ValueError, HTTPException) as exc:
+            reason = exc.detail if isinstance(exc, HTTPException) else str(exc)
+            raise HTTPException(422, f"Line {number}: {reason} Nothing was added.") from None
+        if cleaned:
+            seats.append((cleaned, student_id))
+    if len(seats) > MAX_SEATS:
+        raise HTTPException(422, f"The roster has {len(seats)} names; a class takes {MAX_SEATS} at most.")
+    return seats
+
+
+@router.post("/instructor/classes/{class_id}/seats")
+def add_seats(state: Instructor, class_id: str, roster: str = Form("")) -> Response:
+    """Seats from a pasted roster: a learner who joins under a seat's name takes it, and its identifier."""
+    class_or_404(state, class_id)
+    state.progress.add_seats(class_id, parse_roster(roster))
     return _back(class_id)
 
 

@@ -492,3 +492,23 @@ def test_a_class_learners_current_step_is_the_one_opened_last(store) -> None:  #
     [bob] = store.class_learners(klass.id)
     assert bob.current_step is not None and bob.current_step[0] == "l/b"
     assert bob.current_step[1] <= bob.current_step[2]
+
+
+def test_a_roster_seat_is_taken_by_the_learner_who_joins_under_its_name(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Seats")
+    assert (
+        store.add_seats(klass.id, [("Ada  Lovelace", "s-1"), ("Alan Turing", None), ("ada lovelace", "dup")])
+        == 2
+    )
+    assert store.add_seats(klass.id, [("Alan Turing", "s-2")]) == 0  # already seated: left as it is
+    store.join_class(ADA, klass.id, "ADA LOVELACE")  # case and spaces do not matter
+    store.join_class(BOB, klass.id, "Bob")  # no seat of that name: a member without one
+    seats = store.seats(klass.id)
+    assert [(s.name, s.student_id, s.claimed) for s in seats] == [
+        ("Ada Lovelace", "s-1", True),
+        ("Alan Turing", None, False),
+    ]
+    by_name = {p.display_name: p for p in store.class_learners(klass.id)}
+    assert by_name["ADA LOVELACE"].student_id == "s-1" and by_name["Bob"].student_id is None
+    store.delete_class(klass.id)
+    assert store.seats(klass.id) == []

@@ -215,3 +215,28 @@ def test_the_grids_filters_mark_stuck_behind_and_inactive_learners() -> None:
     ]  # away is inactive, not stuck
     assert [r["inactive"] for r in rows] == [False, False, False, True, False]
     assert [r["behind"] for r in rows] == [False, False, False, False, True]  # under half the median (4)
+
+
+def test_seats_from_a_pasted_roster_give_joiners_their_student_ids(site: InProcessApp) -> None:
+    from bs4 import BeautifulSoup
+
+    class_id, code = make_class(site, "Seated")
+    with instructor(site) as teacher:
+        roster = "Lovelace, Ada, s-1815\nAlan Turing\ts-1912\n\nGrace Hopper\n"
+        assert (
+            teacher.post(f"/instructor/classes/{class_id}/seats", data={"roster": roster}).status_code == 303
+        )
+        bad = teacher.post(
+            f"/instructor/classes/{class_id}/seats", data={"roster": "Ok\n" + "x" * 41 + ", s-9"}
+        )
+        assert bad.status_code == 422 and "Line 2" in bad.text and "Nothing was added" in bad.text
+        with learner(site, code, "alan  turing"):
+            pass
+        page = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        seats = {li["data-seat"]: li["data-claimed"] for li in page.select("[data-seats] li")}
+        assert seats == {"Lovelace, Ada": "false", "Alan Turing": "true", "Grace Hopper": "false"}
+        assert "Ok" not in seats  # the refused roster added nothing
+        sheet = list(
+            csv.reader(io.StringIO(teacher.get(f"/instructor/classes/{class_id}/gradebook.csv").text))
+        )
+        assert sheet[1][:2] == ["alan turing", "s-1912"]
