@@ -203,6 +203,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (class_id, name_key)
         )""",
     ),
+    # 13: each learner's latest exercise run of each step (its report as JSON: the lines, their
+    # reasons, what the server or pytest wrote), for the instructor's view of who is stuck and why.
+    (
+        """CREATE TABLE exercise_runs (
+            learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
+            step_slug TEXT NOT NULL,
+            at {time} NOT NULL,
+            passed INTEGER NOT NULL,
+            report TEXT NOT NULL,
+            PRIMARY KEY (learner_id, step_slug)
+        )""",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

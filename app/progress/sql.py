@@ -18,6 +18,7 @@ from app.progress.store import (
     SERVER_FILE_VERSIONS,
     ClassInfo,
     EndpointInfo,
+    ExerciseRun,
     LearnerProgress,
     ProgressError,
     ServerFile,
@@ -278,6 +279,39 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                 if not self._is_integrity_error(exc):
                     raise
         raise ProgressError("could not draw a free resume code")
+
+    # --- exercise runs ------------------------------------------------------------------------------
+
+    def record_exercise_run(self, learner_id: str, step_slug: str, passed: bool, report: str) -> None:
+        now = time.time()
+        with self._write() as db:
+            self._touch(db, learner_id, now)
+            self._exec(
+                db,
+                "INSERT INTO exercise_runs (learner_id, step_slug, at, passed, report) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (learner_id, step_slug) DO UPDATE SET at = excluded.at, passed = excluded.passed, "
+                "report = excluded.report",
+                (learner_id, step_slug, now, int(passed), report),
+            )
+
+    def exercise_runs(self, learner_id: str) -> list[ExerciseRun]:
+        with self._read() as db:
+            rows = self._exec(
+                db,
+                "SELECT step_slug, at, passed, report FROM exercise_runs WHERE learner_id = ? ORDER BY at DESC",
+                (learner_id,),
+            ).fetchall()
+        return [ExerciseRun(row[0], row[1], bool(row[2]), row[3]) for row in rows]
+
+    def failing_exercises(self, class_id: str) -> set[tuple[str, str]]:
+        with self._read() as db:
+            rows = self._exec(
+                db,
+                "SELECT r.learner_id, r.step_slug FROM exercise_runs r JOIN learners l ON l.id = r.learner_id "
+                "WHERE l.class_id = ? AND r.passed = 0",
+                (class_id,),
+            ).fetchall()
+        return {(row[0], row[1]) for row in rows}
 
     def new_resume_code(self, learner_id: str) -> str:
         with self._write() as db:

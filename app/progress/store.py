@@ -65,6 +65,16 @@ def seat_key(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class ExerciseRun:
+    """A learner's latest exercise run of a step (`report`: the runner's JSON, as the learner saw it)."""
+
+    step_slug: str
+    at: float
+    passed: bool
+    report: str
+
+
+@dataclass(frozen=True)
 class JoinRequest:
     """A join past the class's expected size, waiting for the instructor (or denied by them)."""
 
@@ -332,6 +342,18 @@ class ProgressStore(Protocol):
 
     def remove_from_class(self, class_id: str, learner_id: str) -> bool:
         """The learner is no longer a member (their progress stays theirs); False if they were not one."""
+        ...
+
+    def record_exercise_run(self, learner_id: str, step_slug: str, passed: bool, report: str) -> None:
+        """Keep this run as the learner's latest of the step (an earlier one goes)."""
+        ...
+
+    def exercise_runs(self, learner_id: str) -> list[ExerciseRun]:
+        """The learner's latest run of each step, newest first."""
+        ...
+
+    def failing_exercises(self, class_id: str) -> set[tuple[str, str]]:
+        """(learner id, step slug) of each member whose latest run of that step's exercise failed."""
         ...
 
     def add_seats(self, class_id: str, seats: Sequence[tuple[str, str | None]]) -> int:

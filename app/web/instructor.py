@@ -203,6 +203,7 @@ def _learner_sessions(state: AppState, class_id: str) -> dict[str, list]:
 def grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tuple[list[Step], list[dict]]:
     steps = list(state.catalog.steps())
     sessions = _learner_sessions(state, class_id)
+    failing = state.progress.failing_exercises(class_id)
     rows = []
     for learner in learners:
         cells = []
@@ -211,6 +212,7 @@ def grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tup
             quiz_ids = [q.id for q in step.quizzes]
             quizzes_right = learner.quizzes_right(step.slug, quiz_ids)
             cells.append({"step": step, "status": learner.step_status(step.slug, step.required_checks, quiz_ids), "seen": step.slug in learner.seen,
+                          "failing": (learner.learner_id, step.slug) in failing,
                           "checks": len(set(step.required_checks) & passed), "checks_total": len(step.required_checks),
                           "quizzes": quizzes_right, "quizzes_total": len(step.quizzes)})  # fmt: skip
         rows.append({"learner": learner, "row_id": row_id(state, learner.learner_id),
@@ -221,8 +223,8 @@ def grid(state: AppState, learners: list[LearnerProgress], class_id: str) -> tup
 
 
 # The grid's filters (docs/hosting.md): inactive after this long without activity; stuck on a step
-# not completed, while active, this long after first opening it; behind with fewer steps done than
-# half the class's median.
+# not completed, while active, this long after first opening it (or at once when its exercise's
+# latest run failed); behind with fewer steps done than half the class's median.
 INACTIVE_AFTER_S = 10 * 60
 STUCK_AFTER_S = 15 * 60
 
@@ -238,7 +240,8 @@ def mark_filters(rows: list[dict], now: float) -> None:
         stuck_on = None
         if current is not None and not row["inactive"]:
             cell = next((c for c in row["cells"] if c["step"].slug == current[0]), None)
-            if cell is not None and cell["status"] != "done" and now - current[1] >= STUCK_AFTER_S:
+            waited = now - current[1] >= STUCK_AFTER_S
+            if cell is not None and cell["status"] != "done" and (waited or cell.get("failing")):
                 stuck_on = cell["step"]
         row["stuck_on"] = stuck_on
         row["behind"] = median >= 2 and row["done"] < median / 2

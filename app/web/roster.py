@@ -7,6 +7,9 @@ activity, and a learner appears only by their row id (their own id is their iden
 
 from __future__ import annotations
 
+import json
+import time
+
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -79,8 +82,25 @@ def learner_page(state: Instructor, request: Request, class_id: str, row: str) -
     klass = class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
     code = state.progress.resume_code(learner.learner_id)
+    current = state.catalog.step(learner.current_step[0]) if learner.current_step else None
+    runs = [{"step": state.catalog.step(run.step_slug), "at": run.at, "passed": run.passed,
+             "report": json.loads(run.report)} for run in state.progress.exercise_runs(learner.learner_id)[:RUNS_SHOWN]]  # fmt: skip
+    consoles = [{"server": s.server, "status": s.status, "reason": s.reason, "id": s.id}
+                for s in _local_consoles(state, class_id, learner.learner_id)]  # fmt: skip
     return page(request, "instructor_learner.html", title=learner.display_name or "A learner", klass=klass,
-                learner=learner, row=row, resume_code=code, max_student_id=MAX_STUDENT_ID)  # fmt: skip
+                learner=learner, row=row, resume_code=code, max_student_id=MAX_STUDENT_ID, current=current,
+                now=time.time(), runs=[r for r in runs if r["step"] is not None], consoles=consoles)  # fmt: skip
+
+
+# The latest exercise runs a learner's page shows (one per step, newest first).
+RUNS_SHOWN = 5
+
+
+def _local_consoles(state: Instructor, class_id: str, learner_id: str) -> list:
+    """The learner's live consoles that this replica holds, as sessions (their state and reason)."""
+    held = state.sessions.sessions if state.sessions is not None else {}
+    return [held[s["id"]] for s in live_sessions(state, class_id)
+            if s["learner"] == learner_id and s["local"] and s["id"] in held]  # fmt: skip
 
 
 @router.post("/instructor/classes/{class_id}/learners/{row}/name")

@@ -7,6 +7,7 @@ import datetime
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 
 from app.config import PROJECT_ROOT
 
@@ -19,6 +20,16 @@ def utc_time(seconds: float) -> str:
 
 
 templates.env.filters["utc"] = utc_time
+
+
+def inline_code(text: str) -> Markup:
+    """A reason in plain words, as the console shows it: `backticked` parts as code, the rest as text."""
+    parts = str(text).split("`")
+    return Markup("").join(Markup("<code>{}</code>").format(part) if i % 2 else escape(part)
+                           for i, part in enumerate(parts))  # fmt: skip
+
+
+templates.env.filters["inline_code"] = inline_code
 
 
 def page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:

@@ -10,6 +10,7 @@ test_server.py only in a test run (app/web/runs.py), in the learner's own sandbo
 from __future__ import annotations
 
 import asyncio
+import json
 from contextlib import AbstractAsyncContextManager
 from typing import Annotated, Any
 
@@ -178,9 +179,15 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
                             headers={"Retry-After": str(exc.retry_after_s)})  # fmt: skip
     except SandboxError as exc:
         return JSONResponse(error_body(exc.status_code, exc.message), status_code=exc.status_code)
+    body = report.to_json()
+    learner = owner.learner
+    # The latest run of the step, for the instructor's view of the learner (and who is stuck).
+    await anyio.to_thread.run_sync(
+        lambda: state.progress.record_exercise_run(learner, step.slug, report.passed, json.dumps(body))
+    )
     if report.passed:
-        await anyio.to_thread.run_sync(state.progress.record_check, owner.learner, step.slug, "exercise")
-    return JSONResponse(report.to_json())
+        await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, "exercise")
+    return JSONResponse(body)
 
 
 async def _run_exercise(state: AppState, owner: Owner, exercise: Exercise) -> Report:

@@ -512,3 +512,15 @@ def test_a_roster_seat_is_taken_by_the_learner_who_joins_under_its_name(store) -
     assert by_name["ADA LOVELACE"].student_id == "s-1" and by_name["Bob"].student_id is None
     store.delete_class(klass.id)
     assert store.seats(klass.id) == []
+
+
+def test_a_learners_latest_exercise_run_of_each_step_is_kept(store) -> None:  # noqa: ANN001
+    klass = store.create_class("Runs")
+    store.join_class(ADA, klass.id, "Ada")
+    store.record_exercise_run(ADA, "l/a", False, '{"passed": false}')
+    store.record_exercise_run(ADA, "l/b", False, '{"passed": false}')
+    store.record_exercise_run(ADA, "l/a", True, '{"passed": true}')  # replaces the earlier run of l/a
+    runs = store.exercise_runs(ADA)
+    assert [(r.step_slug, r.passed) for r in runs] == [("l/a", True), ("l/b", False)]
+    assert store.failing_exercises(klass.id) == {(ADA, "l/b")}
+    assert store.exercise_runs(BOB) == []

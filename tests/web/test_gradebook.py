@@ -240,3 +240,25 @@ def test_seats_from_a_pasted_roster_give_joiners_their_student_ids(site: InProce
             csv.reader(io.StringIO(teacher.get(f"/instructor/classes/{class_id}/gradebook.csv").text))
         )
         assert sheet[1][:2] == ["alan turing", "s-1912"]
+
+
+def test_a_failing_exercise_shows_in_the_grid_and_on_the_learners_page(site: InProcessApp) -> None:
+    from bs4 import BeautifulSoup
+
+    class_id, code = make_class(site, "Failing")
+    exercise_step = "your-first-tool/first-tool"
+    with learner(site, code, "Barbara") as barbara, instructor(site) as teacher:
+        barbara.get(f"/course/{exercise_step}")
+        broken = "import requests_that_do_not_exist\n"
+        assert barbara.put("/api/workspace/server.py", content=broken).status_code == 200
+        report = barbara.post(f"/api/exercises/{exercise_step}").json()
+        assert report["passed"] is False
+        page = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        cell = page.select_one(f'tr[data-learner] td[data-step="{exercise_step}"]')
+        assert "failing" in cell["class"] and cell.get_text(strip=True) == "✗"
+        assert page.select_one("tr[data-learner]").has_attr("data-stuck")  # a failing exercise: stuck at once
+        row = page.select_one("a[data-learner-page]")["href"]
+        detail = BeautifulSoup(teacher.get(row).text, "html.parser")
+        run = detail.select_one(f'[data-run="{exercise_step}"]')
+        assert run["data-passed"] == "false" and "ModuleNotFoundError" in run.select_one("pre").get_text()
+        assert "your-first-tool" in detail.select_one("[data-current-step] a")["href"]
