@@ -69,7 +69,8 @@ class Workspace {
     if (state.starter)
       first = this.tests
         ? "This is the starter file: nothing is saved yet. Save and run the tests (Ctrl+Enter) to try it."
-        : "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server.";
+        : "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server. " +
+          "(Wrote it in another browser? Continue on another device, at the bottom of the page, brings it here.)";
     this.say(first);
   }
 

@@ -184,9 +184,18 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
                 for quiz in step.quizzes:
                     right = [c.key for c in quiz.choices if c.correct]
                     learner.post(f"/api/course/{step.slug}/quiz/{quiz.id}", json={"choices": right})
+    with browser_app.client() as stuck:  # one past the 40 expected, whose server does not even import
+        stuck.get("/")
+        stuck.post("/join", data={"code": code, "display_name": "Stuck Learner"})
+        stuck.get("/course/your-first-tool/first-tool")
+        stuck.put("/api/workspace/server.py", content="import requests_that_do_not_exist\n")
+        assert stuck.post("/api/exercises/your-first-tool/first-tool").json()["passed"] is False
     teacher.reload()
+    waiting = teacher.locator("tr[data-waiting]")  # past the expected size: waits for the instructor
+    expect(waiting.locator("th")).to_have_text("Stuck Learner")
+    waiting.get_by_role("button", name="Approve").click()
     rows = teacher.locator("table.progress-grid tbody tr")
-    expect(rows).to_have_count(40)
+    expect(rows).to_have_count(41)
     expect(teacher.locator(f'[data-completed-by="{step.slug}"]')).to_have_text("10")
     teacher.get_by_role("button", name="least done first").click()
     expect(rows.first).to_have_attribute("data-done", "0")
@@ -195,11 +204,15 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
         pass  # the grid refreshes by itself: the order holds
     expect(teacher.get_by_role("button", name="least done first")).to_have_attribute("aria-pressed", "true")
     expect(rows.first).to_have_attribute("data-done", "0")
-    # Filters: everyone just joined, so nobody is inactive; then everyone again.
+    # Filters: the learner whose exercise fails is stuck; everyone just joined, so nobody is inactive.
+    teacher.get_by_role("button", name="stuck (1)").click()
+    visible = teacher.locator("table.progress-grid tbody tr:visible")
+    expect(visible).to_have_count(1)
+    expect(visible.locator("th")).to_contain_text("Stuck Learner")
     teacher.get_by_role("button", name="inactive (0)").click()
-    expect(teacher.locator("table.progress-grid tbody tr:visible")).to_have_count(0)
-    teacher.get_by_role("button", name="everyone (40)").click()
-    expect(teacher.locator("table.progress-grid tbody tr:visible")).to_have_count(40)
+    expect(visible).to_have_count(0)
+    teacher.get_by_role("button", name="everyone (41)").click()
+    expect(visible).to_have_count(41)
     # Scrolled to the far right and down, the names and the step headers are still in sight.
     wrap = teacher.locator(".grid-wrap")
     wrap.evaluate("e => { e.scrollLeft = e.scrollWidth; e.scrollTop = e.scrollHeight; }")
@@ -240,3 +253,22 @@ def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, secon
     )
     expect(log.filter(has_text="ping (request, id 1)")).to_have_count(1)
     expect(log.filter(has_text="initialize (request, id 1)")).to_have_count(0)  # the new console alone
+
+
+def test_a_learner_in_a_new_browser_finds_the_way_back_in_from_the_home_page(
+    page: Page, second_page: Page
+) -> None:
+    first, second = page, second_page
+    first.goto("/course/initialize-handshake/request")
+    console_ready(first)  # the page made the browser's identity
+    first.reload()  # some progress in the first browser: the step seen
+    first.goto("/")
+    first.get_by_role("link", name="Continue on another device").click()
+    code = first.locator(".resume-code code").first.inner_text()
+    second.goto("/")  # a new browser: nothing but the home page
+    second.get_by_role("link", name="Continue on another device").click()
+    second.get_by_label("Resume code").fill(code)
+    second.get_by_role("button", name="Continue with that progress").click()
+    expect(second.locator("[data-notice]")).to_contain_text("progress of your resume code")
+    step = second.locator('li.map-step[data-step="initialize-handshake/request"]')
+    expect(step).not_to_have_attribute("data-status", "new")
