@@ -215,6 +215,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (learner_id, step_slug)
         )""",
     ),
+    # 14: how a learner's own server last ended by itself (JSON: when, how, why, its stderr's end).
+    ("ALTER TABLE learners ADD COLUMN last_server_exit TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -303,6 +303,17 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
             ).fetchall()
         return [ExerciseRun(row[0], row[1], bool(row[2]), row[3]) for row in rows]
 
+    def record_server_exit(self, learner_id: str, report: str) -> None:
+        with self._write() as db:
+            self._exec(db, "UPDATE learners SET last_server_exit = ? WHERE id = ?", (report, learner_id))
+
+    def server_exit(self, learner_id: str) -> str | None:
+        with self._read() as db:
+            row = self._exec(
+                db, "SELECT last_server_exit FROM learners WHERE id = ?", (learner_id,)
+            ).fetchone()
+        return row[0] if row else None
+
     def failing_exercises(self, class_id: str) -> set[tuple[str, str]]:
         with self._read() as db:
             rows = self._exec(

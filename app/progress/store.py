@@ -352,6 +352,14 @@ class ProgressStore(Protocol):
         """The learner's latest run of each step, newest first."""
         ...
 
+    def record_server_exit(self, learner_id: str, report: str) -> None:
+        """How the learner's own server last ended by itself (JSON); not the learner's own activity."""
+        ...
+
+    def server_exit(self, learner_id: str) -> str | None:
+        """The latest record of record_server_exit, or None."""
+        ...
+
     def failing_exercises(self, class_id: str) -> set[tuple[str, str]]:
         """(learner id, step slug) of each member whose latest run of that step's exercise failed."""
         ...

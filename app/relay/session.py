@@ -8,6 +8,7 @@ modes) hears every line, stderr chunk and state change.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import secrets
 import time
@@ -42,6 +43,8 @@ class Listener(Protocol):
     async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None: ...
 
 
+# The stderr pieces a session keeps (the newest), for the record of how its server ended.
+STDERR_TAIL_PIECES = 40
 # After a process exits, how long its last stderr lines may take to arrive before it is released.
 STDERR_DRAIN_S = 1.0
 # A learner's own server that has not written a line this long after it was first sent one has not
@@ -161,6 +164,8 @@ class RelaySession:
         self.status = "starting"
         self.exit_status: ExitStatus | None = None
         self.reason: str | None = None
+        # The end of what the server wrote to stderr (its traceback, often): kept for its exit's record.
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_PIECES)
         self.listener: Listener | None = None
         self.closed = False
         self.started_at = self.last_active = time.monotonic()
@@ -359,6 +364,7 @@ class RelaySession:
         try:
             while await self._may_read(process) and (text := await process.read_stderr()) is not None:
                 self._read(text)
+                self.stderr_tail.append(text)
                 if self.listener is not None:
                     await self._tell(self.listener.on_stderr(text, self.transcript.now_ms()))
                 if not await self._paid(process, output_cost(text)):  # the same paces as its lines

@@ -52,6 +52,7 @@ class Sessions:
                  max_session_s: float, metrics: Metrics | None = None,
                  new_transcript: Callable[[str], Transcript] | None = None,
                  own_source: Callable[[Owner], Awaitable[str]] | None = None,
+                 own_exited: Callable[[RelaySession], Awaitable[None]] | None = None,
                  shared: SharedSessions | None = None,
                  session_limits: SessionLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
         self.source = source
@@ -63,6 +64,8 @@ class Sessions:
         self._new_transcript = new_transcript or (lambda server: Transcript(server=server))
         # The learner's latest saved server.py (or the starter), read whenever my-server (re)starts.
         self._own_source = own_source
+        # Told when a learner's own server exits by itself, to keep a record of how (for the instructor).
+        self._own_exited = own_exited
         self.shared = shared  # None on one machine (SQLite): nothing extra runs
         self.session_limits = session_limits
         self.sessions: dict[str, RelaySession] = {}
@@ -295,6 +298,11 @@ class Sessions:
             "session %s: %s", session.id, reason, extra={"session": session.id, "server": session.server}
         )
         await session.drain_stderr()
+        if session.server == MY_SERVER and self._own_exited is not None:
+            try:
+                await self._own_exited(session)
+            except Exception:
+                log.exception("session %s: its exit could not be recorded", session.id)
         await self._release_process(session)
         listener = session.listener
         if listener is not None:

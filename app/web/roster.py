@@ -87,9 +87,11 @@ def learner_page(state: Instructor, request: Request, class_id: str, row: str) -
              "report": json.loads(run.report)} for run in state.progress.exercise_runs(learner.learner_id)[:RUNS_SHOWN]]  # fmt: skip
     consoles = [{"server": s.server, "status": s.status, "reason": s.reason, "id": s.id}
                 for s in _local_consoles(state, class_id, learner.learner_id)]  # fmt: skip
+    recorded = state.progress.server_exit(learner.learner_id)
     return page(request, "instructor_learner.html", title=learner.display_name or "A learner", klass=klass,
                 learner=learner, row=row, resume_code=code, max_student_id=MAX_STUDENT_ID, current=current,
-                now=time.time(), runs=[r for r in runs if r["step"] is not None], consoles=consoles)  # fmt: skip
+                now=time.time(), runs=[r for r in runs if r["step"] is not None], consoles=consoles,
+                server_exit=json.loads(recorded) if recorded else None)  # fmt: skip
 
 
 # The latest exercise runs a learner's page shows (one per step, newest first).

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import secrets
 import sys
+import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,7 +27,7 @@ from app.progress import ProgressStore, open_store
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Caps, Owner
 from app.relay.httpwire import HttpSessions
-from app.relay.session import SessionLimits
+from app.relay.session import RelaySession, SessionLimits
 from app.relay.sessions import Sessions
 from app.sandbox.confine import LAYERS
 from app.sandbox.errors import SandboxError
@@ -41,6 +43,8 @@ from app.web.learner import SECRET_NAME, Identity
 log = logging.getLogger("app")
 
 PROGRESS_DB = "progress.sqlite3"  # in settings.data_dir
+# The end of a learner's own server's stderr kept with the record of how it ended (its traceback).
+OWN_EXIT_STDERR = 4000
 # Every layer's state when a test hands the app its processes (plain ones, no sandbox at all).
 TEST_SOURCE_LAYER = "off: tests (the app was given a process source, no sandbox)"
 
@@ -87,6 +91,15 @@ class AppState:
                 return saved.source
         return workspace.starter(name)
 
+    async def own_server_exited(self, session: RelaySession) -> None:
+        """Keep how a learner's own server ended by itself, for the instructor's view of them."""
+        learner = session.owner.learner
+        if learner is None:
+            return
+        report = json.dumps({"at": time.time(), "exit": str(session.exit_status or "stopped"),
+                             "reason": session.reason, "stderr": "\n".join(session.stderr_tail)[-OWN_EXIT_STDERR:]})  # fmt: skip
+        await anyio.to_thread.run_sync(self.progress.record_server_exit, learner, report)
+
     async def start(self) -> None:
         s = self.settings
         # Lessons first: a bad file stops the app before any server process starts.
@@ -130,7 +143,7 @@ class AppState:
             source, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
             max_session_s=s.max_session_s, metrics=self.metrics,
             new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
-            own_source=self.own_source, shared=self.fleet,
+            own_source=self.own_source, own_exited=self.own_server_exited, shared=self.fleet,
             session_limits=SessionLimits(s.max_message_values, s.server_read_bytes_per_s,
                                          s.client_read_bytes_per_s),
         )  # fmt: skip

@@ -262,3 +262,23 @@ def test_a_failing_exercise_shows_in_the_grid_and_on_the_learners_page(site: InP
         run = detail.select_one(f'[data-run="{exercise_step}"]')
         assert run["data-passed"] == "false" and "ModuleNotFoundError" in run.select_one("pre").get_text()
         assert "your-first-tool" in detail.select_one("[data-current-step] a")["href"]
+
+
+def test_how_a_learners_own_server_last_ended_shows_on_their_page(site: InProcessApp) -> None:
+    import json
+
+    from bs4 import BeautifulSoup
+
+    class_id, code = make_class(site, "Crashing")
+    with learner(site, code, "Hedy") as hedy, instructor(site) as teacher:
+        hedy_id = learner_id_of(hedy.cookies[COOKIE])
+        before = site.state.progress.learner(hedy_id)
+        report = {"at": 1_800_000_000.0, "exit": "exited with status 1", "reason": "the server exited with status 1",
+                  "stderr": "Traceback (most recent call last):\nSystemExit: the config is missing"}  # fmt: skip
+        site.state.progress.record_server_exit(hedy_id, json.dumps(report))
+        assert site.state.progress.class_learners(class_id)[0].last_seen_at == before.last_seen_at  # not hers
+        grid = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        page = BeautifulSoup(teacher.get(grid.select_one("a[data-learner-page]")["href"]).text, "html.parser")
+        ended = page.select_one("[data-server-exit]").get_text(" ", strip=True)
+        assert "ended by itself 2027-01-15" in ended and "status 1" in ended
+        assert "the config is missing" in page.select_one("[data-server-exit] + details pre").get_text()

@@ -3,6 +3,7 @@ the learner's own sandboxed instance, and refused with a clear answer when it ca
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import httpx
@@ -130,6 +131,31 @@ async def test_an_import_time_exception_reaches_the_console_with_the_learners_li
     assert 'server.py", line 3, in <module>' in text and "JSONDecodeError" in text, text
     assert "forkserver" not in text and "runpy" not in text  # only the learner's own frames
     assert frame["exit_status"]["code"] == 1
+
+
+async def test_how_a_learners_own_server_ended_is_recorded_for_the_instructor(app: AppProcess) -> None:
+    from app.progress.sqlite import SQLiteProgressStore
+    from app.web.state import PROGRESS_DB
+    from tests.support.appserver import learner_id_of
+
+    crash = "import sys\nprint('reading the config', file=sys.stderr)\nraise SystemExit('the config is missing')\n"
+    assert save(app, "crasher", crash).status_code == 200
+    client = await console(app, "crasher")
+    try:
+        while (await client.recv_type("state"))["status"] != "exited":
+            pass
+    finally:
+        await client.close()
+    store = SQLiteProgressStore(app.data_dir / PROGRESS_DB)
+    store.open()
+    try:
+        recorded = store.server_exit(learner_id_of(app.learner_cookie("crasher")))
+    finally:
+        store.close()
+    assert recorded is not None
+    report = json.loads(recorded)
+    assert report["exit"] == "exited with status 1" and "the config is missing" in report["stderr"]
+    assert "reading the config" in report["stderr"]
 
 
 async def test_a_fixed_file_works_again(app: AppProcess) -> None:
