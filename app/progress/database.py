@@ -136,12 +136,13 @@ class SQLDatabase:
     def _learners(self, db: Any, where: str, args: Sequence[Any]) -> list[LearnerProgress]:
         rows = self._exec(
             db,
-            f"SELECT l.id, l.display_name, l.class_id, l.last_seen_at, l.student_id FROM learners l WHERE {where} "
+            "SELECT l.id, l.display_name, l.class_id, l.last_seen_at, l.student_id, l.last_server_exit "
+            f"FROM learners l WHERE {where} "
             "ORDER BY l.created_at",
             args,
         ).fetchall()
         by_id = {row[0]: LearnerProgress(row[0], display_name=row[1], class_id=row[2], last_seen_at=row[3],
-                                         student_id=row[4]) for row in rows}  # fmt: skip
+                                         student_id=row[4], server_exit=row[5]) for row in rows}  # fmt: skip
         if not by_id:
             return []
         join = f"JOIN learners l ON l.id = t.learner_id WHERE {where}"

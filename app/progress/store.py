@@ -146,6 +146,7 @@ class LearnerProgress:
     quizzes: dict[tuple[str, str], QuizRecord] = field(default_factory=dict)  # (step slug, quiz id)
     last_seen_at: float | None = None  # the last thing recorded of them (a step seen, an answer, a check)
     student_id: str | None = None  # the instructor's identifier for them (the grade book's)
+    server_exit: str | None = None  # how their own server last ended by itself (JSON), for a class
     # The step they opened last: (its slug, when they first opened it, when they last did), for a class.
     current_step: tuple[str, float, float] | None = None
 

@@ -10,6 +10,7 @@ session's random id, never the token, and signing out ends it. Scripts send
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import time
 from typing import Annotated
@@ -244,7 +245,20 @@ def mark_filters(rows: list[dict], now: float) -> None:
             if cell is not None and cell["status"] != "done" and (waited or cell.get("failing")):
                 stuck_on = cell["step"]
         row["stuck_on"] = stuck_on
+        row["crashed"] = not row["inactive"] and _crashed_lately(learner.server_exit, now)
         row["behind"] = median >= 2 and row["done"] < median / 2
+        row["stuck"] = bool(stuck_on) or row["crashed"]
+
+
+def _crashed_lately(recorded: str | None, now: float) -> bool:
+    """Whether the learner's own server ended in failure (not exit status 0) within STUCK_AFTER_S."""
+    if not recorded:
+        return False
+    try:
+        report = json.loads(recorded)
+    except ValueError:
+        return False
+    return now - float(report.get("at", 0)) < STUCK_AFTER_S and report.get("exit") != "exited with status 0"
 
 
 def step_summary(steps: list[Step], rows: list[dict]) -> list[int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Iterator
 
@@ -204,17 +205,16 @@ def test_the_grids_filters_mark_stuck_behind_and_inactive_learners() -> None:
     finished = row(4, now - 60, ("l/a", now - STUCK_AFTER_S - 1, now - 60), a_status="done")
     away = row(4, now - INACTIVE_AFTER_S, ("l/a", now - 2 * STUCK_AFTER_S, now - INACTIVE_AFTER_S))
     behind = row(1, now - 60, None)
-    rows = [stuck, fresh, finished, away, behind]
+    crashed, crashed_long_ago = row(4, now - 60, None), row(4, now - 60, None)
+    crashed["learner"].server_exit = json.dumps({"at": now - 60, "exit": "exited with status 1"})
+    crashed_long_ago["learner"].server_exit = json.dumps({"at": now - STUCK_AFTER_S - 1, "exit": "killed"})
+    rows = [stuck, fresh, finished, away, behind, crashed, crashed_long_ago]
     mark_filters(rows, now)
-    assert [bool(r["stuck_on"]) for r in rows] == [
-        True,
-        False,
-        False,
-        False,
-        False,
-    ]  # away is inactive, not stuck
-    assert [r["inactive"] for r in rows] == [False, False, False, True, False]
-    assert [r["behind"] for r in rows] == [False, False, False, False, True]  # under half the median (4)
+    marks = {key: [bool(r[key]) for r in rows] for key in ("stuck_on", "stuck", "inactive", "behind")}
+    assert marks["stuck_on"] == [True, False, False, False, False, False, False]
+    assert marks["stuck"] == [True, False, False, False, False, True, False]  # away is inactive instead
+    assert marks["inactive"] == [False, False, False, True, False, False, False]
+    assert marks["behind"] == [False, False, False, False, True, False, False]  # under half the median (4)
 
 
 def test_seats_from_a_pasted_roster_give_joiners_their_student_ids(site: InProcessApp) -> None:
