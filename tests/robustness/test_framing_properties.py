@@ -49,7 +49,7 @@ def frames() -> st.SearchStrategy[str]:
     return as_json | mangled | st.text()
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(frames())
 def test_every_text_is_a_frame_or_an_error_and_never_raises(text: str) -> None:
     result = parse_client_text(text, LIMIT)
