@@ -16,16 +16,23 @@ from tests.support.appserver import AppProcess
 STEP = "/course/initialize-handshake/request"
 
 
+def create_class(teacher: Page, name: str, expected_size: str = "") -> str:
+    """Sign in as the instructor, create a class as the dashboard's form does; its join code."""
+    teacher.goto("/instructor")
+    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
+    teacher.get_by_role("button", name="Open the dashboard").click()
+    teacher.get_by_label("Name").fill(name)
+    if expected_size:
+        teacher.get_by_label("Expected class size").fill(expected_size)
+    teacher.get_by_role("button", name="Create the class").click()
+    return teacher.locator("[data-join-code]").inner_text()
+
+
 def test_a_class_from_creation_to_the_learners_progress(
     page: Page, second_page: Page, artifacts: Path
 ) -> None:
     teacher, learner = page, second_page
-    teacher.goto("/instructor")
-    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
-    teacher.get_by_role("button", name="Open the dashboard").click()
-    teacher.get_by_label("Name").fill("Browser lab")
-    teacher.get_by_role("button", name="Create the class").click()
-    code = teacher.locator("[data-join-code]").inner_text()
+    code = create_class(teacher, "Browser lab")
     assert len(code) == JOIN_CODE_LENGTH
     expect(teacher.locator("[data-class-grid]")).to_contain_text("No learner has joined yet")
 
@@ -118,13 +125,7 @@ def test_joins_past_the_expected_size_wait_for_approve_or_deny(
     page: Page, second_page: Page, browser: Browser, browser_app: AppProcess, artifacts: Path
 ) -> None:
     teacher, ada = page, second_page
-    teacher.goto("/instructor")
-    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
-    teacher.get_by_role("button", name="Open the dashboard").click()
-    teacher.get_by_label("Name").fill("One seat")
-    teacher.get_by_label("Expected class size").fill("1")
-    teacher.get_by_role("button", name="Create the class").click()
-    code = teacher.locator("[data-join-code]").inner_text()
+    code = create_class(teacher, "One seat", expected_size="1")
     ada.goto(f"/join/{code}")
     ada.get_by_label("Your name", exact=True).fill("Ada")
     ada.get_by_role("button", name="Join").click()
@@ -166,12 +167,7 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
     step = catalog.step("what-is-mcp/client-features")  # quizzes only: answering them completes it
     assert step is not None and not step.required_checks
     teacher = page
-    teacher.goto("/instructor")
-    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
-    teacher.get_by_role("button", name="Open the dashboard").click()
-    teacher.get_by_label("Name").fill("Forty")
-    teacher.get_by_role("button", name="Create the class").click()
-    code = teacher.locator("[data-join-code]").inner_text()
+    code = create_class(teacher, "Forty")
     for n in range(40):
         with browser_app.client() as learner:
             learner.get("/")
@@ -227,12 +223,7 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
 
 def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, second_page: Page) -> None:
     teacher, learner = page, second_page
-    teacher.goto("/instructor")
-    teacher.get_by_label("Instructor token").fill(INSTRUCTOR_TOKEN)
-    teacher.get_by_role("button", name="Open the dashboard").click()
-    teacher.get_by_label("Name").fill("Follow me")
-    teacher.get_by_role("button", name="Create the class").click()
-    code = teacher.locator("[data-join-code]").inner_text()
+    code = create_class(teacher, "Follow me")
     learner.goto(f"/join/{code}")
     learner.get_by_label("Your name", exact=True).fill("Grace")
     learner.get_by_role("button", name="Join").click()
