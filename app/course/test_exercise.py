@@ -125,9 +125,7 @@ async def run_once(runs: TestRuns, server: str, tests: str) -> TestRun:
     summary: dict[str, Any] | None = None
     try:
         async with asyncio.timeout(RUN_LIMIT_S), runs.running(workspace.test_runner()) as process:
-            await process.write_line(
-                json.dumps({workspace.FILE_NAME: server, workspace.TEST_FILE_NAME: tests})
-            )
+            await process.write_line(workspace.test_run_input(server, tests))
             while (line := await process.read_line()) is not None:
                 if line.startswith(RESULT_PREFIX):
                     summary = _summary(line[len(RESULT_PREFIX) :])

@@ -78,15 +78,10 @@ async def run_tests(request: Request) -> Any:
     if owner.learner is None or state.sessions is None:
         return JSONResponse(error_body(403, "Open a lesson page first: running tests needs your learner identity."),
                             status_code=403)  # fmt: skip
-    files = {name: await state.own_source(owner, name) for name in workspace.FILES}
-    stdin = tests_input(files[workspace.FILE_NAME], files[workspace.TEST_FILE_NAME])
+    server = await state.own_source(owner, workspace.FILE_NAME)
+    stdin = workspace.test_run_input(server, await state.own_source(owner, workspace.TEST_FILE_NAME))
     program = workspace.test_runner()
     return _streaming(_stream(state.sessions, owner, program, state.settings.run_time_limit_s, stdin))
-
-
-def tests_input(server: str, tests: str) -> str:
-    """The line a test run reads on its stdin (app/workspace/run_tests.py)."""
-    return json.dumps({workspace.FILE_NAME: server, workspace.TEST_FILE_NAME: tests})
 
 
 def _streaming(events: AsyncIterator[bytes]) -> StreamingResponse:

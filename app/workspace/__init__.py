@@ -9,6 +9,7 @@ sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process chec
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 __all__ = ["FILES", "FILE_NAME", "MAX_SOURCE_BYTES", "TEST_FILE_NAME", "Diagnostic", "diagnose", "problem_with",
-           "starter", "test_runner"]  # fmt: skip
+           "starter", "test_run_input", "test_runner"]  # fmt: skip
 
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
 # it saves and by the instance before it runs: one number for both.
@@ -66,6 +67,11 @@ def starter(name: str = FILE_NAME) -> str:
 def test_runner() -> str:
     """The program a run of the learner's tests is (run_tests.py): its files come on its stdin."""
     return (HERE / "run_tests.py").read_text(encoding="utf-8")
+
+
+def test_run_input(server: str, tests: str) -> str:
+    """The one line a test run reads on its stdin: the two files, by name."""
+    return json.dumps({FILE_NAME: server, TEST_FILE_NAME: tests})
 
 
 def diagnose(source: str, name: str = FILE_NAME) -> list[Diagnostic]:
