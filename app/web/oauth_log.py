@@ -189,11 +189,14 @@ def replaying(body: bytes, receive: Receive) -> Receive:
 
 
 class Answer:
-    """What an app answers, passed on as it goes out and kept: its status and its body."""
+    """What an app answers, passed on as it goes out and kept: its status and its body. Held back
+    (`hold`), it goes out only at `release()`: a step recorded in between is in the flow before the
+    client, answered, can take its next one."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, send: Send, hold: bool = False) -> None:
         self._send = send
         self._chunks: list[bytes] = []
+        self._held: list[Message] | None = [] if hold else None
         self.status = 0
 
     async def send(self, message: Message) -> None:
@@ -201,7 +204,15 @@ class Answer:
             self.status = message["status"]
         elif message["type"] == "http.response.body":
             self._chunks.append(message.get("body", b""))
-        await self._send(message)
+        if self._held is not None:
+            self._held.append(message)
+        else:
+            await self._send(message)
+
+    async def release(self) -> None:
+        held, self._held = self._held or [], None
+        for message in held:
+            await self._send(message)
 
     @property
     def body(self) -> bytes:
@@ -257,8 +268,14 @@ class RegistrationWatch:
         if endpoint_id is None:
             await self.app(scope, receive, send)
             return
-        answer = Answer(send)
+        answer = Answer(send, hold=True)  # the registration is in the flow before its client reads it
         await self.app(scope, receive, answer.send)
+        try:
+            await self._record(endpoint_id, answer)
+        finally:
+            await answer.release()
+
+    async def _record(self, endpoint_id: str, answer: Answer) -> None:
         try:
             body = json.loads(answer.body)
         except ValueError:
