@@ -354,9 +354,12 @@ while True:
     sys.stderr.write("e\\n")
     sys.stderr.flush()
 """
-# Each of a victim's pings is answered within this (generous: a quiet machine answers in milliseconds;
-# the flood took them to seconds).
-VICTIM_DEADLINE_S = 1.0
+# A victim's pings: nine in ten are answered within VICTIM_TYPICAL_S, every one within
+# VICTIM_DEADLINE_S. A quiet machine answers in milliseconds, and a flood that held the web process
+# took them all to seconds; the suite's other workers on a 2-core machine can hold one ping for a
+# second, which says nothing of the flood.
+VICTIM_TYPICAL_S = 0.5
+VICTIM_DEADLINE_S = 3.0
 COUNTED_S = 4.0
 
 
@@ -403,6 +406,11 @@ class Victim:
     def slowest(self) -> float:
         assert self.times, "the victim got no answer at all"
         return max(self.times)
+
+    def answered_promptly(self) -> bool:
+        """Nine pings in ten within VICTIM_TYPICAL_S, and every one within VICTIM_DEADLINE_S."""
+        ninth = sorted(self.times)[int(len(self.times) * 0.9) - 1] if len(self.times) >= 10 else self.slowest
+        return ninth < VICTIM_TYPICAL_S and self.slowest < VICTIM_DEADLINE_S
 
 
 class Console:
@@ -468,7 +476,7 @@ async def test_a_file_flooding_stdout_with_short_lines_is_paused_then_ended_and_
 ) -> None:
     exited, victim = await _flood(app, "line-flooder", LINE_FLOODER, "received")
     assert exited["reason"] == DEFAULT_LIMITS.flooded(), exited
-    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+    assert victim.answered_promptly(), victim.times
 
 
 async def test_a_file_flooding_the_mcp_wire_with_short_lines_is_paused_then_ended_too(
@@ -477,7 +485,7 @@ async def test_a_file_flooding_the_mcp_wire_with_short_lines_is_paused_then_ende
     # On the `mcp` wire a line is forwarded before it is recorded: charged all the same.
     exited, victim = await _flood(app, "mcp-line-flooder", BURST_FLOODER, "line", mcp=True)
     assert DEFAULT_LIMITS.flooded().startswith(exited["reason"]), exited  # a close's reason is cut short
-    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+    assert victim.answered_promptly(), victim.times
 
 
 async def test_a_file_flooding_stderr_with_short_lines_is_paused_then_ended_and_others_go_on(
@@ -485,7 +493,7 @@ async def test_a_file_flooding_stderr_with_short_lines_is_paused_then_ended_and_
 ) -> None:
     exited, victim = await _flood(app, "stderr-line-flooder", STDERR_LINE_FLOODER, "stderr")
     assert exited["reason"] == DEFAULT_LIMITS.flooded(), exited
-    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+    assert victim.answered_promptly(), victim.times
 
 
 async def test_one_learners_four_flooding_consoles_share_one_budget(app: AppProcess) -> None:
@@ -504,7 +512,7 @@ async def test_one_learners_four_flooding_consoles_share_one_budget(app: AppProc
     # One budget: four would let four times as many through.
     assert 0 < counted <= _lines_within(elapsed), counted
     assert all(console.exited["reason"] == DEFAULT_LIMITS.flooded() for console in consoles)  # type: ignore[index]
-    assert victim.slowest < VICTIM_DEADLINE_S, victim.times
+    assert victim.answered_promptly(), victim.times
 
 
 def _server_lines_read(app: AppProcess) -> float:
