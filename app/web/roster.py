@@ -1,8 +1,9 @@
-"""The class's roster, from the instructor's side: a message every member's pages show, and one
-learner at a time: their name, the identifier the grade book gives them, their resume code (shown,
-or replaced by a new one), their removal from the class, and "follow": their console as they see
-it, moving with them from step to step (each step opens a console of its own). None of it counts as the learner's own
-activity, and a learner appears only by their row id (their own id is their identity).
+"""The class's roster, from the instructor's side: seats from a pasted roster, a message every
+member's pages show, and one learner at a time: their name, the identifier the grade book gives
+them, their resume code (shown, or replaced by a new one), their removal from the class, and
+"follow": their console as they see it, moving with them from step to step (each step opens a
+console of its own). None of it counts as the learner's own activity, and a learner appears only by
+their row id (their own id is their identity).
 """
 
 from __future__ import annotations
