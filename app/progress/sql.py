@@ -258,11 +258,12 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
 
     # --- resume codes ------------------------------------------------------------------------------
 
-    def resume_code(self, learner_id: str) -> str:
+    def resume_code(self, learner_id: str, touch: bool = True) -> str:
         for _ in range(CODE_ATTEMPTS):
             try:
                 with self._write() as db:
-                    self._touch(db, learner_id, time.time())
+                    if touch:
+                        self._touch(db, learner_id, time.time())
                     row = self._exec(
                         db, "SELECT code FROM resume_codes WHERE learner_id = ?", (learner_id,)
                     ).fetchone()
@@ -327,7 +328,7 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
     def new_resume_code(self, learner_id: str) -> str:
         with self._write() as db:
             self._exec(db, "DELETE FROM resume_codes WHERE learner_id = ?", (learner_id,))
-        return self.resume_code(learner_id)
+        return self.resume_code(learner_id, touch=False)
 
     def learner_for_resume_code(self, code: str) -> str | None:
         with self._read() as db:

@@ -326,8 +326,9 @@ class ProgressStore(Protocol):
         ...
 
     # Moving to another device.
-    def resume_code(self, learner_id: str) -> str:
-        """The learner's resume code, made on first use."""
+    def resume_code(self, learner_id: str, touch: bool = True) -> str:
+        """The learner's resume code, made on first use; `touch=False`: asked by the instructor, not
+        the learner's own activity."""
         ...
 
     def new_resume_code(self, learner_id: str) -> str:

@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from app.course.catalog import Catalog
 from app.course.models import Lesson, Step
 from app.progress.store import LearnerProgress
-from app.web.instructor import Instructor, class_or_404, grid, row_id
+from app.web.instructor import Instructor, class_or_404, grid
 
 router = APIRouter()
 
@@ -81,17 +81,15 @@ def _lesson_heading(lesson: Lesson) -> str:
 def _rows(state: Any, class_id: str) -> tuple[list[str], list[dict[str, Any]]]:
     headings = ["name", "student id", "learner", "steps done", "steps", *[_lesson_heading(lesson) for lesson in state.catalog.lessons],
                 "course (%)", "points", "points offered", "last activity (UTC)"]  # fmt: skip
-    steps = list(state.catalog.steps())
+    steps, grid_rows = grid(state, state.progress.class_learners(class_id), class_id)
     rows = []
-    for learner in state.progress.class_learners(class_id):
+    for row in grid_rows:
+        learner = row["learner"]
         score = scores(state.catalog, learner)
-        done = sum(1 for step in steps
-                   if learner.step_status(step.slug, step.required_checks, [q.id for q in step.quizzes]) == "done")  # fmt: skip
         rows.append({"name": learner.display_name or "", "student_id": learner.student_id or "",
-                     "learner": row_id(state, learner.learner_id),
-                     "steps_done": done, "steps": len(steps), "lessons": score.lessons, "course": score.total,
-                     "points": score.earned, "points_offered": score.offered,
-                     "last_activity": _when(learner.last_seen_at)})  # fmt: skip
+                     "learner": row["row_id"], "steps_done": row["done"], "steps": len(steps),
+                     "lessons": score.lessons, "course": score.total, "points": score.earned,
+                     "points_offered": score.offered, "last_activity": _when(learner.last_seen_at)})  # fmt: skip
     return headings, rows
 
 

@@ -258,7 +258,7 @@ def _crashed_lately(recorded: str | None, now: float) -> bool:
         report = json.loads(recorded)
     except ValueError:
         return False
-    return now - float(report.get("at", 0)) < STUCK_AFTER_S and report.get("exit") != "exited with status 0"
+    return now - float(report.get("at", 0)) < STUCK_AFTER_S and bool(report.get("failed"))
 
 
 def step_summary(steps: list[Step], rows: list[dict]) -> list[int]:

@@ -82,7 +82,7 @@ def add_seats(state: Instructor, class_id: str, roster: str = Form("")) -> Respo
 def learner_page(state: Instructor, request: Request, class_id: str, row: str) -> HTMLResponse:
     klass = class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
-    code = state.progress.resume_code(learner.learner_id)
+    code = state.progress.resume_code(learner.learner_id, touch=False)
     current = state.catalog.step(learner.current_step[0]) if learner.current_step else None
     runs = [{"step": state.catalog.step(run.step_slug), "at": run.at, "passed": run.passed,
              "report": json.loads(run.report)} for run in state.progress.exercise_runs(learner.learner_id)[:RUNS_SHOWN]]  # fmt: skip

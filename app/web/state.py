@@ -96,8 +96,10 @@ class AppState:
         learner = session.owner.learner
         if learner is None:
             return
-        report = json.dumps({"at": time.time(), "exit": str(session.exit_status or "stopped"),
-                             "reason": session.reason, "stderr": "\n".join(session.stderr_tail)[-OWN_EXIT_STDERR:]})  # fmt: skip
+        status = session.exit_status
+        report = json.dumps({"at": time.time(), "exit": str(status or "stopped"),
+                             "failed": status is None or status.code != 0, "reason": session.reason,
+                             "stderr": "\n".join(session.stderr_tail)[-OWN_EXIT_STDERR:]})  # fmt: skip
         await anyio.to_thread.run_sync(self.progress.record_server_exit, learner, report)
 
     async def start(self) -> None:

@@ -206,8 +206,12 @@ def test_the_grids_filters_mark_stuck_behind_and_inactive_learners() -> None:
     away = row(4, now - INACTIVE_AFTER_S, ("l/a", now - 2 * STUCK_AFTER_S, now - INACTIVE_AFTER_S))
     behind = row(1, now - 60, None)
     crashed, crashed_long_ago = row(4, now - 60, None), row(4, now - 60, None)
-    crashed["learner"].server_exit = json.dumps({"at": now - 60, "exit": "exited with status 1"})
-    crashed_long_ago["learner"].server_exit = json.dumps({"at": now - STUCK_AFTER_S - 1, "exit": "killed"})
+    crashed["learner"].server_exit = json.dumps(
+        {"at": now - 60, "exit": "exited with status 1", "failed": True}
+    )
+    crashed_long_ago["learner"].server_exit = json.dumps(
+        {"at": now - STUCK_AFTER_S - 1, "exit": "killed", "failed": True}
+    )
     rows = [stuck, fresh, finished, away, behind, crashed, crashed_long_ago]
     mark_filters(rows, now)
     marks = {key: [bool(r[key]) for r in rows] for key in ("stuck_on", "stuck", "inactive", "behind")}
@@ -226,6 +230,11 @@ def test_seats_from_a_pasted_roster_give_joiners_their_student_ids(site: InProce
         assert (
             teacher.post(f"/instructor/classes/{class_id}/seats", data={"roster": roster}).status_code == 303
         )
+        too_many = "\n".join(f"Learner {n}" for n in range(501))
+        refused = teacher.post(f"/instructor/classes/{class_id}/seats", data={"roster": too_many})
+        assert refused.status_code == 422 and "500 at most" in refused.text
+        long_id = teacher.post(f"/instructor/classes/{class_id}/seats", data={"roster": "Ok, " + "9" * 65})
+        assert long_id.status_code == 422 and "it may have 64" in long_id.text
         bad = teacher.post(
             f"/instructor/classes/{class_id}/seats", data={"roster": "Ok\n" + "x" * 41 + ", s-9"}
         )

@@ -155,6 +155,7 @@ async def test_how_a_learners_own_server_ended_is_recorded_for_the_instructor(ap
     assert recorded is not None
     report = json.loads(recorded)
     assert report["exit"] == "exited with status 1" and "the config is missing" in report["stderr"]
+    assert report["failed"] is True
     assert "reading the config" in report["stderr"]
 
 
