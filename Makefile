@@ -99,6 +99,8 @@ vendor:
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps-node
 	npm ci --prefix vendor/codemirror --no-audit --no-fund --loglevel=error
 	node vendor/codemirror/build.mjs
+	npm ci --prefix vendor/ext-apps --no-audit --no-fund --loglevel=error
+	node vendor/ext-apps/build.mjs
 
 check-lessons: install
 	$(PY) -m app check-lessons

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -11,6 +12,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 # In hosting mode the instructor token is a real secret: at least this long.
 MIN_HOSTING_TOKEN_LENGTH = 24
+
+
+# On loopback the apps' sandbox proxy takes the other name of this machine: another host, so another
+# origin and another cookie jar than the site's.
+LOOPBACK_PAIR = {"127.0.0.1": "localhost", "localhost": "127.0.0.1", "::1": "localhost"}
 
 
 class Settings(BaseSettings):
@@ -90,6 +96,22 @@ class Settings(BaseSettings):
     allowed_origins: list[str] = Field(
         default_factory=list,
         description="Extra Origin values allowed to open a WebSocket (the site's own origin is always allowed).",
+    )
+    apps: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description=(
+            "Render MCP Apps in the console. auto: on when there is a second origin for the apps' sandbox "
+            "proxy (PLAYGROUND_APPS_ORIGIN, or on loopback the other loopback name), else off with the "
+            "reason shown; on: the start refuses without one; off: never."
+        ),
+    )
+    apps_origin: str = Field(
+        "",
+        description=(
+            "Origin of the MCP Apps sandbox proxy (https://apps.example-usercontent.net), on a host outside "
+            "the site's registrable domain, reaching this app (nginx serves both names). Empty: on loopback "
+            "http://localhost:PORT when the site is 127.0.0.1 (the reverse when the site is localhost)."
+        ),
     )
     allowed_hosts: list[str] = Field(
         default_factory=list,
@@ -360,6 +382,20 @@ class Settings(BaseSettings):
         if self.hosting:
             return None
         return frozenset({"localhost", "127.0.0.1", "::1", self.host.lower().strip("[]")})
+
+    @property
+    def apps_proxy(self) -> tuple[str | None, str]:
+        """(the sandbox proxy's origin, or None when Apps are off; why they are off)."""
+        if self.apps == "off":
+            return None, "MCP Apps are turned off on this playground (PLAYGROUND_APPS=off)."
+        if self.apps_origin:
+            return self.apps_origin.rstrip("/").lower(), ""
+        if not self.hosting and self.host in LOOPBACK_PAIR:
+            return f"http://{LOOPBACK_PAIR[self.host]}:{self.port}", ""
+        return None, (
+            "MCP Apps need the sandbox proxy on a second origin, a host name outside this site's domain, and "
+            "none is set (the operator sets PLAYGROUND_APPS_ORIGIN)."
+        )
 
     @property
     def hosting(self) -> bool:

@@ -34,6 +34,7 @@ from app.web import (
     workspace,
     ws,
 )
+from app.web.apps_proxy import AppsProxyMiddleware
 from app.web.client import ClientMiddleware, TrustedProxies
 from app.web.connections import RequestPacing
 from app.web.guard import GuardMiddleware
@@ -84,6 +85,8 @@ def create_app(settings: Settings | None = None, process_source: ProcessSource |
     learner.install(app)
     access.install(app, settings.access_code)
     app.add_middleware(GuardMiddleware)  # before any cookie is read or minted
+    # The apps' sandbox proxy host gets the proxy and nothing of the site (app/web/apps_proxy.py).
+    app.add_middleware(AppsProxyMiddleware, settings=settings)
     app.add_middleware(RequestPacing, connections=state.connections)  # each address at its pace
     # Outermost: who the client is and how it reached us, for everything above.
     app.add_middleware(ClientMiddleware, trusted=TrustedProxies(settings.trusted_proxies))

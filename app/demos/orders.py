@@ -1,5 +1,9 @@
-"""demo-orders: one tool, one resource and one prompt, the server most lessons talk to."""
+"""demo-orders: the server most lessons talk to. A tool to look up an order, a resource, a prompt, and
+a second tool with an MCP App (an order-status card, lesson 25)."""
 
+from pathlib import Path
+
+from mcp.server.apps import Apps
 from mcp.server.mcpserver import MCPServer
 
 from app.demos.stdio import serving
@@ -8,7 +12,10 @@ from app.protocol import messages
 INFO = {
     "name": "demo-orders",
     "title": "Orders desk",
-    "description": "A small shop's order desk: a tool to look up an order, the refund policy, a triage prompt.",
+    "description": (
+        "A small shop's order desk: a tool to look up an order, the refund policy, a triage prompt, and an "
+        "order-status card (an MCP App)."
+    ),
     # What the console's templates offer for this server (a tool, resource and prompt it really has).
     "samples": [
         {"method": "tools/call", "params": {"name": "get_order_status", "arguments": {"order_id": "123456"}}},
@@ -20,7 +27,22 @@ INFO = {
     ],
 }
 
-server = MCPServer("demo-orders")
+ORDER_CARD_URI = "ui://orders/order-card.html"
+# Read when the module loads, before the sandbox forks its instances from it.
+ORDER_CARD_HTML = (Path(__file__).parent / "apps" / "order-card.html").read_text(encoding="utf-8")
+apps = Apps()
+
+
+@apps.tool(resource_uri=ORDER_CARD_URI, visibility=["model", "app"])
+async def show_order(order_id: str) -> dict[str, str]:
+    """Show ONE order's status as a card (an MCP App); a plain result for other clients. order_id is 6 digits."""
+    return await get_order_status(order_id)
+
+
+apps.add_html_resource(ORDER_CARD_URI, ORDER_CARD_HTML)
+
+# The extension's tools and resources are taken when the server is built: define them first.
+server = MCPServer("demo-orders", extensions=[apps])
 
 
 # The handlers are `async def`: they answer at once, on the event loop. A plain `def` would run on a

@@ -19,7 +19,9 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from app.protocol.jsonrpc import crude_items, parse_json, to_line
 
-Direction = Literal["client", "server", "relay"]
+# "to_app" and "from_app": the console, as an MCP Apps host, and an app it renders (docs/websocket.md).
+Direction = Literal["client", "server", "relay", "to_app", "from_app"]
+Maker = Literal["host", "app"]
 # Enough for any lesson many times over; bounds a console left running for hours.
 MAX_ENTRIES = 5000
 # The lines a transcript keeps, all together (UTF-8 bytes); the oldest go first. A setting overrides it.
@@ -216,8 +218,12 @@ class Transcript:
     _open_client: dict[Hashable, Entry] = field(default_factory=dict, repr=False)
     # The seqs of the kept entries by direction, and each response's seq by its request's.
     _by_direction: dict[str, list[int]] = field(
-        default_factory=lambda: {"client": [], "server": [], "relay": []}, repr=False
+        default_factory=lambda: {"client": [], "server": [], "relay": [], "to_app": [], "from_app": []},
+        repr=False,
     )
+    # Client requests the console made as an Apps host, by seq: itself ("host": the UI resource it
+    # reads) or for an app whose call the learner allowed ("app"). The rest are the learner's own.
+    _made_by: dict[int, Maker] = field(default_factory=dict, repr=False)
     _responses: dict[int, int] = field(default_factory=dict, repr=False)
     # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
     exchanges: deque[HttpExchange] = field(default_factory=lambda: deque(maxlen=MAX_EXCHANGES))
@@ -332,6 +338,7 @@ class Transcript:
             del column[:count]
         for seq in range(self.dropped + 1, last + 1):
             self._responses.pop(seq, None)
+            self._made_by.pop(seq, None)
         self.dropped = last
         for seqs in self._by_direction.values():
             keep = bisect.bisect_right(seqs, last)
@@ -344,8 +351,10 @@ class Transcript:
         """The entry numbered `seq`, unless it was let go."""
         return self._view(seq) if self.dropped < seq <= self.last_seq else None
 
-    def add_client(self, line: str, message: Any) -> Entry:
+    def add_client(self, line: str, message: Any, by: Maker | None = None) -> Entry:
         entry = self._add("client", line, message)
+        if by is not None:
+            self._made_by[entry.seq] = by
         if entry.is_request:
             self._open_client[_id_key(message["id"])] = entry
             if len(self._open_client) > MAX_OPEN_REQUESTS:
@@ -355,6 +364,19 @@ class Transcript:
     def add_relay_error(self, text: str, reply: dict[str, Any]) -> Entry:
         """A frame the relay refused: it never reached the server; `reply` is what the client got."""
         return self._add("relay", text, reply, source=to_line(reply))
+
+    def made_by(self, entry: Entry) -> Maker | None:
+        """Who made a client request: the console as an Apps host, an app, or (None) the learner."""
+        return self._made_by.get(entry.seq)
+
+    def add_app(self, direction: Literal["to_app", "from_app"], line: str, message: Any) -> Entry:
+        """A message between the console (an MCP Apps host) and an app it renders: it never reaches
+        the server, and answers nothing of the server's."""
+        return self._add(direction, line, message)
+
+    def app_messages(self) -> list[Entry]:
+        """Host-to-app and app-to-host messages, oldest first."""
+        return self._views(sorted(self._by_direction["to_app"] + self._by_direction["from_app"]))
 
     def relay_errors(self) -> list[Entry]:
         return self._views(self._by_direction["relay"])
@@ -410,6 +432,12 @@ class Transcript:
         first, end = seqs.start - 1 - self.dropped, seqs.stop - 1 - self.dropped
         return sum(len(line) for line in self._line[first:end])
 
+    def _entry_json(self, entry: Entry) -> dict[str, Any]:
+        data = entry.to_json()
+        if (by := self._made_by.get(entry.seq)) is not None:
+            data["by"] = by
+        return data
+
     def to_json(self, after_seq: int = 0, limit: int | None = None) -> dict[str, Any]:
         entries = self.page(after_seq, limit)
         more = bool(entries) and entries[-1].seq < self.last_seq
@@ -418,7 +446,7 @@ class Transcript:
             "started_at": self.started_at,
             "revision": self.revision,
             "dropped": self.dropped,
-            "entries": [e.to_json() for e in entries],
+            "entries": [self._entry_json(e) for e in entries],
             "next_after": entries[-1].seq if more else None,
         }
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from app.metrics import Metrics
 from app.protocol.jsonrpc import MAX_ITEMS, Frame, FrameError, json_items, parse_json
-from app.protocol.transcript import PARSED_ITEM_BYTES, Entry, Transcript
+from app.protocol.transcript import PARSED_ITEM_BYTES, Entry, Maker, Transcript
 from app.relay.admission import Owner, Slot
 from app.relay.rates import Pace
 from app.sandbox.errors import OutputLimitError, SandboxError
@@ -256,12 +256,13 @@ class RelaySession:
         self._pumps, self._serving_watch = [], None
         return process
 
-    async def send(self, frame: Frame) -> Entry:
-        """Record a validated client message and write its line to the server's stdin."""
+    async def send(self, frame: Frame, by: Maker | None = None) -> Entry:
+        """Record a validated client message and write its line to the server's stdin (`by`: made by
+        the console as an Apps host, for itself or for an app)."""
         process = self.process
         if process is None or self.status != "ready":
             raise SandboxError("The server is not running.", reason="not_running", status_code=409)
-        entry = self.transcript.add_client(frame.line, frame.message)  # before the write: replies pair up
+        entry = self.transcript.add_client(frame.line, frame.message, by)  # before the write: replies pair up
         self.touch()
         await process.write_line(frame.line)
         self._sent(process)

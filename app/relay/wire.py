@@ -37,6 +37,7 @@ from app.protocol.jsonrpc import (
     readable_id,
 )
 from app.protocol.transcript import Entry, Transcript
+from app.relay.apphost import app_frame, direction_of, host_request
 from app.relay.session import RelaySession, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import SandboxError
@@ -286,9 +287,12 @@ class McpWire(Wire):
 # --- the envelope frames: built here once, for live traffic and for replay alike ------------------
 
 
-def sent_frame(entry: Entry, findings: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
-            "line": entry.line, "findings": findings}  # fmt: skip
+def sent_frame(entry: Entry, findings: list[dict[str, Any]], by: str | None = None) -> dict[str, Any]:
+    frame = {"type": "sent", "seq": entry.seq, "at_ms": round(entry.at_ms, 3), "message": entry.message,
+             "line": entry.line, "findings": findings}  # fmt: skip
+    if by is not None:  # made by the console as an Apps host, for itself or for an app
+        frame["by"] = by
+    return frame
 
 
 def received_frame(entry: Entry, transcript: Transcript) -> dict[str, Any]:
@@ -308,7 +312,9 @@ def entry_frame(entry: Entry, transcript: Transcript) -> dict[str, Any]:
     """The frame for a kept entry, as a console that missed it live gets it (a reconnect's replay,
     an instructor following the session): a sent message's findings were for that moment, not kept."""
     if entry.direction == "client":
-        return sent_frame(entry, [])
+        return sent_frame(entry, [], transcript.made_by(entry))
+    if entry.direction in ("to_app", "from_app"):
+        return app_frame(entry)
     if entry.direction == "relay":
         error = entry.message["error"]
         return relay_error_frame(error, entry.message.get("id"), error["data"].get("reason", ""),
@@ -333,7 +339,7 @@ class EnvelopeWire(Wire):
 
     async def on_text(self, text: str) -> None:
         frame = _envelope(text)
-        if not isinstance(frame, dict) or frame.get("type") not in ("send", "restart"):
+        if not isinstance(frame, dict) or frame.get("type") not in ("send", "restart", "app", "call"):
             await self._relay_error(
                 "unknown frame",
                 'The console speaks frames like {"type": "send", "text": "..."} or {"type": "restart"}.',
@@ -343,19 +349,48 @@ class EnvelopeWire(Wire):
             await self._restart()
             return
         if not isinstance(frame.get("text"), str):
-            await self._relay_error("send without text", 'A "send" frame needs "text": the message as typed.')
+            await self._relay_error(f"{frame['type']} without text",
+                                    f'A "{frame["type"]}" frame needs "text": the message, as JSON text.')  # fmt: skip
+            return
+        if frame["type"] == "app":
+            await self._app_message(frame)
+            return
+        by = frame.get("by") if frame["type"] == "call" else None
+        if frame["type"] == "call" and by not in ("host", "app"):
+            await self._relay_error(
+                "call without by", 'A "call" frame names who makes it: "by": "host" or "app".'
+            )
+            return
+        result = self.admit(frame["text"])
+        if isinstance(result, Frame) and by is not None:
+            result = host_request(result, by, self.session.transcript)
+        if isinstance(result, FrameError):
+            await self.refuse(result, frame["text"])
+            return
+        findings = explain.client_findings(result.message, self.session.transcript) if by is None else []
+        try:
+            entry = await self.session.send(result, by)
+        except SandboxError as exc:
+            await self._relay_error("server not running", exc.message + " Restart it to go on.")
+            return
+        await self.send_json(sent_frame(entry, findings, by))
+        self.checks_due()
+
+    async def _app_message(self, frame: dict[str, Any]) -> None:
+        """A message between the console (an Apps host) and an app: recorded and shown, never forwarded."""
+        direction = direction_of(frame.get("from"))
+        if direction is None:
+            await self._relay_error(
+                "app without from", 'An "app" frame says who sent it: "from": "host" or "app".'
+            )
             return
         result = self.admit(frame["text"])
         if isinstance(result, FrameError):
             await self.refuse(result, frame["text"])
             return
-        findings = explain.client_findings(result.message, self.session.transcript)
-        try:
-            entry = await self.session.send(result)
-        except SandboxError as exc:
-            await self._relay_error("server not running", exc.message + " Restart it to go on.")
-            return
-        await self.send_json(sent_frame(entry, findings))
+        entry = self.session.transcript.add_app(direction, result.line, result.message)
+        self.session.touch()
+        await self.send_json(app_frame(entry))
         self.checks_due()
 
     async def _restart(self) -> None:

@@ -90,9 +90,18 @@ def bearer_only(headers: Headers) -> bool:
     return headers.get("authorization", "").lower().startswith("bearer ") and "cookie" not in headers
 
 
+def site_headers(apps_origin: str | None) -> tuple[tuple[bytes, bytes], ...]:
+    """The security headers of every response; a console frames MCP Apps from the proxy's origin alone."""
+    if apps_origin is None:
+        return HEADERS
+    policy = CONTENT_SECURITY_POLICY + f"; frame-src {apps_origin}"
+    return ((b"content-security-policy", policy.encode()), *HEADERS[1:])
+
+
 class GuardMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.headers: tuple[tuple[bytes, bytes], ...] | None = None  # made on the first request
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -105,7 +114,9 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = HEADERS + ((HSTS,) if is_https(scope) else ())
+        if self.headers is None:
+            self.headers = site_headers(scope["app"].state.playground.settings.apps_proxy[0])
+        extra = self.headers + ((HSTS,) if is_https(scope) else ())
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -34,6 +34,7 @@ from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.sandbox.process import ProcessSource
+from app.web.apps_proxy import origin_problem
 from app.web.client import TrustedProxies
 from app.web.connections import ConnectionLimits, Connections
 from app.web.credentials import FailureThrottle
@@ -113,6 +114,9 @@ class AppState:
         self.progress.open()
         if s.database_url:  # several replicas may share this database: share live sessions too
             self.fleet = Fleet(FleetStore(self.progress), s.replica_silence_s)
+        if (problem := origin_problem(s)) is not None:
+            print(f"Refusing to start: {problem}", file=sys.stderr, flush=True)
+            raise ValueError(problem)
         self.instructor_token = s.instructor_token
         if self.instructor_token and s.hosting and len(self.instructor_token) < MIN_HOSTING_TOKEN_LENGTH:
             message = (

@@ -2,6 +2,8 @@
 // It speaks the envelope frames of docs/websocket.md; pairs.js keeps the session's bookkeeping.
 // Text from the server only ever goes in as text.
 
+import { AppHost } from "./apphost.js";
+import { appLabel, appWords } from "./appwords.js";
 import { CheckList } from "./checks.js";
 import { Connection } from "./connection.js";
 import { RequestCards } from "./cards.js";
@@ -62,6 +64,13 @@ class Console {
     this.log = new MessageLog($("ol.log"), { edit: (text) => this.put(text) });
     this.diagram = new SequenceDiagram($("[data-sequence]"));
     this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
+    this.apps = new AppHost($("[data-app-box]"), {
+      origin: root.dataset.appsOrigin || null,
+      off: root.dataset.appsOff || "",
+      send: (frame) => this.connection.send(frame),
+      note: (text, kind) => this.log.note(text, kind),
+      revision: () => this.ui.facts.querySelector("[data-fact=revision]")?.textContent || this.revision,
+    });
     this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"), $("[data-next-hint]"));
     this.checks.showHint();
     this.waits = new Waits(
@@ -258,6 +267,7 @@ class Console {
   }
 
   forget() {
+    this.apps.reset();
     this.diagram.clear();
     this.cards.clear();
     this.pairs.forget();
@@ -267,7 +277,7 @@ class Console {
   // ---- what the relay says ----
 
   onFrame(frame) {
-    if (["sent", "received", "relay_error", "stderr"].includes(frame.type)) this.entries.push(frame);
+    if (["sent", "received", "relay_error", "stderr", "app"].includes(frame.type)) this.entries.push(frame);
     switch (frame.type) {
       case "state":
         return this.onState(frame);
@@ -279,6 +289,8 @@ class Console {
         return this.onRelayError(frame);
       case "stderr":
         return this.log.stderr(frame);
+      case "app":
+        return this.onApp(frame);
       case "check":
         return this.checks.update(frame);
       case "full":
@@ -339,8 +351,11 @@ class Console {
     const info = describe(message);
     const { pairKey, label } = this.pairs.sent(frame, info.kind);
     if (info.kind === "response") this.cards.answered(message.id);
-    this.waits.stopSending();
-    this.log.sent(frame, labels.sent(message, info), pairKey);
+    if (frame.by) this.apps.onSent(frame);
+    else this.waits.stopSending();
+    const by =
+      { host: " (the console's own, as the app's host)", app: " (for the app: you allowed it)" }[frame.by] || "";
+    this.log.sent(frame, labels.sent(message, info) + by, pairKey);
     this.diagram.add({ seq: frame.seq, dir: "c2s", label, kind: info.kind, pairKey });
     if (!frame.replayed) this.announce(`Sent: ${labels.sent(message, info)}.`);
     this.editor.check(); // the id note may change
@@ -358,7 +373,11 @@ class Console {
     }
     const words = labels.received(message, info, frame, method);
     const li = this.log.received(frame, words, pairKey);
-    if (frame.answers) this.offerFollowUps(li, frame);
+    if (frame.answers) {
+      this.offerFollowUps(li, frame);
+      const sent = this.entries.find((e) => e.type === "sent" && e.seq === frame.answers);
+      if (!frame.replayed) this.apps.onReceived(frame, sent);
+    }
     this.diagram.add({
       seq: frame.seq,
       dir: "s2c",
@@ -381,7 +400,29 @@ class Console {
     li.append(row);
   }
 
+  /** A message between the console, as an MCP Apps host, and an app: its own lane. */
+  onApp(frame) {
+    const message = frame.message || {};
+    const request =
+      "method" in message
+        ? null
+        : this.entries.findLast(
+            (e) => e.type === "app" && e.from !== frame.from && e.message?.id === message.id && "method" in e.message,
+          )?.message;
+    const label = appLabel(message, frame.from);
+    this.log.app(frame, label, appWords(message, request));
+    const kind =
+      "method" in message ? ("id" in message ? "request" : "notification") : "error" in message ? "error" : "response";
+    this.diagram.add({
+      seq: frame.seq,
+      dir: frame.from === "app" ? "a2h" : "h2a",
+      label: message.method || "reply",
+      kind,
+    });
+  }
+
   onRelayError(frame) {
+    this.apps.onRefused(frame);
     this.pairs.refused(frame.id); // the relay answered for a request the server can no longer answer
     this.waits.stopSending();
     const err = frame.error || {};

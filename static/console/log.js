@@ -148,6 +148,17 @@ export class MessageLog {
     return li;
   }
 
+  /** A message between the console (an MCP Apps host) and an app; `words` say what it means. */
+  app(frame, label, words) {
+    const li = this.entry("app", { seq: frame.seq, label, time: frame.at_ms, direction: "⇄ app" });
+    li.dataset.from = frame.from;
+    this.body(li, frame.message, JSON.stringify(frame.message));
+    if (words) li.append(el("p", "log-note", words));
+    if (frame.replayed) li.dataset.replayed = "true";
+    if (frame.message && "error" in frame.message) li.classList.add("is-error");
+    return li;
+  }
+
   relayError(frame) {
     const err = frame.error || {};
     const li = this.entry("relay_error", {

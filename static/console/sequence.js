@@ -3,8 +3,9 @@
 
 const NS = "http://www.w3.org/2000/svg";
 const WIDTH = 520;
-const CLIENT_X = 70;
-const SERVER_X = WIDTH - 70;
+// Two lanes (client, server), or three once an app talks (app, host, server): the host is the client.
+const TWO = { client: 70, server: WIDTH - 70, app: null };
+const THREE = { app: 50, client: 200, server: WIDTH - 60 };
 const TOP = 46;
 const ROW = 34;
 const PAIR_COLOURS = 6; // .pair-0 ... .pair-5 in style.css
@@ -24,6 +25,7 @@ export class SequenceDiagram {
   constructor(container) {
     this.container = container;
     this.rows = [];
+    this.lanes3 = false; // an app has talked: its lane is drawn
     this.undrawn = 0; // messages past MAX_ARROWS, counted, not drawn
     this.scrollPending = false;
     this.pairs = new Map(); // pair key -> colour index
@@ -47,6 +49,7 @@ export class SequenceDiagram {
 
   clear() {
     this.rows = [];
+    this.lanes3 = false;
     this.undrawn = 0;
     this.pairs.clear();
     this.nextColour = 0;
@@ -74,7 +77,8 @@ export class SequenceDiagram {
   }
 
   /**
-   * @param {{seq?: number, dir: "c2s"|"s2c"|"relay", label: string, kind: string, pairKey?: string}} row
+   * @param {{seq?: number, dir: "c2s"|"s2c"|"relay"|"h2a"|"a2h", label: string, kind: string, pairKey?: string}} row
+   *   h2a and a2h: between the console (an MCP Apps host) and an app
    */
   add(row) {
     if (this.rows.length >= MAX_ARROWS) {
@@ -82,15 +86,36 @@ export class SequenceDiagram {
       this.draw();
       return;
     }
-    const y = TOP + ROW * this.rows.length + ROW / 2;
     this.rows.push(row);
+    if ((row.dir === "h2a" || row.dir === "a2h") && !this.lanes3) {
+      this.lanes3 = true; // every arrow moves to the three-lane layout
+      this.arrows.replaceChildren();
+      this.rows.forEach((each, index) => {
+        this.arrow(each, index);
+      });
+    } else {
+      this.arrow(row, this.rows.length - 1);
+    }
+    this.draw();
+    this.scrollSoon();
+  }
+
+  arrow(row, index) {
+    const x = this.lanes3 ? THREE : TWO;
+    const y = TOP + ROW * index + ROW / 2;
     const colour = this.colourFor(row.pairKey);
     const g = svg("g", { class: `arrow kind-${row.kind}${colour === null ? "" : ` pair-${colour}`}`, tabindex: "0" });
     if (row.pairKey) g.dataset.pair = row.pairKey;
-    const toServer = row.dir !== "s2c";
-    const x1 = toServer ? CLIENT_X : SERVER_X;
-    const x2 = row.dir === "relay" ? WIDTH / 2 : toServer ? SERVER_X : CLIENT_X;
-    const tip = toServer ? -1 : 1;
+    const [from, to] = {
+      c2s: [x.client, x.server],
+      s2c: [x.server, x.client],
+      relay: [x.client, (x.client + x.server) / 2],
+      h2a: [x.client, x.app],
+      a2h: [x.app, x.client],
+    }[row.dir];
+    const x1 = from;
+    const x2 = to;
+    const tip = to > from ? -1 : 1;
     const line = svg("line", { x1, y1: y, x2: x2 + tip * 8, y2: y, class: "shaft" });
     if (row.kind === "notification") line.setAttribute("stroke-dasharray", "6 4");
     const head =
@@ -102,11 +127,14 @@ export class SequenceDiagram {
         : svg("polygon", { points: `${x2},${y} ${x2 + tip * 10},${y - 5} ${x2 + tip * 10},${y + 5}`, class: "head" });
     const label = svg("text", { x: (x1 + x2) / 2, y: y - 6, "text-anchor": "middle", class: "label" }, row.label);
     const seq = row.seq ? svg("text", { x: 8, y: y + 4, class: "seq" }, `#${row.seq}`) : null;
-    const hover = svg(
-      "title",
-      {},
-      `${row.seq ? `#${row.seq} ` : ""}${toServer ? "client → server" : "server → client"}: ${row.label}`,
-    );
+    const sides = {
+      c2s: "client → server",
+      relay: "client → relay",
+      s2c: "server → client",
+      h2a: "host → app",
+      a2h: "app → host",
+    };
+    const hover = svg("title", {}, `${row.seq ? `#${row.seq} ` : ""}${sides[row.dir]}: ${row.label}`);
     g.append(hover, line, head, label);
     if (seq) g.append(seq);
     const highlight = (on) => {
@@ -120,8 +148,6 @@ export class SequenceDiagram {
     g.addEventListener("focus", () => highlight(true));
     g.addEventListener("blur", () => highlight(false));
     this.arrows.append(g);
-    this.draw();
-    this.scrollSoon();
   }
 
   draw() {
@@ -137,12 +163,23 @@ export class SequenceDiagram {
     const height = TOP + ROW * (Math.max(this.rows.length, 1) + more.length) + 8;
     this.root.setAttribute("viewBox", `0 0 ${WIDTH} ${height}`);
     this.root.setAttribute("height", String(height));
-    this.title.textContent = `Sequence diagram: ${this.rows.length} message${this.rows.length === 1 ? "" : "s"} between you (client) and the server`;
+    const count = `${this.rows.length} message${this.rows.length === 1 ? "" : "s"}`;
+    this.title.textContent = this.lanes3
+      ? `Sequence diagram: ${count} between an app, you (the console, its host and the client) and the server`
+      : `Sequence diagram: ${count} between you (client) and the server`;
+    const lanes = this.lanes3
+      ? [
+          [THREE.app, "app"],
+          [THREE.client, "you (host, client)"],
+          [THREE.server, "server"],
+        ]
+      : [
+          [TWO.client, "you (client)"],
+          [TWO.server, "server"],
+        ];
     this.lanes.replaceChildren(
-      svg("text", { x: CLIENT_X, y: 18, "text-anchor": "middle", class: "lane-title" }, "you (client)"),
-      svg("text", { x: SERVER_X, y: 18, "text-anchor": "middle", class: "lane-title" }, "server"),
-      svg("line", { x1: CLIENT_X, y1: 28, x2: CLIENT_X, y2: height - 4, class: "lane" }),
-      svg("line", { x1: SERVER_X, y1: 28, x2: SERVER_X, y2: height - 4, class: "lane" }),
+      ...lanes.map(([x, name]) => svg("text", { x, y: 18, "text-anchor": "middle", class: "lane-title" }, name)),
+      ...lanes.map(([x]) => svg("line", { x1: x, y1: 28, x2: x, y2: height - 4, class: "lane" })),
       ...more,
     );
   }

@@ -46,6 +46,8 @@ export function samplesFrom(samples = []) {
   };
 }
 
+const APPS = { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } };
+
 function initialize(revision) {
   return {
     method: "initialize",
@@ -55,6 +57,8 @@ function initialize(revision) {
         roots: { listChanged: true },
         sampling: {},
         ...(revision >= "2025-06-18" ? { elicitation: {} } : {}),
+        // The console renders MCP Apps (apphost.js): it says so, as a host does.
+        extensions: APPS,
       },
       clientInfo: { name: "playground-console", version: "1.0.0" },
     },
@@ -69,7 +73,7 @@ export function templateGroups(server, revision, servers = SERVERS) {
   // A client SHOULD name itself in every 2026-07-28 request (basic §_meta).
   const meta = {
     "io.modelcontextprotocol/protocolVersion": STATELESS_REVISION,
-    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientCapabilities": { extensions: APPS },
     "io.modelcontextprotocol/clientInfo": { name: "playground-console", version: "1.0.0" },
   };
   const request = (method, params) => (id) => {

@@ -1,7 +1,7 @@
 """Real-browser tests: Debian Chromium driven by Playwright against the real app on a loopback port.
 
 One app and one browser serve the whole package; each test gets a fresh browser context (a new
-learner cookie). Every request a page makes is recorded, and a test fails if one leaves 127.0.0.1.
+learner cookie). Every request a page makes is recorded, and a test fails if one leaves this machine (127.0.0.1, and localhost for the apps' proxy).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ ARTIFACTS = ROOT / "test-artifacts"
 # Generous: two busy cores start sandboxed servers while Chromium renders.
 EXPECT_TIMEOUT_MS = 20_000
 LOCAL_SCHEMES = {"data", "blob", "about"}
+# The site, and the MCP Apps sandbox proxy on this machine's other name (app/web/apps_proxy.py).
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 INSTRUCTOR_TOKEN = "browser-tests-instructor-token"
 
 
@@ -91,7 +93,7 @@ class PageProbe:
     def outside(self) -> list[str]:
         return [
             url for url in self.requests
-            if urlsplit(url).scheme not in LOCAL_SCHEMES and urlsplit(url).hostname != "127.0.0.1"
+            if urlsplit(url).scheme not in LOCAL_SCHEMES and urlsplit(url).hostname not in LOCAL_HOSTS
         ]  # fmt: skip
 
 
@@ -138,7 +140,7 @@ def _page(browser: Browser, app: AppProcess, probe: PageProbe, scheme: str) -> I
     page = _new_page(browser, app, scheme, probe)
     yield page
     page.context.close()
-    assert probe.outside() == [], f"the page made requests outside 127.0.0.1: {probe.outside()}"
+    assert probe.outside() == [], f"the page made requests off this machine: {probe.outside()}"
     assert probe.errors == [], f"JavaScript errors on the page: {probe.errors}"
     assert probe.csp_violations() == [], (
         f"the page broke its Content-Security-Policy: {probe.csp_violations()}"

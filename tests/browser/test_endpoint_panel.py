@@ -37,7 +37,7 @@ def test_the_panel_makes_an_endpoint_and_shows_a_real_clients_traffic(page: Page
                          timeout=CLIENT_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
     assert ran.returncode == 0, ran.stderr[-3000:]
     listed, _, called = ran.stdout.strip().partition("\n")
-    assert listed == "['get_order_status']" and "481516" in called and "shipped" in called
+    assert listed == "['show_order', 'get_order_status']" and "481516" in called and "shipped" in called
     # mode="legacy": the handshake, an MCP session of 2025-11-25.
     expect(panel.locator("[data-endpoint-status]")).to_contain_text(
         "MCP session has ended (revision 2025-11-25)"

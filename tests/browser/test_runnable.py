@@ -19,7 +19,7 @@ def test_a_block_runs_and_a_block_that_never_ends_is_stopped(page: Page) -> None
     expect(run).to_be_visible()  # the editor has replaced the static code
     run.click()
     output = block.locator("[data-run-output]")
-    expect(output).to_contain_text("tools: ['get_order_status']")
+    expect(output).to_contain_text("tools: ['show_order', 'get_order_status']")
     expect(output).to_contain_text("shipped")
     expect(block.locator("[data-run-status]")).to_contain_text(re.compile(r"^Finished in \d"))
     block.locator(".cm-content").click()

@@ -72,7 +72,9 @@ def admitted_again(app: AppProcess, learner: str) -> bool:
 def test_a_block_runs_in_the_sandbox_and_its_output_streams_back(app: AppProcess) -> None:
     status, events = run(app, IN_MEMORY_CLIENT)
     assert status == 200, events
-    assert events[0] == {"stdout": "tools: ['get_order_status']"}, events  # each line as printed
+    assert events[0] == {"stdout": "tools: ['show_order', 'get_order_status']"}, (
+        events
+    )  # each line as printed
     assert any("shipped" in event.get("stdout", "") for event in events)
     assert events[-2] == {"stderr": "done"}
     end = events[-1]

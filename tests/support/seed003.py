@@ -14,7 +14,7 @@ EXPECTED_LINES = [
     "server: demo-orders | protocol: 2025-06-18",
     # SDK 2.3 no longer lists `experimental` (the seed ran 2.2.0).
     "capabilities: ['prompts', 'resources', 'tools']",
-    "tools: ['get_order_status']",
+    "tools: ['show_order', 'get_order_status']",
     'input schema: {"properties": {"order_id": {"title": "Order Id", "type": "string"}}, "required": '
     '["order_id"], "type": "object", "title": "get_order_statusArguments"}',
     'call ok     : {\n  "order_id": "481516",\n  "status": "shipped"\n} | isError: False',

@@ -64,7 +64,7 @@ async def test_the_python_sdk_client_uses_an_endpoint_and_ends_its_session(app: 
     async with streamable_http_client(endpoint["url"]) as (read, write), ClientSession(read, write) as client:
         result = await client.initialize()
         assert result.protocol_version == "2025-11-25" and result.server_info.name == "demo-orders"
-        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["show_order", "get_order_status"]
         call = await client.call_tool("get_order_status", {"order_id": "481516"})
         assert not call.is_error and "shipped" in call.content[0].text
         policy = await client.read_resource("policy://refunds")
@@ -210,7 +210,7 @@ async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app:
     before = live_sessions(app)
     async with Client(endpoint["url"]) as client:  # the SDK's own choice: server/discover first
         assert client.protocol_version == "2026-07-28"
-        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["show_order", "get_order_status"]
         call = await client.call_tool("get_order_status", {"order_id": "481516"})
         assert "shipped" in call.content[0].text
     assert live_sessions(app) == before + 1  # one instance served every stateless request

@@ -46,7 +46,7 @@ def run_client(app: AppProcess, server: str) -> dict:
 def test_the_typescript_sdk_client_drives_demo_orders(app: AppProcess) -> None:
     seen = run_client(app, "demo-orders")
     assert seen["version"] == "2025-11-25" and seen["server"]["name"] == "demo-orders" and seen["sessionId"]
-    assert seen["tools"] == ["get_order_status"] and '"status": "shipped"' in seen["call"]
+    assert seen["tools"] == ["show_order", "get_order_status"] and '"status": "shipped"' in seen["call"]
     assert seen["resource"].startswith("Refunds above") and seen["prompt"] == 1 and seen["ping"] == {}
 
 
@@ -68,4 +68,4 @@ def test_the_typescript_sdk_client_is_authorized_and_steps_up_on_a_protected_end
     assert seen["consents"] == [200, 200] and seen["iss"] == app.base
     # The 403's scope, asked for at the step-up, after the SDK's refresh kept mcp:read (oauth_client.mjs).
     assert seen["scopes"] == ["mcp:read", "mcp:read", "mcp:read mcp:tools"] and seen["refreshedFirst"]
-    assert seen["tools"] == ["get_order_status"] and '"status": "shipped"' in seen["call"]
+    assert seen["tools"] == ["show_order", "get_order_status"] and '"status": "shipped"' in seen["call"]

@@ -150,9 +150,12 @@ def test_a_page_moved_onto_this_machine_by_dns_rebinding_is_refused(site: InProc
     made = site.request("POST", "/api/endpoints", json={"server": "demo-orders"}, headers=REBOUND)
     assert made.status_code == 421
     assert site.request("GET", "/healthz", headers=REBOUND).status_code == 200  # probes name pods
-    for name in ("localhost", "127.0.0.1", "[::1]"):
-        port = site.base.rsplit(":", 1)[1]
+    port = site.base.rsplit(":", 1)[1]
+    for name in ("127.0.0.1", "[::1]"):
         assert site.request("GET", "/course", headers={"Host": f"{name}:{port}"}).status_code == 200
+    # localhost:PORT is the MCP Apps sandbox proxy's host: a page there is sent to the site's own name.
+    moved = site.request("GET", "/course", headers={"Host": f"localhost:{port}"})
+    assert moved.status_code == 307 and moved.headers["location"] == f"http://127.0.0.1:{port}/course"
 
 
 async def test_a_rebound_page_cannot_open_a_console(app: AppProcess) -> None:

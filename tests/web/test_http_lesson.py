@@ -217,7 +217,7 @@ def test_sessions_and_streams_with_the_lessons_python_client(on_step: OnStep) ->
         (script,) = code_blocks(step_page(learner.browser, f"{LESSON}/sessions"), "python")
         learner.page = step_page(learner.browser, step)  # back on the step being checked
         out = run_python_block(script, learner.endpoint["url"])
-        assert out.splitlines() == ["revision: 2025-11-25", "['get_order_status']"]
+        assert out.splitlines() == ["revision: 2025-11-25", "['show_order', 'get_order_status']"]
         learner.assert_every_check_passed()
 
 
@@ -268,7 +268,7 @@ async def test_stateless_requests_with_the_sdk_client_pass_the_first_check_only(
     learner = on_step("sdk-stateless", f"{LESSON}/stateless")
     async with Client(learner.endpoint["url"]) as client:
         assert client.protocol_version == "2026-07-28"
-        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["show_order", "get_order_status"]
     checks = learner.checks()
     assert checks["http-stateless-request"][0] is True
     assert checks["http-header-mismatch-refused"][0] is False

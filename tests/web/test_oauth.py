@@ -80,7 +80,7 @@ async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(a
     owner, storage = Owner(app), Memory()
     async with sdk_client(endpoint, owner, storage, "Test client") as client:
         await client.initialize()
-        assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+        assert [tool.name for tool in (await client.list_tools()).tools] == ["show_order", "get_order_status"]
         assert storage.tokens is not None and storage.tokens.scope == "mcp:read"  # what the 401 asked for
         call = await client.call_tool("get_order_status", {"order_id": "481516"})
         assert not call.is_error and "shipped" in call.content[0].text
@@ -384,7 +384,10 @@ async def test_a_client_named_by_its_metadata_document_is_allowed_without_regist
         endpoint, owner, storage = protected_endpoint(app), Owner(app), Memory()
         async with sdk_client(endpoint, owner, storage, "Document client", client_metadata_url=url) as client:
             await client.initialize()
-            assert [tool.name for tool in (await client.list_tools()).tools] == ["get_order_status"]
+            assert [tool.name for tool in (await client.list_tools()).tools] == [
+                "show_order",
+                "get_order_status",
+            ]
     assert storage.client is not None and storage.client.client_id == url  # its URL is its id: no /register
     asked = next(event for event in flow(app, endpoint) if event["step"] == "authorize")
     assert asked["detail"]["registration"] == "client ID metadata document"

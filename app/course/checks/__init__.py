@@ -119,8 +119,8 @@ class StepChecker:
 
 
 def requests(t: Transcript, method: str) -> list[Entry]:
-    """The client's requests of `method`, oldest first."""
-    return [e for e in t.client_messages() if e.is_request and e.method == method]
+    """The learner's requests of `method`, oldest first (not those the console made as an Apps host)."""
+    return [e for e in t.client_messages() if e.is_request and e.method == method and t.made_by(e) is None]
 
 
 def exchanges(t: Transcript, method: str) -> Iterator[tuple[Entry, Entry | None]]:
