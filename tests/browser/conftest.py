@@ -45,7 +45,7 @@ def browser_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess
     _require_chromium()
     app = AppProcess(
         tmp_path_factory.mktemp("browser-app"),
-        extra_demo_modules=["tests.fixtures.probe_server"],
+        extra_demo_modules=["tests.fixtures.probe_server", "tests.fixtures.hostile_app_server"],
         reply_timeout_s=1,  # so the "no reply yet" explanation shows within a test
         instructor_token=INSTRUCTOR_TOKEN,
         # A learner's output is read at an eighth of the default pace (still far above any demo's), so a

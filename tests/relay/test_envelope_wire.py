@@ -322,3 +322,78 @@ async def test_odd_values_where_the_explanations_look_things_up_are_explained_no
         assert (await client.recv_type("received"))["message"]["result"]["protocolVersion"] == "2025-06-18"
     finally:
         await client.close()
+
+
+# --- the console as an MCP Apps host (docs/websocket.md, "MCP Apps") ------------------------------
+
+
+async def test_app_messages_are_recorded_and_an_apps_call_goes_under_a_fresh_id(app: AppProcess) -> None:
+    learner = app.learner_cookie("apps")
+    client = await connect(app, learner=learner)
+    try:
+        session = (await client.recv_type("state"))["session"]
+        await client.send(init_request())
+        await client.recv_type("received")
+        app_init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "ui/initialize",
+            "params": {"protocolVersion": "2026-01-26"},
+        }
+        await client.ws.send(json.dumps({"type": "app", "from": "app", "text": json.dumps(app_init)}))
+        heard = await client.recv_type("app")
+        assert heard["from"] == "app" and heard["message"] == app_init and heard["seq"] == 3
+        reply = {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2026-01-26"}}
+        await client.ws.send(json.dumps({"type": "app", "from": "host", "text": json.dumps(reply)}))
+        assert (await client.recv_type("app"))["from"] == "host"
+        # The learner takes the id the relay would try first for the next call (the seq it will have).
+        await client.send({"jsonrpc": "2.0", "id": "app-7", "method": "ping"})
+        await client.recv_type("received")
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "get_order_status", "arguments": {"order_id": "123456"}}}  # fmt: skip
+        await client.ws.send(json.dumps({"type": "call", "by": "app", "text": json.dumps(call)}))
+        sent = await client.recv_type("sent")
+        assert sent["by"] == "app" and sent["seq"] == 7
+        assert sent["message"]["id"] == "app-8", "an id the session's client never used, not the app's 1"
+        answer = await client.recv_type("received")
+        assert answer["answers"] == 7 and "shipped" in json.dumps(answer["message"]["result"])
+        transcript = httpx.get(
+            f"{app.base}/api/sessions/{session}/transcript", cookies={"playground_learner": learner}
+        ).json()
+        rows = [(e["direction"], e.get("by")) for e in transcript["entries"]]
+        assert rows == [("client", None), ("server", None), ("from_app", None), ("to_app", None),
+                        ("client", None), ("server", None), ("client", "app"), ("server", None)]  # fmt: skip
+    finally:
+        await client.close()
+
+
+async def test_the_host_frames_refuse_what_is_not_theirs(app: AppProcess) -> None:
+    client = await connect(app, learner=app.learner_cookie("apps-bad"))
+    try:
+        await client.recv_type("state")
+        await client.send(init_request())
+        await client.recv_type("received")
+        ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        refusals = [
+            ({"type": "app", "from": "app", "text": "{not json"}, "Parse error"),
+            ({"type": "app", "from": "someone", "text": ping}, 'says who sent it'),
+            ({"type": "app", "from": "app"}, "needs"),
+            ({"type": "call", "text": ping}, "names who makes it"),
+            ({"type": "call", "by": "app", "text": json.dumps({"jsonrpc": "2.0", "method": "notifications/x"})},
+             "carries a request"),
+            ({"type": "call", "by": "app", "text": json.dumps({"jsonrpc": "2.0", "id": 2, "method": "initialize"})},
+             "never sends that method"),
+            ({"type": "call", "by": "app", "text": "x" * (1024 * 1024 + 1)}, "over the"),
+        ]  # fmt: skip
+        for frame, words in refusals:
+            await client.ws.send(json.dumps(frame))
+            error = await client.recv_type("relay_error")
+            assert (
+                words in error["explanation"]
+                or words in error["error"]["message"]
+                or words in json.dumps(error["error"])
+            ), (frame, error)
+        await client.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})  # the session goes on
+        assert (await client.recv_type("received"))["message"]["id"] == 9
+    finally:
+        await client.close()
