@@ -2,6 +2,7 @@
 // console view grows as the learner sends, drawn by the same log as the learner's own console.
 // Polling (not a socket): it works the same behind a load balancer, whichever replica answers.
 
+import { appLabel, appWords } from "./console/appwords.js";
 import { describe } from "./console/message.js";
 import { labels } from "./console/labels.js";
 import { MessageLog } from "./console/log.js";
@@ -101,6 +102,8 @@ function consoleFollower(list, framesUrl, after = 0) {
       log.received(frame, labels.received(message, info, frame, method), pairKey);
     } else if (frame.type === "relay_error") {
       log.relayError(frame);
+    } else if (frame.type === "app") {
+      log.app(frame, appLabel(message, frame.from), appWords(message, null));
     }
   };
   return async () => {

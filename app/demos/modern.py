@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -73,7 +74,8 @@ bus = InMemorySubscriptionBus()
 apps = Apps()
 
 SEAT_MAP_TEXT = "Stage\n[stalls: rows 1-20, {stalls} free]\n[balcony: rows A-E, {balcony} free]"
-SEAT_MAP_HTML = "<!doctype html><title>Seat map</title><p>Stage</p><p>Stalls</p><p>Balcony</p>"
+# The interactive map (an MCP App), read before the sandbox forks its instances from this module.
+SEAT_MAP_HTML = (Path(__file__).parent / "apps" / "seat-map.html").read_text(encoding="utf-8")
 
 
 @apps.tool(resource_uri=SEAT_MAP_URI, structured_output=False)

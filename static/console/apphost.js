@@ -134,6 +134,7 @@ export class AppHost {
     this.calls = new Map(); // seq of a host call -> {resolve}
     this.echoes = []; // host calls sent, waiting for the relay's `sent` echo (in order)
     this.current = null; // {frame, bridge, transport, card}
+    this.stateless = false; // the learner's last tool call was a 2026-07-28 request
     this.numbered = 0;
     this.warnedMany = false;
   }
@@ -215,7 +216,7 @@ export class AppHost {
 
   /** 2026-07-28 requests carry their revision and the client's capabilities, Apps declared. */
   withEnvelope(params) {
-    if (this.on.revision() !== "2026-07-28") return params;
+    if (this.on.revision() !== "2026-07-28" && !this.stateless) return params;
     return {
       ...params,
       _meta: {
@@ -231,6 +232,8 @@ export class AppHost {
   async toolAnswered(request, result) {
     const name = request.params?.name;
     if (typeof name !== "string") return;
+    // The learner's call says which revision the session speaks, when the console has not learned it.
+    this.stateless = request.params?._meta?.["io.modelcontextprotocol/protocolVersion"] === "2026-07-28";
     if (!this.tools.has(name)) {
       const listed = await this.call("host", "tools/list", {});
       for (const tool of listed.result?.tools || [])

@@ -59,7 +59,9 @@ def test_a_hostile_app_reaches_nothing_of_the_playground(
     assert results["nullIdErrors"] == [-32600, -32600], results
     assert "not visible to apps" in results["modelOnly"], results
     assert results["afterwards"] == "answered", results
-    expect(page.locator(".log-note-entry").filter(has_text="a message the host refused").first).to_be_attached()
+    expect(
+        page.locator(".log-note-entry").filter(has_text="a message the host refused").first
+    ).to_be_attached()
 
     # Its tool call waits for the learner, and a declined one never reaches the server.
     ask = page.locator(".app-ask")
