@@ -76,3 +76,14 @@ test("the last answer of /api/servers is kept and used when the app cannot answe
     delete globalThis.localStorage;
   }
 });
+
+test("the console declares MCP Apps, in initialize and in each 2026-07-28 request", () => {
+  const apps = { "io.modelcontextprotocol/ui": { mimeTypes: ["text/html;profile=mcp-app"] } };
+  for (const revision of ["2024-11-05", "2025-06-18", "2025-11-25"]) {
+    const groups = templateGroups("demo-orders", revision, SERVERS);
+    const init = groups.flatMap((g) => g.items).find((item) => item.build(1).method === "initialize");
+    assert.deepEqual(init.build(1).params.capabilities.extensions, apps, revision);
+  }
+  const call = findTemplate(templateGroups("demo-orders", "2026-07-28", SERVERS), "tools-call").build(3);
+  assert.deepEqual(call.params._meta["io.modelcontextprotocol/clientCapabilities"], { extensions: apps });
+});

@@ -117,3 +117,12 @@ def test_an_extensions_request_is_valid_where_the_extension_applies_and_nowhere_
         "'tasks/cancel' is not a client request in revision 2025-06-18"
     ]
     assert validate_message({**poll, "params": [1]}, "2026-07-28") != []  # params are an object
+
+
+def test_a_client_declaring_mcp_apps_is_not_flagged_in_any_revision() -> None:
+    """`capabilities.extensions` (MCP Apps, `io.modelcontextprotocol/ui`) is open in the handshake era too."""
+    apps = {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}
+    for revision in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
+        message = messages.initialize(1, revision, client_info={"name": "c", "version": "1"})
+        message["params"]["capabilities"] = {"extensions": apps}
+        assert client_findings(message, Transcript("demo-orders")) == [], revision
