@@ -351,7 +351,7 @@ class Console {
     const info = describe(message);
     const { pairKey, label } = this.pairs.sent(frame, info.kind);
     if (info.kind === "response") this.cards.answered(message.id);
-    if (frame.by) this.apps.onSent(frame);
+    if (frame.by && !frame.replayed) this.apps.onSent(frame);
     else this.waits.stopSending();
     const by =
       { host: " (the console's own, as the app's host)", app: " (for the app: you allowed it)" }[frame.by] || "";
