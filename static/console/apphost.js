@@ -1,5 +1,5 @@
 // The console as an MCP Apps host (MCP Apps 2026-01-26; docs/apps.md). When a tool the learner called
-// has a UI (`_meta.ui.resourceUri`), the host reads that `ui://` resource through the relay and shows
+// has a UI (`_meta.ui.resourceUri` in its tools/list definition), the host reads that `ui://` resource through the relay and shows
 // the app beside the reply, through the sandbox proxy on the second origin. The official bridge
 // (`AppBridge`, vendored in static/vendor/ext-apps-bridge.js) speaks the app's protocol; this module
 // carries its messages (recording each one in the transcript, where the log and diagram show it), asks
@@ -234,11 +234,8 @@ export class AppHost {
     if (typeof name !== "string") return;
     // The learner's call says which revision the session speaks, when the console has not learned it.
     this.stateless = request.params?._meta?.["io.modelcontextprotocol/protocolVersion"] === "2026-07-28";
-    if (!this.tools.has(name)) {
-      const listed = await this.call("host", "tools/list", {});
-      for (const tool of listed.result?.tools || [])
-        if (typeof tool?.name === "string") this.tools.set(tool.name, tool);
-    }
+    // A host finds a tool's app in its definition, from tools/list: a tool this session has not
+    // listed is called as a plain tool (the console sends nothing of its own unasked).
     const tool = this.tools.get(name);
     const uri = uiResourceOf(tool);
     if (!uri) return;

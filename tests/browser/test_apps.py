@@ -27,16 +27,20 @@ def send(page: Page, message: dict[str, Any]) -> None:
 
 
 def open_app(page: Page, server: str, tool: str, arguments: dict[str, Any]) -> FrameLocator:
-    """Handshake, then call `tool`: the app appears beside the reply. Returns the app's own document."""
+    """Handshake, tools/list, then call `tool`: the app appears beside the reply. Returns the app's own
+    document."""
     page.goto(f"/playground?server={server}")
     console_ready(page)
     for index, message in enumerate(HANDSHAKE):
         send(page, message)
         expect(page.locator(".log-sent")).to_have_count(index + 1)
     expect(page.locator(".log-received")).to_have_count(1)
+    # A host finds a tool's app in its tools/list definition.
+    send(page, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    expect(page.locator(".log-received")).to_have_count(2)
     send(
         page,
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
     )
     port = urlsplit(page.url).port
     expect(page.locator("iframe.app-frame")).to_have_attribute(
