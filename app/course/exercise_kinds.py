@@ -3,9 +3,13 @@ a failure with a reason in plain words (docs/authoring.md lists the kinds and th
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable
 from typing import Any
+
+from mcp.server.apps import APP_MIME_TYPE
 
 from app.course.conversation import Conversation, Failed, error_words
 
@@ -275,6 +279,108 @@ async def _complete(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str
     return True, f"{what} with {typed} suggests {shown}"
 
 
+# The domain lists a `ui://` resource may declare in `_meta.ui.csp` (MCP Apps 2026-01-26, UI Resource Format).
+CSP_DOMAIN_KEYS = ("connectDomains", "resourceDomains", "frameDomains", "baseUriDomains")
+
+
+async def _app(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
+    """A tool linked to a `ui://` resource that reads as one HTML document of the MCP Apps MIME type
+    (MCP Apps 2026-01-26: Resource Discovery, UI Resource Format, Content Requirements)."""
+    name = spec["app"]
+    tools = await _list_all(talk, "tools/list", "tools")
+    tool = next((t for t in tools if t.get("name") == name), None)
+    if tool is None:
+        return False, f"tools/list has no tool named `{name}` (it has: {_names(tools)})"
+    uri, problem = _ui_link(tool, spec)
+    if problem:
+        return False, problem
+    try:
+        result, _ = await talk.request("resources/read", {"uri": uri})
+    except Failed as exc:
+        return False, f"reading `{uri}` failed with {error_words(exc.error)}: a tool's app must exist"
+    contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
+    if len(contents) != 1:
+        return False, f"`{uri}` reads as {len(contents)} contents; an app is one HTML document"
+    html, problem = _ui_document(uri, contents[0], spec)
+    if problem:
+        return False, problem
+    return True, f"`{name}` links `{uri}`, which reads as {len(html)} characters of HTML, `{APP_MIME_TYPE}`"
+
+
+def _ui_link(tool: dict[str, Any], spec: dict[str, Any]) -> tuple[str, str]:
+    """The `ui://` URI a listed tool links in `_meta.ui`, and what is wrong with the link ('' if nothing)."""
+    name = tool.get("name")
+    found = tool.get("_meta")
+    meta: dict[str, Any] = found if isinstance(found, dict) else {}
+    ui: dict[str, Any] = meta["ui"] if isinstance(meta.get("ui"), dict) else {}
+    uri = ui.get("resourceUri")
+    if uri is None and "ui/resourceUri" in meta:
+        return (
+            "",
+            f'`{name}` uses the deprecated flat key `_meta["ui/resourceUri"]`; use `_meta.ui.resourceUri`',
+        )
+    if uri is None:
+        return "", f"`{name}` has no `_meta.ui.resourceUri`: nothing links it to an app"
+    if not isinstance(uri, str) or not uri.startswith("ui://"):
+        return "", f"`{name}`'s `_meta.ui.resourceUri` is {json.dumps(uri)}; an app's URI starts with `ui://`"
+    if "resource_uri" in spec and uri != spec["resource_uri"]:
+        return uri, f"`{name}` links {json.dumps(uri)}, expected {json.dumps(spec['resource_uri'])}"
+    visibility = ui.get("visibility")
+    if visibility is not None and (
+        not isinstance(visibility, list) or not visibility or not set(visibility) <= {"model", "app"}
+    ):
+        return (
+            uri,
+            f"`{name}`'s `_meta.ui.visibility` is {json.dumps(visibility)}; it lists `model`, `app` or both",
+        )
+    # Left out, visibility means both (MCP Apps 2026-01-26, Resource Discovery: Visibility).
+    if "visibility" in spec and set(visibility or ("model", "app")) != set(spec["visibility"]):
+        return (
+            uri,
+            f"`{name}`'s visibility is {json.dumps(visibility)}, expected {json.dumps(spec['visibility'])}",
+        )
+    return uri, ""
+
+
+def _ui_document(uri: str, content: dict[str, Any], spec: dict[str, Any]) -> tuple[str, str]:
+    """The HTML of a `ui://` resource's one content, and what is wrong with it ('' if nothing)."""
+    if content.get("mimeType") != APP_MIME_TYPE:
+        return (
+            "",
+            f"`{uri}` is served as {json.dumps(content.get('mimeType'))}; an app must be `{APP_MIME_TYPE}`",
+        )
+    html = _html_of(content)
+    if html is None:
+        return "", f"`{uri}` has neither `text` nor a `blob` of UTF-8 text: an app's HTML goes in one of them"
+    if "<!doctype html" not in html[:1000].lower():
+        return html, f"`{uri}` is not an HTML5 document: it should start with `<!DOCTYPE html>`"
+    if "html_contains" in spec and str(spec["html_contains"]) not in html:
+        return html, f"expected the app's HTML to contain {str(spec['html_contains'])!r}"
+    meta = content.get("_meta")
+    ui = meta.get("ui") if isinstance(meta, dict) else None
+    csp = ui.get("csp") if isinstance(ui, dict) else None
+    for key in CSP_DOMAIN_KEYS:
+        domains = csp.get(key) if isinstance(csp, dict) else None
+        if domains is not None and not (
+            isinstance(domains, list) and all(isinstance(d, str) for d in domains)
+        ):
+            return html, f"`_meta.ui.csp.{key}` of `{uri}` is {json.dumps(domains)}; it is a list of origins"
+    return html, ""
+
+
+def _html_of(content: dict[str, Any]) -> str | None:
+    """A resource content's HTML: its `text`, or its base64 `blob` decoded; None when it has neither."""
+    text, blob = content.get("text"), content.get("blob")
+    if isinstance(text, str):
+        return text
+    if not isinstance(blob, str):
+        return None
+    try:
+        return base64.b64decode(blob, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
+
 RUNNERS: dict[str, Callable[[Conversation, dict[str, Any]], Any]] = {
     "tool": _tool,
     "call": _call,
@@ -285,6 +391,7 @@ RUNNERS: dict[str, Callable[[Conversation, dict[str, Any]], Any]] = {
     "get_prompt": _get_prompt,
     "capability": _capability,
     "complete": _complete,
+    "app": _app,
 }
 
 

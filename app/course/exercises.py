@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
+from mcp.server.apps import APP_MIME_TYPE
+from mcp.server.apps import EXTENSION_ID as APPS_EXTENSION
 
 from app.course.conversation import Conversation, Failed, ServerLines, Stop, error_words
 from app.course.exercise_kinds import RUNNERS
@@ -62,6 +64,7 @@ KINDS: dict[str, tuple[set[str], set[str]]] = {
     "get_prompt": ({"get_prompt"}, {"arguments", "text_contains", "error_code"}),
     "capability": ({"capability"}, {"value"}),
     "complete": ({"complete"}, {"values_include", "values_exclude", "max_values", "error_code"}),
+    "app": ({"app"}, {"resource_uri", "visibility", "html_contains"}),
 }
 # How a user may answer an elicitation (2025-11-25 client/elicitation, Response Actions).
 ELICIT_ACTIONS = ("accept", "decline", "cancel")
@@ -91,8 +94,14 @@ class Exercise:
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
-        """What the run's client declares: `elicitation` (form mode) when a test answers one."""
-        return {"elicitation": {}} if any("elicit" in test.spec for test in self.tests) else {}
+        """What the run's client declares: `elicitation` (form mode) when a test answers one; MCP Apps
+        when a test looks at an app, as a host that renders apps does."""
+        declared: dict[str, Any] = {}
+        if any("elicit" in test.spec for test in self.tests):
+            declared["elicitation"] = {}
+        if any(test.kind == "app" for test in self.tests):
+            declared["extensions"] = {APPS_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}
+        return declared
 
     @property
     def check_name(self) -> str:
@@ -180,6 +189,8 @@ def _parse_test(item: Any, n: int) -> ExerciseTest:
         raise ExerciseError(f"test {n}: `elicit_schema` goes with `elicit` (how the user answers)")
     if kind == "complete":
         _check_complete(spec, n)
+    if kind == "app":
+        _check_app(spec, n)
     return ExerciseTest(item["title"].strip(), kind, spec)
 
 
@@ -198,6 +209,16 @@ def _check_elicit(spec: dict[str, Any], n: int) -> None:
         raise ExerciseError(
             f"test {n}: `elicit_schema` is an object (what the requestedSchema holds at least)"
         )
+
+
+def _check_app(spec: dict[str, Any], n: int) -> None:
+    if not isinstance(spec["app"], str) or not spec["app"]:
+        raise ExerciseError(f"test {n}: `app` names the tool that has an app")
+    if "resource_uri" in spec and not str(spec["resource_uri"]).startswith("ui://"):
+        raise ExerciseError(f"test {n}: `resource_uri` is the app's `ui://` URI")
+    visibility = spec.get("visibility", ["model"])
+    if not isinstance(visibility, list) or not visibility or not set(visibility) <= {"model", "app"}:
+        raise ExerciseError(f"test {n}: `visibility` lists `model`, `app` or both")
 
 
 def _check_complete(spec: dict[str, Any], n: int) -> None:

@@ -258,6 +258,7 @@ def no_initialize_reason(t: Transcript) -> str:
 
 # Importing the lesson modules registers their checks.
 from app.course.checks import (  # noqa: E402
+    apps,
     authorization,
     changes,
     client_features,
@@ -285,6 +286,7 @@ __all__ = [
     "Exchange",
     "Outcome",
     "StepChecker",
+    "apps",
     "authorization",
     "changes",
     "check",
