@@ -14,14 +14,16 @@ EXPECTED_LINES = [
     "server: demo-orders | protocol: 2025-06-18",
     # SDK 2.3 no longer lists `experimental` (the seed ran 2.2.0).
     "capabilities: ['prompts', 'resources', 'tools']",
+    # Lesson 25 added `show_order` (an MCP App), which the SDK lists first; the seed printed the first
+    # tool's schema.
     "tools: ['show_order', 'get_order_status']",
     'input schema: {"properties": {"order_id": {"title": "Order Id", "type": "string"}}, "required": '
-    '["order_id"], "type": "object", "title": "get_order_statusArguments"}',
+    '["order_id"], "type": "object", "title": "show_orderArguments"}',
     'call ok     : {\n  "order_id": "481516",\n  "status": "shipped"\n} | isError: False',
     'call bad id : {\n  "error": "order_id must be exactly 6 digits"\n}',
     "missing arg : isError True | Error executing tool get_order_status: 1 validation error fo",
     "unknown     : -32601 Method not found",
-    "resources: ['policy://refunds']",
+    "resources: ['ui://orders/order-card.html', 'policy://refunds']",
     "read: Refunds above 5000 rupees need approval.",
     "prompt: Classify this ticket as billing, technical or other: I was charged twice",
 ]
