@@ -14,6 +14,7 @@ const MAX_APP_BYTES = 1024 * 1024;
 // A connection may send 100 frames in 10 s before the relay refuses more and then closes it: an app
 // gets a share of that, so that no app can end the learner's session by talking.
 const APP_MESSAGES_PER_10S = 40;
+const TEARDOWN_MS = 2000;
 const MIN_HEIGHT = 80;
 const MAX_HEIGHT = 600;
 let bridgeModule = null;
@@ -264,7 +265,7 @@ export class AppHost {
     card.dataset.appUri = uri;
     const head = el("div", "app-head");
     head.append(el("strong", "", "App: "), el("code", "", uri), el("span", "hint", ` from the tool ${tool.name}`));
-    head.append(button("Close the app", () => this.unmount(), "small secondary app-close"));
+    head.append(button("Close the app", () => this.close(), "small secondary app-close"));
     const asks = el("div", "app-asks");
     asks.setAttribute("role", "status");
     const frame = el("iframe", "app-frame");
@@ -321,6 +322,18 @@ export class AppHost {
     await bridge.connect(transport);
   }
 
+  /** Close as a host does: `ui/resource-teardown` first, so the app may save its state (at most a
+   * couple of seconds), then the frame goes. */
+  async close() {
+    const app = this.current;
+    if (!app) return;
+    await Promise.race([
+      app.bridge.teardownResource({}).catch(() => {}),
+      new Promise((r) => setTimeout(r, TEARDOWN_MS)),
+    ]);
+    if (this.current === app) this.unmount();
+  }
+
   unmount() {
     const app = this.current;
     if (!app) return;
@@ -335,7 +348,10 @@ export class AppHost {
   async appCallsTool(app, params) {
     const name = params?.name;
     const tool = this.tools.get(name);
-    if (tool && !appMayCall(tool))
+    // A host rejects a tool its app may not call (MCP Apps, "Visibility"); one the server did not list
+    // is none the host can vouch for.
+    if (!tool) throw rpcError(-32602, `The server did not list a tool named ${JSON.stringify(name)}.`);
+    if (!appMayCall(tool))
       throw rpcError(-32602, `The tool ${name} is not visible to apps (its visibility has no "app").`);
     const allowed = await this.ask(
       app,

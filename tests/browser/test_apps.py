@@ -97,3 +97,7 @@ def test_the_order_card_renders_and_calls_a_tool_only_when_allowed(page: Page) -
     ]
     assert "result" in answered[-1]["message"], "and mapped back for the app"
     page.screenshot(path="test-artifacts/apps-order-card.png", full_page=True)
+    # Closing the app tears it down first, as a host should, then removes its frame.
+    page.get_by_role("button", name="Close the app").click()
+    expect(page.locator("iframe.app-frame")).to_have_count(0)
+    expect(page.locator(".log-app .log-label").filter(has_text="ui/resource-teardown").first).to_be_attached()

@@ -58,6 +58,7 @@ def test_a_hostile_app_reaches_nothing_of_the_playground(
     assert results["oversized"] == -32600 and results["badVersion"] == -32600, results
     assert results["nullIdErrors"] == [-32600, -32600], results
     assert "not visible to apps" in results["modelOnly"], results
+    assert "did not list a tool" in results["unlisted"] and results["openScript"] is True, results
     assert results["afterwards"] == "answered", results
     expect(
         page.locator(".log-note-entry").filter(has_text="a message the host refused").first
