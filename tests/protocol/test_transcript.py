@@ -239,3 +239,27 @@ def test_the_parsed_cost_is_not_below_what_the_parsed_message_takes(text: str) -
         tracemalloc.stop()
     assert error is None
     assert parsed_cost(Entry(1, "server", 0.0, text, value)) >= 0.95 * taken
+
+
+def test_the_apps_lane_and_the_hosts_own_requests_are_told_apart() -> None:
+    """Host-app messages never pair with the server's replies; a request the console made as an Apps
+    host is marked, in the export, in a replay's frames, and left out of the learner's requests."""
+    from app.course.checks import requests
+    from app.relay.wire import entry_frame
+
+    t = Transcript("demo-orders")
+    mine = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    t.add_client(json.dumps(mine), mine)
+    app_init = {"jsonrpc": "2.0", "id": 1, "method": "ui/initialize", "params": {}}
+    lane = t.add_app("from_app", json.dumps(app_init), app_init)
+    hosts = {"jsonrpc": "2.0", "id": "host-3", "method": "tools/list"}
+    made = t.add_client(json.dumps(hosts), hosts, by="host")
+    reply = {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}
+    answer = t.add_server(json.dumps(reply), reply)
+    assert answer.answers == 1, "the learner's request, not the app's id 1"
+    assert [e.seq for e in t.app_messages()] == [lane.seq] and t.made_by(made) == "host"
+    assert [e.seq for e in requests(t, "tools/list")] == [1]
+    assert [e.get("by") for e in t.to_json()["entries"]] == [None, None, "host", None]
+    assert entry_frame(lane, t) == {"type": "app", "seq": 2, "at_ms": round(lane.at_ms, 3), "from": "app",
+                                    "message": app_init}  # fmt: skip
+    assert entry_frame(made, t)["by"] == "host" and "by" not in entry_frame(t.entry(1), t)
