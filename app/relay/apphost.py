@@ -42,15 +42,13 @@ def host_request(frame: Frame, by: Maker, transcript: Transcript) -> Frame | Fra
     if message["method"] not in CALLABLE:
         return FrameError(-32600, f"the host does not make {message['method']!r} requests",
                           "The console's Apps host reads and calls tools; it never sends that method.")  # fmt: skip
-    used = {
-        json_key(e.message.get("id")) for e in transcript.client_messages() if isinstance(e.message, dict)
-    }
+    # Each client line is compact JSON (the relay writes it so), where an id reads `"id":<value>`. The
+    # lines are searched, not parsed: a console sending calls at its frame rate must not make the web
+    # process parse a whole transcript for each. A nested "id" that matches only skips a number.
+    lines = [e.line for e in transcript.client_messages()]
     number = transcript.last_seq + 1  # the seq this request will have: unique unless the learner took it
-    while json_key(fresh := f"{by}-{number}") in used:
+    while any(f'"id":"{by}-{number}"' in line for line in lines):
         number += 1
+    fresh = f"{by}-{number}"
     rewritten = {**message, "id": fresh}
     return Frame(rewritten, to_line(rewritten), frame.items)
-
-
-def json_key(value: Any) -> str:
-    return to_line(value) if value is not None else "null"
