@@ -286,7 +286,7 @@ export class AppHost {
       {
         hostContext: {
           toolInfo: { id: request.id, tool },
-          theme: "light",
+          theme: window.matchMedia?.("(prefers-color-scheme: dark)").matches ? "dark" : "light",
           displayMode: "inline",
           availableDisplayModes: ["inline"],
           containerDimensions: { maxHeight: MAX_HEIGHT },
