@@ -160,7 +160,8 @@ export class AppHost {
 
   // ---- what the relay says ----
 
-  /** A `sent` frame: one of the host's calls went out (under the relay's fresh id). */
+  /** A `sent` frame: one of the host's calls went out (under the relay's fresh id). A replayed one
+   * after a reconnect is an echo this page missed (a replay holds only frames it has not seen). */
   onSent(frame) {
     if (!frame.by) return;
     const waiting = this.echoes.shift();
@@ -181,13 +182,21 @@ export class AppHost {
       waiting.resolve(frame.message);
       return;
     }
-    if (request?.method === "tools/call" && !sent.by && result) this.toolAnswered(request, result);
+    // A replayed reply renders nothing: its app, if any, was rendered (or passed up) when it came.
+    if (request?.method === "tools/call" && !sent.by && result && !frame.replayed) this.toolAnswered(request, result);
   }
 
   /** A relay_error: one of the host's calls was refused before it reached the server. */
   onRefused(frame) {
     const index = this.echoes.findIndex((w) => w.id === frame.id);
     if (index >= 0) this.echoes.splice(index, 1)[0].resolve({ error: frame.error });
+  }
+
+  /** The connection dropped: a call the relay has not echoed may never have reached it, so it fails
+   * now rather than hang its app; one it echoed is answered by the reconnect's replay. */
+  connectionLost() {
+    for (const waiting of this.echoes) waiting.resolve({ error: { code: -32001, message: "The connection dropped." } });
+    this.echoes = [];
   }
 
   /** The session ended or restarted: the app goes with it. */

@@ -351,7 +351,7 @@ class Console {
     const info = describe(message);
     const { pairKey, label } = this.pairs.sent(frame, info.kind);
     if (info.kind === "response") this.cards.answered(message.id);
-    if (frame.by && !frame.replayed) this.apps.onSent(frame);
+    if (frame.by) this.apps.onSent(frame);
     else this.waits.stopSending();
     const by =
       { host: " (the console's own, as the app's host)", app: " (for the app: you allowed it)" }[frame.by] || "";
@@ -376,7 +376,7 @@ class Console {
     if (frame.answers) {
       this.offerFollowUps(li, frame);
       const sent = this.entries.find((e) => e.type === "sent" && e.seq === frame.answers);
-      if (!frame.replayed) this.apps.onReceived(frame, sent);
+      this.apps.onReceived(frame, sent);
     }
     this.diagram.add({
       seq: frame.seq,
@@ -448,6 +448,7 @@ class Console {
     else if (kind === "reconnecting") this.setState("reconnecting", `Reconnecting (attempt ${detail.attempt})…`);
     else if (kind === "lost") {
       this.waits.stopSending();
+      this.apps.connectionLost();
       this.setState(
         "lost",
         `The connection dropped. Reconnecting in ${(detail.delayMs / 1000).toFixed(1)} s; your transcript is kept.`,

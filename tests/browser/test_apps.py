@@ -9,7 +9,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from playwright.sync_api import FrameLocator, Page, expect
+from playwright.sync_api import FrameLocator, Page, WebSocketRoute, expect
 
 from tests.browser.conftest import clear_and_insert, console_ready
 
@@ -101,3 +101,16 @@ def test_the_order_card_renders_and_calls_a_tool_only_when_allowed(page: Page) -
     page.get_by_role("button", name="Close the app").click()
     expect(page.locator("iframe.app-frame")).to_have_count(0)
     expect(page.locator(".log-app .log-label").filter(has_text="ui/resource-teardown").first).to_be_attached()
+
+
+def test_an_app_goes_on_working_after_the_connection_drops(page: Page) -> None:
+    sockets: list[tuple[WebSocketRoute, WebSocketRoute]] = []
+    page.route_web_socket(re.compile(r"/ws/"), lambda ws: sockets.append((ws, ws.connect_to_server())))
+    app = open_app(page, "demo-orders", "show_order", {"order_id": "123456"})
+    expect(app.locator("#status")).to_have_text("shipped")
+    sockets[-1][0].close(code=4000, reason="dropped")  # a network drop: the session waits for the page
+    expect(page.locator("[data-console-state]")).to_contain_text("Reconnected")
+    app.locator("#refresh").click()
+    page.locator(".app-ask").get_by_role("button", name="Allow").click()
+    expect(app.locator("#note")).to_have_text("Refreshed through the host.")
+    expect(page.locator("iframe.app-frame")).to_have_count(1)  # the replay rendered no second app
