@@ -8,20 +8,18 @@ import contextlib
 import json
 import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
 from app.course import exercises
 from app.course.catalog import Catalog
-from app.course.exercises import Exercise, ExerciseError, ExerciseTest
+from app.course.exercises import Exercise, ExerciseError
 from app.protocol.transcript import Transcript
-from app.sandbox.errors import SandboxError
 from app.workspace import starter
 from tests.course.checkhelp import INITIALIZED, fails, init, init_result, note, passes, req, res, text_result
+from tests.course.exercisehelp import exercise, outcomes, run
 from tests.support.appserver import ROOT, AppProcess
-from tests.support.plainproc import PlainSource
 from tests.support.wsclient import EnvelopeClient
 
 APPS = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
@@ -328,27 +326,6 @@ SERVER = textwrap.dedent('''
     if __name__ == "__main__":
         mcp.run()
 ''')
-
-
-def exercise(*tests: tuple[str, dict[str, Any]]) -> Exercise:
-    kinds = [next(kind for kind in exercises.KINDS if kind in spec) for _, spec in tests]
-    return Exercise("2025-11-25", Path(__file__),
-                    tuple(ExerciseTest(t, k, s) for (t, s), k in zip(tests, kinds, strict=True)), 1)  # fmt: skip
-
-
-async def run(source: str, ex: Exercise) -> exercises.Report:
-    plain = PlainSource()
-    process = await plain.acquire("my-server", source)
-    try:
-        return await exercises.run(ex, process, gone=SandboxError)
-    finally:
-        await plain.release(process)
-        plain.remove_files()
-
-
-def outcomes(report: exercises.Report) -> dict[str, tuple[bool, str]]:
-    assert report.problem is None, report.problem
-    return {o.title: (o.passed, o.reason) for o in report.outcomes}
 
 
 async def test_a_tool_with_an_app_passes() -> None:

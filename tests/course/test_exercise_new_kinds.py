@@ -12,10 +12,10 @@ import pytest
 
 from app.course import exercises
 from app.course.catalog import Catalog
-from app.course.exercises import Exercise, ExerciseError, ExerciseTest
-from app.sandbox.errors import SandboxError
+from app.course.exercises import Exercise, ExerciseError
+from tests.course.exercisehelp import exercise, run
+from tests.course.exercisehelp import outcomes as reasons
 from tests.support.appserver import ROOT
-from tests.support.plainproc import PlainSource
 
 SERVER = textwrap.dedent('''
     from mcp.server.mcpserver import Context, MCPServer
@@ -79,31 +79,6 @@ SERVER = textwrap.dedent('''
 ''')
 PROMPT = {"type": "ref/prompt", "name": "describe"}
 TEMPLATE = {"type": "ref/resource", "uri": "paint://{colour}/{shade}"}
-
-
-def exercise(*tests: tuple[str, dict[str, Any]], revision: str = "2025-11-25") -> Exercise:
-    kinds = [next(kind for kind in exercises.KINDS if kind in spec) for _, spec in tests]
-    return Exercise(
-        revision,
-        Path(__file__),
-        tuple(ExerciseTest(t, k, s) for (t, s), k in zip(tests, kinds, strict=True)),
-        1,
-    )
-
-
-async def run(source: str, ex: Exercise) -> exercises.Report:
-    plain = PlainSource()
-    process = await plain.acquire("my-server", source)
-    try:
-        return await exercises.run(ex, process, gone=SandboxError)
-    finally:
-        await plain.release(process)
-        plain.remove_files()
-
-
-def reasons(report: exercises.Report) -> dict[str, tuple[bool, str]]:
-    assert report.problem is None, report.problem
-    return {o.title: (o.passed, o.reason) for o in report.outcomes}
 
 
 # --- complete ---------------------------------------------------------------------------------------

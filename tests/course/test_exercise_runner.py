@@ -10,8 +10,8 @@ import pytest
 
 from app.course import exercises
 from app.course.catalog import Catalog
-from app.course.exercises import Exercise, ExerciseTest
 from app.sandbox.errors import SandboxError
+from tests.course.exercisehelp import exercise, run
 from tests.support.appserver import ROOT
 from tests.support.plainproc import PlainSource
 
@@ -53,22 +53,6 @@ SERVER = textwrap.dedent('''
     if __name__ == "__main__":
         mcp.run()
 ''')
-
-
-def exercise(*tests: tuple[str, dict], revision: str = "2025-11-25") -> Exercise:
-    return Exercise(
-        revision, __file__, tuple(ExerciseTest(title, next(iter(spec)), spec) for title, spec in tests), 1
-    )  # type: ignore[arg-type]
-
-
-async def run(source: str, ex: Exercise) -> exercises.Report:
-    plain = PlainSource()
-    process = await plain.acquire("my-server", source)
-    try:
-        return await exercises.run(ex, process, gone=SandboxError)
-    finally:
-        await plain.release(process)
-        plain.remove_files()
 
 
 async def test_every_kind_passes_on_a_server_that_has_it() -> None:
