@@ -9,11 +9,10 @@ import { button, el } from "./dom.js";
 
 export const APP_MIME = "text/html;profile=mcp-app";
 export const EXTENSION = "io.modelcontextprotocol/ui";
-// The relay refuses a message over 1 MiB; the host refuses it first, without sending it anywhere.
-const MAX_APP_BYTES = 1024 * 1024;
-// A connection may send 100 frames in 10 s before the relay refuses more and then closes it: an app
-// gets a share of that, so that no app can end the learner's session by talking.
-const APP_MESSAGES_PER_10S = 40;
+// A connection may send so many frames in 10 s before the relay refuses more and then closes it
+// (PLAYGROUND_MAX_MESSAGES_PER_10S): an app gets this share of them, so that no app can end the
+// learner's session by talking.
+const APP_SHARE = 0.4;
 const TEARDOWN_MS = 2000;
 const MIN_HEIGHT = 80;
 const MAX_HEIGHT = 600;
@@ -84,12 +83,13 @@ class FrameTransport {
     const data = event.data;
     const now = performance.now();
     this.times = this.times.filter((t) => now - t < 10_000);
-    if (this.times.length >= APP_MESSAGES_PER_10S) {
+    const { appMessagesPer10s, messageBytes } = this.host.limits;
+    if (this.times.length >= appMessagesPer10s) {
       this.host.tooMany();
       return this.refuse(
         data,
         -32001,
-        `More than ${APP_MESSAGES_PER_10S} messages in 10 s: this one was not read.`,
+        `More than ${appMessagesPer10s} messages in 10 s: this one was not read.`,
         false,
       );
     }
@@ -101,8 +101,10 @@ class FrameTransport {
       return this.refuse(data, -32700, "The message cannot be written as JSON.");
     }
     if (text === undefined) return this.refuse(data, -32700, "The message cannot be written as JSON.");
-    if (text.length > MAX_APP_BYTES) {
-      return this.refuse(data, -32600, `The message is ${text.length} characters, over the host's limit of 1 MiB.`);
+    // The relay's own limit, met here first: the message is never sent anywhere.
+    const bytes = new TextEncoder().encode(text).length;
+    if (bytes > messageBytes) {
+      return this.refuse(data, -32600, `The message is ${bytes} bytes, over the ${messageBytes}-byte limit.`);
     }
     const problem = malformed(data);
     if (problem) return this.refuse(data, -32600, `Invalid Request: ${problem}.`);
@@ -124,13 +126,18 @@ class FrameTransport {
 export class AppHost {
   /**
    * @param {HTMLElement} box where apps appear
-   * @param {{origin: string|null, off: string, send: Function, note: Function, revision: Function}} on
-   *   the proxy's origin (null: Apps are off, `off` says why); send(frame) to the relay; note(text, kind)
-   *   in the log; revision() the session's revision
+   * @param {{origin: string|null, off: string, send: Function, note: Function, revision: Function,
+   *   messageBytes: number, messagesPer10s: number}} on the proxy's origin (null: Apps are off, `off`
+   *   says why); send(frame) to the relay; note(text, kind) in the log; revision() the session's
+   *   revision; the relay's limits on a client's messages (the page has them from the settings)
    */
   constructor(box, on) {
     this.box = box;
     this.on = on;
+    this.limits = {
+      messageBytes: on.messageBytes,
+      appMessagesPer10s: Math.max(1, Math.floor(on.messagesPer10s * APP_SHARE)),
+    };
     this.tools = new Map(); // name -> tool, from the tools/list replies of this session
     this.calls = new Map(); // seq of a host call -> {resolve}
     this.echoes = []; // host calls sent, waiting for the relay's `sent` echo (in order)
@@ -153,7 +160,7 @@ export class AppHost {
     if (this.warnedMany) return;
     this.warnedMany = true;
     this.note(
-      `The app sends more than ${APP_MESSAGES_PER_10S} messages in 10 s: the host leaves the rest unread.`,
+      `The app sends more than ${this.limits.appMessagesPer10s} messages in 10 s: the host leaves the rest unread.`,
       "warn",
     );
   }

@@ -70,6 +70,8 @@ class Console {
       send: (frame) => this.connection.send(frame),
       note: (text, kind) => this.log.note(text, kind),
       revision: () => this.ui.facts.querySelector("[data-fact=revision]")?.textContent || this.revision,
+      messageBytes: Number(root.dataset.maxMessageBytes),
+      messagesPer10s: Number(root.dataset.maxMessagesPer10s),
     });
     this.checks = new CheckList($("ul.checks"), this.announce, $("[data-check-news]"), $("[data-next-hint]"));
     this.checks.showHint();

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from app.config import Settings
-from app.web.apps_proxy import declared, origin_problem, policy
+from app.web.apps_proxy import MAX_DOMAINS, declared, origin_problem, policy
 from tests.support.inprocess import InProcessApp
 
 PROXY_HOST = {"Host": "localhost:8000"}  # the default proxy origin of a site on 127.0.0.1:8000
@@ -88,6 +88,12 @@ def test_a_hostile_declaration_adds_nothing() -> None:
     csp = directives(policy(kept, wasm, ["http://127.0.0.1:8000"], {"127.0.0.1", "localhost"}))
     assert csp["connect-src"] == "'none'" and csp["script-src"] == "'self' 'unsafe-inline'"
     assert len(left_out) == 6  # the two loopback origins are well formed, then dropped by name
+
+
+def test_a_declaration_of_many_domains_keeps_only_the_first_ones() -> None:
+    many = {"connectDomains": [f"https://d{n}.example.com" for n in range(MAX_DOMAINS + 8)]}
+    kept, _, _ = declared(many)
+    assert kept["connectDomains"] == many["connectDomains"][:MAX_DOMAINS]
 
 
 def test_a_malformed_or_oversized_declaration_is_refused(site: InProcessApp) -> None:
