@@ -141,6 +141,8 @@ class AppsProxyMiddleware:
         if self.origin:
             self.forbidden.add(urlsplit(self.origin).hostname or "")
         self.script = SCRIPT_FILE.read_bytes() if self.host else b""
+        # The console's origins, so that the proxy posts only to them: read by proxy.js.
+        self.page = PROXY_HTML.replace("SITE_ORIGINS", " ".join(self.site_origins))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.host is None or scope["type"] not in ("http", "websocket"):
@@ -185,9 +187,7 @@ class AppsProxyMiddleware:
         kept, wasm, _ = declared(value)
         headers = _common_headers()
         headers["content-security-policy"] = policy(kept, wasm, self.site_origins, self.forbidden)
-        # The console's origin, so that the proxy posts only to it: read by proxy.js.
-        page = PROXY_HTML.replace("SITE_ORIGINS", " ".join(self.site_origins))
-        return Response(page, media_type="text/html", headers=headers)
+        return Response(self.page, media_type="text/html", headers=headers)
 
 
 def _site_origins(settings: Settings, proxy: str | None) -> list[str]:
