@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
+from starlette.websockets import WebSocketDisconnect
 
 from app.config import Settings
 from app.web.apps_proxy import MAX_DOMAINS, declared, origin_problem, policy
@@ -54,9 +55,10 @@ def test_the_proxy_host_serves_nothing_of_the_site(site: InProcessApp) -> None:
             method,
             path,
         )
-    with pytest.raises(Exception):  # noqa: B017 (starlette's test client raises on a refused handshake)
+    with pytest.raises(WebSocketDisconnect) as refused_socket:
         with site.plain_client().websocket_connect("/ws/demo-orders", headers=PROXY_HOST):
             pass
+    assert refused_socket.value.code == 1008
 
 
 def test_the_site_serves_no_proxy(site: InProcessApp) -> None:
