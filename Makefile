@@ -13,7 +13,16 @@ BENCH_DEBS := libseccomp2
 
 .PHONY: install lock run test test-fast coverage lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 
-install: $(STAMP)
+install: $(STAMP) $(TS_RUNTIME)
+
+# What a learner's server.ts runs on (runtime/node: Node 24 LTS, the TypeScript SDK, zod; seen
+# read-only by its sandbox) and what turns it into JavaScript (runtime/esbuild), at their locked
+# versions: docs/typescript.md.
+TS_RUNTIME := runtime/node/node_modules/.installed-stamp runtime/esbuild/node_modules/.installed-stamp
+runtime/%/node_modules/.installed-stamp: runtime/%/package-lock.json
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps-node
+	npm ci --prefix runtime/$* --no-audit --no-fund --loglevel=error
+	touch $@
 
 # Exact versions, with hashes, from the lock files (`make lock` writes them anew from pyproject.toml's
 # ranges, keeping every pin it can); the project itself goes in without its dependencies.
@@ -129,4 +138,5 @@ bench: install system-deps-bench
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) $(VENV)-uv .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules tools/lint/node_modules
+	rm -rf $(VENV) $(VENV)-uv .pytest_cache .ruff_cache test-artifacts tests/ts/node_modules tools/lint/node_modules \
+		runtime/node/node_modules runtime/esbuild/node_modules

@@ -20,6 +20,7 @@ from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.sandbox.process import ServerProcess
+from app.workspace import Program
 
 
 class PoolServers:
@@ -31,7 +32,7 @@ class PoolServers:
         self.pool = pool
 
     @contextlib.asynccontextmanager
-    async def running(self, source: str) -> AsyncIterator[ServerProcess]:
+    async def running(self, source: Program) -> AsyncIterator[ServerProcess]:
         process = await self.pool.acquire(MY_SERVER, source)
         try:
             yield process

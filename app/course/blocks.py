@@ -169,12 +169,14 @@ def parse_endpoint(block: Block, default_server: str | None, servers: Collection
 
 
 def parse_exercise(block: Block) -> Exercise:
-    block.only(attrs=("rev", "solution"))
+    """```exercise rev=R solution=solutions/NAME.py [python-only]: `python-only` when the exercise checks
+    what the Python SDK does and the TypeScript SDK does otherwise (the text says how)."""
+    block.only(attrs=("rev", "solution"), flags=("python-only",))
     lessons_dir = block.path.parent
     try:
         return exercises.parse(block.yaml(), revision=block.info.attrs.get("rev"),
                                solution=block.info.attrs.get("solution"), lessons_dir=lessons_dir,
-                               line=block.line)  # fmt: skip
+                               line=block.line, python_only="python-only" in block.info.flags)  # fmt: skip
     except exercises.ExerciseError as exc:
         raise block.error(str(exc)) from None
 

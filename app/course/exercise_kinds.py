@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -95,7 +96,7 @@ async def _call(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
         if spec["is_error"]:
             return False, f"expected a result with `isError: true`; got a normal result: {shown}"
         return False, f"the call failed (`isError: true`): {shown}"
-    if "text" in spec and str(spec["text"]) not in texts:
+    if "text" in spec and not has_text(str(spec["text"]), texts):
         return False, f"expected the text {str(spec['text'])!r}; got {shown}"
     if "text_contains" in spec and not any(str(spec["text_contains"]) in t for t in texts):
         return False, f"expected a text containing {str(spec['text_contains'])!r}; got {shown}"
@@ -141,6 +142,20 @@ def _elicited(talk: Conversation, spec: dict[str, Any], shown: str) -> str:
         if problem:
             return f"the elicitation's {problem}"
     return ""
+
+
+# A number as a tool's text may write it: 212, 212.0, -0.5, 1e3.
+_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def has_text(expected: str, texts: list[str]) -> bool:
+    """Whether one of `texts` is `expected`; a number counts by its value, as the languages write the
+    same one differently (Python's str(212.0) is "212.0", JavaScript's String(212) "212")."""
+    if expected in texts:
+        return True
+    if not _NUMBER.fullmatch(expected):
+        return False
+    return any(_NUMBER.fullmatch(t.strip()) and float(t) == float(expected) for t in texts)
 
 
 async def _read(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:

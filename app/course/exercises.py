@@ -35,6 +35,7 @@ from app.course.conversation import Conversation, Failed, ServerLines, Stop, err
 from app.course.exercise_kinds import RUNNERS
 from app.course.render import render_inline
 from app.protocol import messages
+from app.workspace import typescript
 
 # A whole run must end within this (each reply within conversation.REPLY_LIMIT_S).
 RUN_LIMIT_S = 30.0
@@ -91,6 +92,8 @@ class Exercise:
     solution: Path  # the reference solution, beside the lesson files
     tests: tuple[ExerciseTest, ...]
     line: int
+    # It checks what the Python SDK does where the TypeScript SDK does otherwise (the lesson says how).
+    python_only: bool = False
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -138,7 +141,8 @@ class Report:
 # --- parsing ---------------------------------------------------------------------------------------
 
 
-def parse(data: Any, *, revision: str | None, solution: str | None, lessons_dir: Path, line: int) -> Exercise:
+def parse(data: Any, *, revision: str | None, solution: str | None, lessons_dir: Path, line: int,
+          python_only: bool = False) -> Exercise:  # fmt: skip
     if revision is None:
         raise ExerciseError("say which revision the exercise speaks (rev=2025-11-25)")
     if revision != messages.STATELESS_REVISION and revision not in _handshake_revisions():
@@ -155,7 +159,7 @@ def parse(data: Any, *, revision: str | None, solution: str | None, lessons_dir:
         raise ExerciseError(
             f"`elicit` needs a handshake revision: in rev={revision} a server sends no requests of its own"
         )
-    return Exercise(revision, path, tests, line)
+    return Exercise(revision, path, tests, line, python_only)
 
 
 def _handshake_revisions() -> tuple[str, ...]:
@@ -296,3 +300,20 @@ def _expected_error(spec: dict[str, Any], error: dict[str, Any]) -> tuple[bool, 
             return True, f"the server answered with the protocol error {words}, as it should"
         return False, f"expected the protocol error code {wanted}, got {words}"
     return False, f"the server answered with a protocol error: {words}"
+
+
+def not_for_typescript(exercise: Exercise) -> str | None:
+    """Why a learner who writes TypeScript cannot take this exercise yet, or None when they can: the
+    TypeScript SDK serves protocol revisions up to typescript.SDK_NEWEST_REVISION."""
+    if exercise.python_only:
+        return (
+            "this exercise checks what the Python SDK does, and the TypeScript SDK does otherwise (the text "
+            "above says how): switch your server to Python for this step, or read on"
+        )
+    if exercise.revision <= typescript.SDK_NEWEST_REVISION:  # revisions are dates: as text, in time order
+        return None
+    return (
+        f"this exercise speaks protocol revision {exercise.revision}, which the TypeScript SDK "
+        f"({typescript.SDK_VERSION}) does not serve yet (its newest is {typescript.SDK_NEWEST_REVISION}): "
+        "switch your server to Python for this step, or read on"
+    )

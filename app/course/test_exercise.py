@@ -42,7 +42,7 @@ class TestRuns(Protocol):
 
     gone: type[Exception]  # what an instance's `write_line` raises once it has exited
 
-    def running(self, program: str) -> AbstractAsyncContextManager[ServerLines]: ...
+    def running(self, program: workspace.Program) -> AbstractAsyncContextManager[ServerLines]: ...
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,10 @@ async def run_once(runs: TestRuns, server: str, tests: str) -> TestRun:
     output: list[str] = []
     summary: dict[str, Any] | None = None
     try:
-        async with asyncio.timeout(RUN_LIMIT_S), runs.running(workspace.test_runner()) as process:
+        async with (
+            asyncio.timeout(RUN_LIMIT_S),
+            runs.running(workspace.Program.python(workspace.test_runner())) as process,
+        ):
             await process.write_line(workspace.test_run_input(server, tests))
             while (line := await process.read_line()) is not None:
                 if line.startswith(RESULT_PREFIX):

@@ -217,6 +217,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 14: how a learner's own server last ended by itself (JSON: when, how, why, its stderr's end).
     ("ALTER TABLE learners ADD COLUMN last_server_exit TEXT",),
+    # 15: the language a learner writes their own server in ("python" or "typescript"; none yet means
+    # python): which of server.py and server.ts my-server runs.
+    ("ALTER TABLE learners ADD COLUMN server_language TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -315,6 +315,18 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
             ).fetchone()
         return row[0] if row else None
 
+    def set_server_language(self, learner_id: str, language: str) -> None:
+        with self._write() as db:
+            self._touch(db, learner_id, time.time())
+            self._exec(db, "UPDATE learners SET server_language = ? WHERE id = ?", (language, learner_id))
+
+    def server_language(self, learner_id: str) -> str | None:
+        with self._read() as db:
+            row = self._exec(
+                db, "SELECT server_language FROM learners WHERE id = ?", (learner_id,)
+            ).fetchone()
+        return row[0] if row else None
+
     def failing_exercises(self, class_id: str) -> set[tuple[str, str]]:
         with self._read() as db:
             rows = self._exec(

@@ -362,6 +362,14 @@ class ProgressStore(Protocol):
         """The latest record of record_server_exit, or None."""
         ...
 
+    def set_server_language(self, learner_id: str, language: str) -> None:
+        """Record the language the learner's own server is written in (the workspace's setting)."""
+        ...
+
+    def server_language(self, learner_id: str) -> str | None:
+        """The language last set with set_server_language, or None when never set."""
+        ...
+
     def failing_exercises(self, class_id: str) -> set[tuple[str, str]]:
         """(learner id, step slug) of each member whose latest run of that step's exercise failed."""
         ...

@@ -24,6 +24,7 @@ from app.relay.rates import Pace
 from app.relay.session import DEFAULT_LIMITS, Listener, RelaySession, SessionLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.sandbox.process import ProcessSource, ServerProcess
+from app.workspace import Program
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class Sessions:
     def __init__(self, source: ProcessSource, admission: Admission, *, grace_s: float, idle_timeout_s: float,
                  max_session_s: float, metrics: Metrics | None = None,
                  new_transcript: Callable[[str], Transcript] | None = None,
-                 own_source: Callable[[Owner], Awaitable[str]] | None = None,
+                 own_source: Callable[[Owner], Awaitable[Program]] | None = None,
                  own_exited: Callable[[RelaySession], Awaitable[None]] | None = None,
                  shared: SharedSessions | None = None,
                  session_limits: SessionLimits = DEFAULT_LIMITS) -> None:  # fmt: skip
@@ -236,7 +237,7 @@ class Sessions:
 
     @contextlib.asynccontextmanager
     async def exercise_instance(
-        self, owner: Owner, source: str | None = None
+        self, owner: Owner, source: Program | None = None
     ) -> AsyncIterator[ServerProcess]:
         """A fresh instance of the owner's own server for one exercise run (or of `source`, the code of
         a lesson's runnable block): admitted on the exercise budget (not a console's place), and

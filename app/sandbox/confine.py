@@ -166,12 +166,13 @@ def enter_namespaces(uid: int, limits: Limits, *, scratch: str | None) -> None:
     os.chdir(scratch)
 
 
-def set_rlimits(limits: Limits, *, per_uid: bool = True) -> None:
+def set_rlimits(limits: Limits, *, per_uid: bool = True, address_space: int | None = None) -> None:
     """`per_uid` False: no RLIMIT_NPROC, which counts every process of the uid (in one user
     namespace): for rootless mode where an instance could not have a user namespace of its own, as
-    there the uid is the app's own, shared with everything else its user runs."""
+    there the uid is the app's own, shared with everything else its user runs. `address_space`:
+    RLIMIT_AS other than the memory limit (Node's, node_server.py)."""
     values = [
-        (resource.RLIMIT_AS, limits.memory_bytes),
+        (resource.RLIMIT_AS, address_space or limits.memory_bytes),
         (resource.RLIMIT_CPU, limits.cpu_seconds),
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_FSIZE, limits.file_size_bytes),
@@ -212,9 +213,10 @@ def die_with_fork_server(life_fd: int) -> None:
         os._exit(137)
 
 
-def build_seccomp_filter() -> tuple[k.SeccompProgram, list[str]]:
+def build_seccomp_filter(node_exec: int | None = None) -> tuple[k.SeccompProgram, list[str]]:
     """Built once in the fork server (an allow-list, app/sandbox/syscalls.py); each instance loads
-    the compiled program after fork. The list names rules that could not be built."""
+    the compiled program after fork. The list names rules that could not be built. `node_exec`:
+    Node's filter instead, with its one execve (app/sandbox/node_server.py)."""
     from app.sandbox import syscall_filter
 
-    return syscall_filter.compile_program()
+    return syscall_filter.compile_program(node_exec)

@@ -19,6 +19,7 @@ import signal
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
+from app.workspace import Program
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def _decode(raw: bytes) -> str:
 
 class Instance:
     def __init__(self, launcher: Launcher, server: str, uid: int, *, max_line_bytes: int,
-                 max_output_bytes: int, source: str | None = None) -> None:  # fmt: skip
+                 max_output_bytes: int, source: Program | None = None) -> None:  # fmt: skip
         self.launcher = launcher
         self.server = server
         self.source = source  # my-server only: the learner's file it runs

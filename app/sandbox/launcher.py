@@ -16,6 +16,7 @@ from collections.abc import Callable
 from app.sandbox.cgroups import SERVICE_OOM_SCORE_ADJ, MemoryGauge, set_oom_score_adj
 from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
+from app.workspace import Program
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,18 @@ def child_environment(project_root: str) -> dict[str, str]:
     return env
 
 
+def node_runtime() -> dict[str, str] | None:
+    """Where Node and the packages a server.ts may import are, or None when they are not installed."""
+    from app.workspace import typescript
+
+    if typescript.missing():
+        return None
+    return {"node": str(typescript.NODE.resolve()), "modules": str(typescript.NODE_MODULES.resolve())}
+
+
 def _sealed_file(text: str) -> int:
     """A memfd holding `text`, sealed so that nothing can change it once the fork server has it."""
-    fd = os.memfd_create("server.py", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    fd = os.memfd_create("server", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         data = text.encode("utf-8")
         view = memoryview(data)
@@ -170,6 +180,8 @@ class Launcher:
             "rootless": self.rootless,
             "outside_uid": os.geteuid(),
             "outside_gid": os.getegid(),
+            # Node for a learner's server.ts, when the runtime is installed (docs/typescript.md).
+            "node": node_runtime(),
         }
         return [sys.executable, "-m", "app.sandbox.forkserver", json.dumps(config)]
 
@@ -261,17 +273,21 @@ class Launcher:
                     future.set_result({"op": "failed", "error": "the fork server has stopped"})
 
     async def spawn(self, server: str, uid: int, fds: tuple[int, int, int],
-                    on_exit: Callable[[ExitStatus], None], source: str | None = None) -> int:  # fmt: skip
+                    on_exit: Callable[[ExitStatus], None], source: Program | None = None) -> int:  # fmt: skip
         """Start one instance with the given stdin/stdout/stderr ends; return its pid (and group).
 
-        `source`: the learner's server.py, for my-server only; it goes as a sealed memfd."""
+        `source`: what my-server runs (my-server only), the learner's server.py or the JavaScript made
+        of their server.ts; its text goes as a sealed memfd."""
         if self._sock is None or self.closed.is_set():
             raise SandboxError("The demo servers are not running.", reason="forkserver", status_code=503)
         request_id = next(self._ids)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
-        packet = json.dumps({"op": "spawn", "id": request_id, "server": server, "uid": uid}).encode()
-        extra = [] if source is None else [_sealed_file(source)]
+        request = {"op": "spawn", "id": request_id, "server": server, "uid": uid}
+        if source is not None:
+            request["runtime"] = source.runtime
+        packet = json.dumps(request).encode()
+        extra = [] if source is None else [_sealed_file(source.text)]
         try:
             async with self._send_lock:
                 await self._send_fds(packet, [*fds, *extra])

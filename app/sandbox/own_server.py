@@ -31,19 +31,25 @@ BAD_FILE_EXIT = 65
 def run_file(fd: int) -> NoReturn:
     """Read the learner's file from `fd` (then close it), check it and run it; a file that cannot be
     run is explained on stderr, and the process exits with BAD_FILE_EXIT."""
+    run(read_file(fd, FILE_NAME, MAX_SOURCE_BYTES))
+
+
+def read_file(fd: int, name: str, limit: int) -> str:
+    """The text of the program in `fd` (closed after), checked by the workspace's rules with `limit`;
+    a program that breaks them is explained on stderr (as `name`), and the process exits."""
     size = os.fstat(fd).st_size
     chunks, done = [], 0
     # From the start: the app's writes left the file's offset, shared with this descriptor, at its end.
-    while done <= MAX_SOURCE_BYTES and (chunk := os.pread(fd, MAX_SOURCE_BYTES + 1 - done, done)):
+    while done <= limit and (chunk := os.pread(fd, limit + 1 - done, done)):
         chunks.append(chunk)
         done += len(chunk)
     os.close(fd)
     data = b"".join(chunks)
-    problem = problem_with(data, size)
+    problem = problem_with(data, size, limit)
     if problem:
-        print(f"{FILE_NAME} cannot be run: {problem}.", file=sys.stderr, flush=True)
+        print(f"{name} cannot be run: {problem}.", file=sys.stderr, flush=True)
         os._exit(BAD_FILE_EXIT)
-    run(data.decode("utf-8"))
+    return data.decode("utf-8")
 
 
 def run(source: str) -> NoReturn:

@@ -16,6 +16,7 @@ from app.sandbox.instance import Instance
 from app.sandbox.launcher import Launcher
 from app.sandbox.limits import Limits
 from app.sandbox.process import ServerProcess
+from app.workspace import Program
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,7 @@ class InstancePool:
 
     # --- instances -------------------------------------------------------------------------------
 
-    async def acquire(self, server: str, source: str | None = None) -> Instance:
+    async def acquire(self, server: str, source: Program | None = None) -> Instance:
         if server not in self.servers:
             raise SandboxError(
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
@@ -156,7 +157,7 @@ class InstancePool:
             self._recycle_uid(instance)
         return None
 
-    async def _start_instance(self, server: str, source: str | None = None) -> Instance:
+    async def _start_instance(self, server: str, source: Program | None = None) -> Instance:
         if not self._free_uids:
             raise SandboxError(
                 "The playground has no room for another server right now. Try again in a minute.",

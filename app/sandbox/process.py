@@ -10,6 +10,7 @@ import asyncio
 from typing import Protocol
 
 from app.sandbox.launcher import ExitStatus
+from app.workspace import Program
 
 
 class ServerProcess(Protocol):
@@ -48,7 +49,7 @@ class ProcessSource(Protocol):
 
     servers: list[str]
 
-    async def acquire(self, server: str, source: str | None = None) -> ServerProcess:
+    async def acquire(self, server: str, source: Program | None = None) -> ServerProcess:
         """A started process of `server` (for my-server, running `source`); raises SandboxError."""
         ...
 

@@ -16,21 +16,23 @@ from app.sandbox.kernel import SeccompProgram
 X32_SYSCALL_BIT = 0x40000000
 
 
-def compile_program() -> tuple[SeccompProgram, list[str]]:
+def compile_program(node_exec: int | None = None) -> tuple[SeccompProgram, list[str]]:
     """The filter as a BPF program, and the rules that could not be built (see build())."""
     import tempfile
 
-    filt, problems = build()
+    filt, problems = build(node_exec)
     with tempfile.TemporaryFile() as out:
         filt.export_bpf(out)
         out.seek(0)
         return SeccompProgram(out.read()), problems
 
 
-def build() -> tuple[Any, list[str]]:
+def build(node_exec: int | None = None) -> tuple[Any, list[str]]:
     """The filter (a pyseccomp.SyscallFilter), and the rules that could not be built.
 
-    An empty list means every rule is in force; anything else must be reported, never ignored.
+    `node_exec`: Node's filter, which also allows what Node needs, and execve with its path at this
+    address only (app/sandbox/node_server.py). An empty list means every rule is in force; anything
+    else must be reported, never ignored.
     """
     import pyseccomp as sc
 
@@ -56,6 +58,13 @@ def build() -> tuple[Any, list[str]]:
     for rule in syscalls.ARGUMENT_RULES:
         for value in rule.values:
             add(sc.ALLOW, rule.syscall, sc.Arg(rule.arg, sc.MASKED_EQ, rule.mask, value))
+    if node_exec is not None:
+        for name in syscalls.NODE_ALLOWED:
+            add(sc.ALLOW, name)
+        for rule in syscalls.NODE_ARGUMENT_RULES:
+            for value in rule.values:
+                add(sc.ALLOW, rule.syscall, sc.Arg(rule.arg, sc.MASKED_EQ, rule.mask, value))
+        add(sc.ALLOW, syscalls.NODE_EXEC, sc.Arg(0, sc.EQ, node_exec))
     for name in syscalls.ENOSYS_SYSCALLS:
         add(sc.ERRNO(syscalls.ENOSYS), name)
     if sc.system_arch() == sc.Arch.X86_64:

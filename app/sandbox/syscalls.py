@@ -234,6 +234,23 @@ ARGUMENT_RULES: tuple[ArgumentRule, ...] = (
     ),
 )
 
+# --- Node (a learner's server.ts) ---------------------------------------------------------------
+# Node's instances load a filter of their own: everything above, and what Node needs beyond it.
+# Traced as above, with Node 24 serving the reference solutions of the Build track.
+
+NODE_ALLOWED: dict[str, str] = {
+    "epoll_pwait": "libuv's event loop waits with it",
+    "eventfd2": "libuv wakes its loop from its other threads",
+}
+
+NODE_ARGUMENT_RULES: tuple[ArgumentRule, ...] = (
+    ArgumentRule(
+        "arch_prctl", 0, LOW_32_BITS, (0x1002,), "ARCH_SET_FS: the loader sets up Node's thread-local storage"
+    ),
+)
+# And execve, once: only with the path at the address the fork server gives the filter (node_server.py).
+NODE_EXEC = "execve"
+
 # clone3 passes its flags in memory, where a filter cannot look: refuse it as "not implemented",
 # and glibc falls back to clone, whose flags the rule above checks.
 ENOSYS_SYSCALLS: tuple[str, ...] = ("clone3",)
@@ -244,6 +261,9 @@ ENOSYS = errno.ENOSYS
 OPTIONAL: frozenset[str] = frozenset({"rseq", "close_range", "faccessat2", "clone3"})
 
 
-def allowed_names() -> list[str]:
-    """Every system call the filter lets through, with or without conditions."""
-    return sorted({*ALLOWED, *(rule.syscall for rule in ARGUMENT_RULES)})
+def allowed_names(node: bool = False) -> list[str]:
+    """Every system call the filter lets through, with or without conditions (`node`: Node's filter)."""
+    names = {*ALLOWED, *(rule.syscall for rule in ARGUMENT_RULES)}
+    if node:
+        names |= {*NODE_ALLOWED, *(rule.syscall for rule in NODE_ARGUMENT_RULES), NODE_EXEC}
+    return sorted(names)

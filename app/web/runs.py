@@ -119,7 +119,7 @@ async def _run(
     began = time.monotonic()
     ending: dict[str, Any] = {}
     try:
-        async with sessions.exercise_instance(owner, source=code) as process:
+        async with sessions.exercise_instance(owner, source=workspace.Program.python(code)) as process:
             if stdin is not None:
                 await process.write_line(stdin)
             ending = await _watch(process, events, stop, began + limit_s)

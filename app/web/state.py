@@ -92,6 +92,20 @@ class AppState:
                 return saved.source
         return workspace.starter(name)
 
+    async def own_language(self, owner: Owner) -> str:
+        """The language `owner` writes their own server in (the workspace's setting; python unless set)."""
+        learner = owner.learner
+        if learner is None:
+            return workspace.DEFAULT_LANGUAGE
+        chosen = await anyio.to_thread.run_sync(self.progress.server_language, learner)
+        return chosen if chosen in workspace.LANGUAGES else workspace.DEFAULT_LANGUAGE
+
+    async def own_program(self, owner: Owner) -> workspace.Program:
+        """What my-server runs for `owner`: their file in the language they chose, as a program."""
+        language = await self.own_language(owner)
+        source = await self.own_source(owner, workspace.LANGUAGES[language])
+        return await anyio.to_thread.run_sync(workspace.program, language, source)
+
     async def own_server_exited(self, session: RelaySession) -> None:
         """Keep how a learner's own server ended by itself, for the instructor's view of them."""
         learner = session.owner.learner
@@ -149,7 +163,7 @@ class AppState:
             source, admission, grace_s=s.reconnect_grace_s, idle_timeout_s=s.idle_timeout_s,
             max_session_s=s.max_session_s, metrics=self.metrics,
             new_transcript=lambda server: Transcript(server=server, max_bytes=s.transcript_max_bytes),
-            own_source=self.own_source, own_exited=self.own_server_exited, shared=self.fleet,
+            own_source=self.own_program, own_exited=self.own_server_exited, shared=self.fleet,
             session_limits=SessionLimits(s.max_message_values, s.server_read_bytes_per_s,
                                          s.client_read_bytes_per_s),
         )  # fmt: skip

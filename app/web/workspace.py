@@ -1,10 +1,12 @@
 """The learner's workspace (DESIGN.md, "The learner's own server" and "the workspace's files"), over HTTP.
 
-`PUT /api/workspace/<name>` saves `server.py` or `test_server.py` (the learner cookie; same site, as
-the guard enforces for every PUT) and answers the syntax errors found without running the file; `GET`
-returns the saved file, or its starter. The last few versions of each file are kept and can be read
-or restored (`?file=<name>`, server.py by default). server.py runs only as `my-server`, and
-test_server.py only in a test run (app/web/runs.py), in the learner's own sandboxed instance.
+`PUT /api/workspace/<name>` saves `server.py`, `server.ts` or `test_server.py` (the learner cookie;
+same site, as the guard enforces for every PUT) and answers the syntax errors found without running
+the file; `GET` returns the saved file, or its starter. The last few versions of each file are kept
+and can be read or restored (`?file=<name>`, server.py by default). `GET/PUT /api/workspace/settings`
+holds the language the learner writes their server in: my-server runs server.py or server.ts by it.
+Either file runs only as `my-server`, and test_server.py only in a test run (app/web/runs.py), in the
+learner's own sandboxed instance.
 """
 
 from __future__ import annotations
@@ -34,13 +36,20 @@ from app.web.state import AppState, get_state
 router = APIRouter()
 
 PYTHON_TEXT = "text/x-python; charset=utf-8"
+TYPESCRIPT_TEXT = "text/x-typescript; charset=utf-8"
+# The most a settings body may hold: {"language": "typescript"} and room to spare.
+MAX_SETTINGS_BYTES = 1024
 # The largest integer the progress stores hold (SQLite's INTEGER, PostgreSQL's bigint): a number past
 # it in a request is refused (422) before it reaches a query, which could not even bind it.
 STORED_INT_MAX = 2**63 - 1
 # A saved version's number in a path.
 Version = Annotated[int, Path(ge=0, le=STORED_INT_MAX)]
 # Which file of the workspace a request is about (`?file=`): server.py unless it says.
-FileName = Annotated[str, Query(alias="file", pattern=r"^(server|test_server)\.py$")]
+FileName = Annotated[str, Query(alias="file", pattern=r"^(server\.py|test_server\.py|server\.ts)$")]
+
+
+def _media_type(name: str) -> str:
+    return TYPESCRIPT_TEXT if name == workspace.TS_FILE_NAME else PYTHON_TEXT
 
 
 def _no_such_file(name: str) -> JSONResponse:
@@ -88,6 +97,56 @@ async def _saved(state: AppState, learner: str, name: str, version: int | None =
     return await anyio.to_thread.run_sync(lambda: state.progress.server_file(learner, version, name=name))
 
 
+def _settings_json(language: str) -> dict[str, Any]:
+    from app.workspace import typescript
+
+    missing = typescript.missing()
+    return {
+        "language": language,
+        "languages": list(workspace.LANGUAGES),
+        "files": workspace.LANGUAGES,
+        "typescript": {"available": not missing, "why_not": missing or None, "sdk": typescript.SDK_VERSION,
+                       "newest_revision": typescript.SDK_NEWEST_REVISION},
+    }  # fmt: skip
+
+
+# Before the routes of a file by name, which "settings" would otherwise match.
+@router.get("/api/workspace/settings")
+async def read_settings(request: Request) -> JSONResponse:
+    """The language the learner writes their own server in, and what each one needs."""
+    state = get_state(request)
+    language = await state.own_language(await state.owner_of(request.scope))
+    return JSONResponse(_settings_json(language), headers={"Cache-Control": "no-store"})
+
+
+@router.put("/api/workspace/settings")
+async def save_settings(request: Request) -> JSONResponse:
+    """Choose the language of the learner's own server: {"language": "python" | "typescript"}."""
+    from app.workspace import typescript
+
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > MAX_SETTINGS_BYTES:
+            return _refuse(413, f"The settings are over the limit of {MAX_SETTINGS_BYTES} bytes")
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        return _refuse(400, 'The settings must be JSON, such as {"language": "typescript"}')
+    if not isinstance(body, dict) or set(body) != {"language"}:
+        return _refuse(400, 'The settings hold exactly one key, "language"')
+    language = body["language"]
+    if not isinstance(language, str) or language not in workspace.LANGUAGES:
+        names = " or ".join(f'"{name}"' for name in workspace.LANGUAGES)
+        return _refuse(400, f"The language must be {names}")
+    if language == "typescript" and typescript.missing():
+        return _refuse(409, f"TypeScript cannot run here: {typescript.missing()}")
+    learner = learner_id(request)
+    state = get_state(request)
+    await anyio.to_thread.run_sync(state.progress.set_server_language, learner, language)
+    return JSONResponse({"saved": True, **_settings_json(language)})
+
+
 @router.get("/api/workspace/{name}")
 async def read_file(request: Request, name: str) -> Response:
     if name not in workspace.FILES:
@@ -95,7 +154,7 @@ async def read_file(request: Request, name: str) -> Response:
     saved = await _saved(get_state(request), learner_id(request), name)
     source = saved.source if saved else workspace.starter(name)
     headers = {"X-Version": str(saved.version if saved else 0), "Cache-Control": "no-store"}
-    return PlainTextResponse(source, media_type=PYTHON_TEXT, headers=headers)
+    return PlainTextResponse(source, media_type=_media_type(name), headers=headers)
 
 
 @router.put("/api/workspace/{name}")
@@ -137,7 +196,9 @@ async def read_version(request: Request, version: Version, name: FileName = work
     if saved is None:
         return JSONResponse(error_body(404, f"No saved version {version} (only the last few are kept)."),
                             status_code=404)  # fmt: skip
-    return PlainTextResponse(saved.source, media_type=PYTHON_TEXT, headers={"Cache-Control": "no-store"})
+    return PlainTextResponse(
+        saved.source, media_type=_media_type(name), headers={"Cache-Control": "no-store"}
+    )
 
 
 @router.post("/api/workspace/history/{version}/restore")
@@ -172,6 +233,10 @@ async def run_exercise(request: Request, lesson_slug: str, step_slug: str) -> JS
     try:
         if isinstance(step.exercise, TestExercise):
             report = await _run_test_exercise(state, owner, step.exercise)
+        elif (why := exercises.not_for_typescript(step.exercise)) and await state.own_language(
+            owner
+        ) == "typescript":
+            report = Report(problem=why)
         else:
             report = await _run_exercise(state, owner, step.exercise)
     except CapacityError as exc:
@@ -213,7 +278,7 @@ class _TestRuns:
     def __init__(self, sessions: Sessions, owner: Owner) -> None:
         self.sessions, self.owner = sessions, owner
 
-    def running(self, program: str) -> AbstractAsyncContextManager[ServerProcess]:
+    def running(self, program: workspace.Program) -> AbstractAsyncContextManager[ServerProcess]:
         return self.sessions.exercise_instance(self.owner, source=program)
 
 

@@ -1,8 +1,10 @@
-"""The learner's workspace: their own server.py and the files beside it (test_server.py), what a file
-must be to be saved, what is wrong with it, and the starters.
+"""The learner's workspace: their own server (server.py, or server.ts in TypeScript) and the files
+beside it (test_server.py), what a file must be to be saved, what is wrong with it, the starters, and
+the program my-server runs for the language the learner chose.
 
-Nothing here runs the file: `diagnose` compiles it (the parser and compiler only, never executing a
-line), and the file runs only inside a sandboxed instance (app/sandbox/own_server.py). These rules
+Nothing here runs the file: `diagnose` compiles server.py (the parser and compiler only, never
+executing a line) and has esbuild parse server.ts (typescript.py), and the file runs only inside a
+sandboxed instance (app/sandbox/own_server.py). These rules
 sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process checks a file with
 `problem_with` before it saves it, and the instance checks it again before it runs it.
 """
@@ -16,8 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 
-__all__ = ["FILES", "FILE_NAME", "MAX_SOURCE_BYTES", "TEST_FILE_NAME", "Diagnostic", "diagnose", "problem_with",
-           "starter", "test_run_input", "test_runner"]  # fmt: skip
+__all__ = ["DEFAULT_LANGUAGE", "FILES", "FILE_NAME", "LANGUAGES", "MAX_PROGRAM_BYTES", "MAX_SOURCE_BYTES", "RUNTIMES", "TEST_FILE_NAME", "TS_FILE_NAME", "Diagnostic",
+           "Program", "diagnose", "problem_with", "program", "starter", "test_run_input", "test_runner"]  # fmt: skip
 
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
 # it saves and by the instance before it runs: one number for both.
@@ -25,19 +27,24 @@ MAX_SOURCE_BYTES = 64 * 1024
 FILE_NAME = "server.py"
 # The learner's tests of their server (pytest, run beside server.py by run_tests.py).
 TEST_FILE_NAME = "test_server.py"
-FILES = (FILE_NAME, TEST_FILE_NAME)
+# The learner's server in TypeScript, with the official TypeScript SDK: run by Node (typescript.py).
+TS_FILE_NAME = "server.ts"
+FILES = (FILE_NAME, TEST_FILE_NAME, TS_FILE_NAME)
+# The languages a learner may write their own server in, and its file in each; python unless chosen.
+LANGUAGES = {"python": FILE_NAME, "typescript": TS_FILE_NAME}
+DEFAULT_LANGUAGE = "python"
 # The starters sit in a folder that is not a package: nothing imports them (the privilege drop
 # imports every module of the app, and test_server.py's `from server import mcp` has no server here).
 STARTERS = {name: HERE / "starters" / name for name in FILES}
 
 
-def problem_with(data: bytes, size: int | None = None) -> str:
+def problem_with(data: bytes, size: int | None = None, limit: int = MAX_SOURCE_BYTES) -> str:
     """Why these bytes (the start of a file of `size` bytes, if given) cannot be a learner's server
     file, or "" when they can."""
     size = len(data) if size is None else size
-    if size > MAX_SOURCE_BYTES or len(data) > MAX_SOURCE_BYTES:
+    if size > limit or len(data) > limit:
         return (
-            f"the file is {max(size, len(data))} bytes, over the limit of {MAX_SOURCE_BYTES} bytes (64 KiB)"
+            f"the file is {max(size, len(data))} bytes, over the limit of {limit} bytes ({limit // 1024} KiB)"
         )
     nul = data.find(b"\x00")
     if nul >= 0:
@@ -47,6 +54,25 @@ def problem_with(data: bytes, size: int | None = None) -> str:
     except UnicodeDecodeError as exc:
         return f"the file is not UTF-8 text (byte {exc.start} cannot be read as UTF-8)"
     return ""
+
+
+@dataclass(frozen=True)
+class Program:
+    """What an instance of my-server runs: Python source (`runtime` "python", run as `python server.py`
+    would), or for server.ts the JavaScript module esbuild made of it (`runtime` "node")."""
+
+    runtime: str
+    text: str
+
+    @classmethod
+    def python(cls, text: str) -> Program:
+        return cls("python", text)
+
+
+RUNTIMES = ("python", "node")
+# The most a program may hold, by runtime: server.py as saved, or the JavaScript esbuild makes of a
+# server.ts within MAX_SOURCE_BYTES (with its inline source map, which holds the file once more).
+MAX_PROGRAM_BYTES = {"python": MAX_SOURCE_BYTES, "node": 8 * MAX_SOURCE_BYTES}
 
 
 @dataclass(frozen=True)
@@ -75,7 +101,12 @@ def test_run_input(server: str, tests: str) -> str:
 
 
 def diagnose(source: str, name: str = FILE_NAME) -> list[Diagnostic]:
-    """The syntax errors Python would report for this file (at most one: the first), without running it."""
+    """The syntax errors found without running the file: Python's (at most one: the first) for a
+    Python file, esbuild's for server.ts."""
+    if name == TS_FILE_NAME:
+        from app.workspace import typescript
+
+        return typescript.diagnose(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings are not errors; the server still runs
@@ -88,3 +119,25 @@ def diagnose(source: str, name: str = FILE_NAME) -> list[Diagnostic]:
     except (ValueError, MemoryError, RecursionError) as exc:  # e.g. too deeply nested to compile
         return [Diagnostic(1, 1, f"Python cannot compile this file: {exc}")]
     return []
+
+
+def program(language: str, source: str) -> Program:
+    """What my-server runs for `source`, the learner's file in `language` (a key of LANGUAGES): the
+    Python file itself, or the JavaScript esbuild makes of server.ts. A server.ts that cannot become
+    JavaScript still gets a program: one that says why on stderr and exits 1, as a broken server.py
+    does in its instance."""
+    if language != "typescript":
+        return Program.python(source)
+    from app.workspace import typescript
+
+    try:
+        made = typescript.transpile(source)
+    except typescript.RuntimeMissing as exc:
+        # No Node to run anything on: say so from Python, which every instance has.
+        return Program.python(f"import sys\nsys.exit({f'{TS_FILE_NAME} cannot be run here: {exc}.'!r})\n")
+    if made.code is None:
+        return Program("node", typescript.failing_module(made.diagnostics))
+    if len(made.code.encode("utf-8")) > MAX_PROGRAM_BYTES["node"]:
+        why = f"{TS_FILE_NAME} cannot be run: its JavaScript is over {MAX_PROGRAM_BYTES['node'] // 1024} KiB."
+        return Program("node", typescript.failing_module((), why))
+    return Program("node", made.code)

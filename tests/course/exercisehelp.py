@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from app import workspace
 from app.course import exercises
 from app.course.exercises import Exercise, ExerciseTest
 from app.sandbox.errors import SandboxError
@@ -19,10 +20,10 @@ def exercise(*tests: tuple[str, dict[str, Any]], revision: str = "2025-11-25") -
                     tuple(ExerciseTest(t, k, s) for (t, s), k in zip(tests, kinds, strict=True)), 1)  # fmt: skip
 
 
-async def run(source: str, ex: Exercise) -> exercises.Report:
-    """The exercise's report on `source`, run as my-server in a plain process."""
+async def run(source: str, ex: Exercise, language: str = "python") -> exercises.Report:
+    """The exercise's report on `source` (a file in `language`), run as my-server in a plain process."""
     plain = PlainSource()
-    process = await plain.acquire("my-server", source)
+    process = await plain.acquire("my-server", workspace.program(language, source))
     try:
         return await exercises.run(ex, process, gone=SandboxError)
     finally:

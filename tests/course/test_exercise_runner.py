@@ -11,6 +11,7 @@ import pytest
 from app.course import exercises
 from app.course.catalog import Catalog
 from app.sandbox.errors import SandboxError
+from app.workspace import Program
 from tests.course.exercisehelp import exercise, run
 from tests.support.appserver import ROOT
 from tests.support.plainproc import PlainSource
@@ -123,7 +124,9 @@ def test_every_kind_has_a_runner(kind: str) -> None:
 
 async def test_a_server_gone_before_the_first_message_is_reported_not_raised() -> None:
     plain = PlainSource()
-    process = await plain.acquire("my-server", "def broken(:\n")  # a syntax error: it exits at once
+    process = await plain.acquire(
+        "my-server", Program.python("def broken(:\n")
+    )  # a syntax error: it exits at once
     try:
         await process.exited.wait()
         report = await exercises.run(exercise(("lists", {"capability": "tools"})), process, gone=SandboxError)

@@ -17,6 +17,7 @@ from app.relay.admission import Admission, Caps, Owner
 from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, SessionLimits, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
+from app.workspace import Program
 from tests.support.plainproc import PlainSource
 from tests.support.procs import wait_until_async
 from tests.support.wsclient import init_request
@@ -67,9 +68,9 @@ class Recorder:
 def make(source: PlainSource, *, total: int = 10, per_owner: int = 4, grace_s: float = 30.0,
          idle_timeout_s: float = 600.0, max_session_s: float = 3600.0, own_server: str | None = None,
          session_limits: SessionLimits = DEFAULT_LIMITS) -> Sessions:  # fmt: skip
-    async def own_source(owner: Owner) -> str:
+    async def own_source(owner: Owner) -> Program:
         assert own_server is not None, "this test runs no server.py"
-        return own_server
+        return Program.python(own_server)
 
     sessions = Sessions(source, Admission(Caps(total, per_owner, total)), grace_s=grace_s,
                         idle_timeout_s=idle_timeout_s, max_session_s=max_session_s, own_source=own_source,

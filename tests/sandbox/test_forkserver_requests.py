@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.demos import MY_SERVER
 from app.sandbox import cgroups
 from tests.support.forkserver import RawClient, dead, pipes, running_forkserver
 from tests.support.procs import stat_fields, wait_until
@@ -35,6 +36,9 @@ def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserv
     with open("/etc/hostname", "rb") as plain_file:
         root_dir = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
         extra_r, extra_w = os.pipe()
+        program = os.memfd_create("server")
+        os.write(program, b"print('hello')\n")
+        own = {"op": "spawn", "id": 1, "server": MY_SERVER, "uid": RANGE.start + 1}
         # (what is wrong, the packet, the descriptors sent with it)
         hostile: list[tuple[str, bytes, list[int]]] = [
             ("junk", b"{bad json", []),
@@ -58,6 +62,11 @@ def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserv
             ("four descriptors", spawn(), [*good_fds, extra_r]),
             ("a directory for stdin", spawn(), [root_dir, good_fds[1], good_fds[2]]),
             ("a plain file for stdin", spawn(), [plain_file.fileno(), good_fds[1], good_fds[2]]),
+            ("my-server without a runtime", json.dumps(own).encode(), [*good_fds, program]),
+            ("my-server on an unknown runtime", json.dumps({**own, "runtime": "/bin/sh"}).encode(), [*good_fds, program]),
+            ("my-server's runtime as a list", json.dumps({**own, "runtime": ["node"]}).encode(), [*good_fds, program]),
+            ("a runtime for a demo", json.dumps({**own, "server": "demo-orders", "runtime": "node"}).encode(), good_fds),
+            ("my-server with a pipe for its file", json.dumps({**own, "runtime": "node"}).encode(), [*good_fds, extra_r]),
             ("signal to a process not ours", json.dumps({"op": "signal", "pid": os.getpid(), "signal": 9}).encode(), []),
             ("signal to pid 1", json.dumps({"op": "signal", "pid": 1, "signal": 9}).encode(), []),
             ("signal to every process", json.dumps({"op": "signal", "pid": -1, "signal": 9}).encode(), []),
@@ -70,7 +79,7 @@ def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserv
                 assert forkserver.proc.poll() is None, what
         finally:
             os.close(root_dir)
-            for fd in (extra_r, extra_w):
+            for fd in (extra_r, extra_w, program):
                 os.close(fd)
     # Every refusal was logged.
     refused = forkserver.stderr.read_text().count("fork server: refused a request")

@@ -278,7 +278,7 @@ def spawn_own(forkserver: RawClient, data: bytes, id_: int = 1) -> tuple[dict, l
     fds, ours = pipes()
     memfd = os.memfd_create("server.py")
     os.write(memfd, data)
-    request = {"op": "spawn", "id": id_, "server": MY_SERVER, "uid": RANGE.start + id_}
+    request = {"op": "spawn", "id": id_, "server": MY_SERVER, "uid": RANGE.start + id_, "runtime": "python"}
     forkserver.send(json.dumps(request).encode(), [*fds, memfd])
     for fd in (*fds, memfd):
         os.close(fd)

@@ -12,6 +12,7 @@ import tempfile
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus
 from app.sandbox.process import ServerProcess
+from app.workspace import Program, typescript
 from tests.support import preloaded
 
 # Demo servers by module; a test may add its own.
@@ -101,22 +102,27 @@ class PlainSource:
         for folder in self._folders:
             shutil.rmtree(folder, ignore_errors=True)
 
-    async def acquire(self, server: str, source: str | None = None) -> PlainProcess:
+    async def acquire(self, server: str, source: Program | None = None) -> PlainProcess:
         if server not in self.modules and source is None:
             raise SandboxError(
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
             )
-        if source is not None:  # a learner's file: as `python server.py`, unsandboxed (tests only)
-            self.sources.append(source)
+        command = preloaded.interpreter()
+        if source is not None:  # a learner's file: as `python server.py` or Node would, unsandboxed
+            self.sources.append(source.text)
             folder = tempfile.mkdtemp(prefix="plain-server-")
             self._folders.append(folder)
-            target = [os.path.join(folder, "server.py")]
+            name = "server.py" if source.runtime == "python" else "server.mjs"
+            target = [os.path.join(folder, name)]
             with open(target[0], "w", encoding="utf-8") as out:
-                out.write(source)
+                out.write(source.text)
+            if source.runtime == "node":
+                os.symlink(typescript.NODE_MODULES, os.path.join(folder, "node_modules"))
+                command = [str(typescript.NODE), "--enable-source-maps"]
         else:
             target = ["-m", self.modules[server]]
         proc = await asyncio.create_subprocess_exec(
-            *preloaded.interpreter(), *target,
+            *command, *target,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd()},
             start_new_session=True,

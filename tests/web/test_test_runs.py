@@ -84,7 +84,7 @@ def test_saving_the_newest_text_again_makes_no_new_version(app: InProcessApp) ->
 
 def test_the_workspace_refuses_other_files_and_bad_bodies(app: InProcessApp) -> None:
     page = learner(app, "refused", server=None)
-    for name in ("secrets.py", "..%2Fserver.py", "server.ts", "test_server.pyc"):
+    for name in ("secrets.py", "..%2Fserver.py", "server.js", "test_server.pyc"):
         assert page.put(f"/api/workspace/{name}", content="x = 1\n").status_code == 404, name
         assert page.get(f"/api/workspace/{name}").status_code in (404, 405), name
     assert page.get("/api/workspace", params={"file": "../etc/passwd"}).status_code == 422

@@ -25,6 +25,7 @@ from typing import NoReturn
 
 from app.sandbox import cgroups, confine, kernel, own_server
 from app.sandbox.limits import Limits
+from app.sandbox.node_server import NodeRuntime, address_space_bytes
 
 # Where an instance puts the read end of the life pipe (only the fork server writes to it: at end of
 # file, the fork server has died) while it sets up; its report pipe (closed once it is set up, or as
@@ -40,8 +41,9 @@ class Confinement:
     new child (`fork_instance`)."""
 
     def __init__(self, limits: Limits, *, uid_probe: int, rootless: bool, outside_uid: int,
-                 outside_gid: int) -> None:  # fmt: skip
+                 outside_gid: int, node: NodeRuntime | None = None) -> None:  # fmt: skip
         self.limits = limits
+        self.node = node  # Node for a learner's server.ts, when installed
         self.uid_probe = uid_probe  # the uid the start-up probe sets up as
         # Rootless: not started as root, so the sandbox lives in a user namespace and every
         # instance shares the app's uid (no per-instance uid). Each instance then gets a user
@@ -51,6 +53,7 @@ class Confinement:
         self.outside_gid = outside_gid
         self.layers: dict[str, str] = {}
         self.seccomp: kernel.SeccompProgram | None = None
+        self.seccomp_node: kernel.SeccompProgram | None = None  # Node's: the same, and its one execve
         self.scratch: str | None = "/tmp"  # where instances get their private tmpfs
         self.instance_userns = False  # rootless, and nested user namespaces work here
         self.apply_rlimits = False
@@ -83,6 +86,9 @@ class Confinement:
         seccomp_problem = None  # why the seccomp layer is not whole, if it is not
         try:  # before the root turns read-only: ctypes needs a writable /tmp to load libseccomp
             self.seccomp, problems = confine.build_seccomp_filter()
+            if self.node is not None:
+                self.seccomp_node, node_problems = confine.build_seccomp_filter(self.node.address)
+                problems += [f"Node's filter: {p}" for p in node_problems if p not in problems]
             if problems:  # the filter still loads (stricter than meant), but the layer is not whole
                 seccomp_problem = "missing: rules that could not be built: " + "; ".join(problems)
         except Exception as exc:  # libseccomp absent or unusable
@@ -171,32 +177,38 @@ class Confinement:
     # --- one instance ---------------------------------------------------------------------------
 
     def fork_instance(self, uid: int, fds: list[int], report: int, cgroup_procs: list[int], *,
-                      demo: ModuleType | None, source: int | None) -> int:  # fmt: skip
-        """Fork an instance that serves `demo`, or for my-server the learner's file `source`; its pid."""
+                      demo: ModuleType | None, source: int | None, runtime: str = "python") -> int:  # fmt: skip
+        """Fork an instance that serves `demo`, or for my-server the learner's file `source` on
+        `runtime` (python, or node for the JavaScript made of a server.ts); its pid."""
         pid = kernel.fork_in_new_pid_namespace() if self.has("pid_namespace") else os.fork()
         if pid == 0:
-            self._run_instance(uid, fds, report, cgroup_procs, demo, source)
+            self._run_instance(uid, fds, report, cgroup_procs, demo, source, runtime)
         return pid
 
     def _run_instance(self, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                      demo: ModuleType | None, source: int | None) -> NoReturn:  # fmt: skip
+                      demo: ModuleType | None, source: int | None, runtime: str) -> NoReturn:  # fmt: skip
         """In the new process: the instance, until it exits."""
         try:
-            self._instance(uid, fds, report, cgroup_procs, demo, source)
+            self._instance(uid, fds, report, cgroup_procs, demo, source, runtime)
         except BaseException:
             traceback.print_exc()
         finally:
             os._exit(70)
 
     def _instance(self, uid: int, fds: list[int], report: int, cgroup_procs: list[int],
-                  demo: ModuleType | None, source: int | None) -> None:  # fmt: skip
+                  demo: ModuleType | None, source: int | None, runtime: str) -> None:  # fmt: skip
         """In the new process: set up as root (of a user namespace, rootless), report, lock down, serve."""
-        self._confine(uid, fds, report=report, cgroup_procs=cgroup_procs, source=source)
+        node = self.node if runtime == "node" else None
+        self._confine(
+            uid, fds, report=report, cgroup_procs=cgroup_procs, source=source, node=node is not None
+        )
         # Set up and locked down, filter loaded: only now may the fork server answer the request, as
         # the app hands a reported instance to a learner at once.
         os.close(REPORT_FD)
         # PID 1 ignores signals it has no handler for, so give SIGTERM one.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+        if source is not None and node is not None:
+            node.run_file(SOURCE_FD, self.limits)  # becomes Node, or exits saying why it cannot
         if source is not None:  # read only now, confined: never in the process that forks
             own_server.run_file(SOURCE_FD)  # exits as `python server.py` would
         assert demo is not None
@@ -204,7 +216,7 @@ class Confinement:
         os._exit(0)
 
     def _confine(self, uid: int, fds: list[int], *, report: int, cgroup_procs: list[int],
-                 source: int | None) -> None:  # fmt: skip
+                 source: int | None, node: bool = False) -> None:  # fmt: skip
         """Set up, then lock down. `fds` become 0 to 2, `report` REPORT_FD, `source` SOURCE_FD."""
         signal.set_wakeup_fd(-1)  # none of the fork server's signal handling is the instance's
         for sig in (signal.SIGCHLD, signal.SIGTERM):
@@ -226,19 +238,22 @@ class Confinement:
         os.closerange(last + 1, os.sysconf("SC_OPEN_MAX"))  # other sessions' pipes must see EOF
         if self.has("namespaces"):
             confine.enter_namespaces(self._owner(uid), self.limits, scratch=self.scratch)
-        self._lock_down(uid)
+        self._lock_down(uid, node=node)
 
-    def _lock_down(self, uid: int) -> None:
+    def _lock_down(self, uid: int, *, node: bool = False) -> None:
+        """`node`: the instance will become Node: more address space (not memory), and Node's filter."""
         if self.apply_rlimits:
-            confine.set_rlimits(self.limits, per_uid=self._per_uid())
+            address_space = address_space_bytes(self.limits) if node else None
+            confine.set_rlimits(self.limits, per_uid=self._per_uid(), address_space=address_space)
         if self.rootless:
             if self.has("capabilities"):
                 confine.drop_capabilities()
         elif self.has("uid"):
             confine.drop_privileges(uid)
         confine.die_with_fork_server(LIFE_FD)  # after setuid, which would clear the parent-death signal
-        if self.has("seccomp") and self.seccomp is not None:
-            self.seccomp.load()
+        program = self.seccomp_node if node else self.seccomp
+        if self.has("seccomp") and program is not None:
+            program.load()
 
     def _owner(self, uid: int) -> int:
         """Who owns the instance's tmpfs: its uid, or in rootless mode the one uid there is."""

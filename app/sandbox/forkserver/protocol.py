@@ -3,8 +3,9 @@
 The app and the fork server talk over one SOCK_SEQPACKET socket, a JSON message per packet:
 
   app -> here  {"op": "spawn", "id": N, "server": NAME, "uid": UID}  + 3 pipe fds (stdin, stdout,
-                 stderr) and, for my-server only, a 4th: a memfd holding the learner's server.py
-                 (never read here: the instance reads it after the fork, see child.py)
+                 stderr); for my-server also "runtime": "python" | "node", and a 4th fd: a memfd
+                 holding the learner's server.py, or the JavaScript made of their server.ts (never
+                 read here: the instance reads it after the fork, see child.py)
                {"op": "signal", "pid": PID, "signal": 15 | 9}   to the group of a live instance of ours
   here -> app  {"op": "ready", "layers": {layer: "ok" | "why it is missing"}, "pid": PID}
                {"op": "spawned", "id": N, "pid": PID}   the instance's server, leader of its group
@@ -15,8 +16,8 @@ The app and the fork server talk over one SOCK_SEQPACKET socket, a JSON message 
 
 The web process drops root once the fork server is up (app/privileges.py), so a request may come
 from a compromised, unprivileged process: every one is checked (`check_request`), exactly these
-keys, a registered server, a uid inside the reserved range, three pipes (and for my-server a regular
-file of at most 64 KiB, by fstat); anything else is refused with a "failed" reply (id null when it had
+keys, a registered server, a uid inside the reserved range, three pipes (and for my-server a runtime
+this fork server has, and a regular file within its runtime's limit, by fstat); anything else is refused with a "failed" reply (id null when it had
 none) and logged on stderr.
 """
 
@@ -30,7 +31,7 @@ import stat
 from collections.abc import Container
 
 from app.demos import MY_SERVER
-from app.sandbox import own_server
+from app.workspace import MAX_PROGRAM_BYTES, RUNTIMES
 
 MAX_PACKET = 65536
 MAX_FDS = 4  # a spawn of my-server: three pipes and the learner's file
@@ -60,9 +61,10 @@ def refusal(request: dict, problem: str) -> dict:
 
 
 def check_request(data: bytes, fds: list[int], flags: int, *, servers: Container[str], uid_range: range,
-                  instances: Container[int]) -> tuple[dict, str]:  # fmt: skip
+                  instances: Container[int], runtimes: Container[str] = ("python",)) -> tuple[dict, str]:  # fmt: skip
     """The request, and "" when it is well-formed, else what is wrong with it. `servers`: the demos
-    the fork server has loaded; `instances`: the pids of its live instances."""
+    the fork server has loaded; `instances`: the pids of its live instances; `runtimes`: what it can
+    run a learner's file on (python, and node when installed)."""
     try:
         request = json.loads(data)
     except (ValueError, RecursionError):
@@ -73,7 +75,7 @@ def check_request(data: bytes, fds: list[int], flags: int, *, servers: Container
         return request, "truncated (too many descriptors or too long)"
     op = request.get("op")
     if op == "spawn":
-        return request, _spawn_problem(request, fds, servers, uid_range)
+        return request, _spawn_problem(request, fds, servers, uid_range, runtimes)
     if op == "signal":
         if set(request) != {"op", "pid", "signal"}:
             return request, "a signal takes exactly op, pid and signal"
@@ -87,12 +89,17 @@ def check_request(data: bytes, fds: list[int], flags: int, *, servers: Container
     return request, f"unknown op {op!r}"
 
 
-def _spawn_problem(request: dict, fds: list[int], servers: Container[str], uid_range: range) -> str:
-    if set(request) != {"op", "id", "server", "uid"}:
+def _spawn_problem(request: dict, fds: list[int], servers: Container[str], uid_range: range,
+                   runtimes: Container[str]) -> str:  # fmt: skip
+    own = request.get("server") == MY_SERVER
+    if own and set(request) != {"op", "id", "server", "uid", "runtime"}:
+        return "a spawn of my-server takes exactly op, id, server, uid and runtime"
+    if not own and set(request) != {"op", "id", "server", "uid"}:
         return "a spawn takes exactly op, id, server and uid"
     if not is_int(request["id"]):
         return "the id is not an integer"
-    own = request["server"] == MY_SERVER
+    if own and (request["runtime"] not in RUNTIMES or request["runtime"] not in runtimes):
+        return f"runtime {request['runtime']!r} is not one this fork server has"
     if not isinstance(request["server"], str) or not (own or request["server"] in servers):
         return f"no registered server {request['server']!r}"
     if not is_int(request["uid"]) or request["uid"] not in uid_range:
@@ -107,8 +114,9 @@ def _spawn_problem(request: dict, fds: list[int], servers: Container[str], uid_r
         info = os.fstat(fds[3])
         if not stat.S_ISREG(info.st_mode):
             return "the server file must come as a regular file (a memfd)"
-        if info.st_size > own_server.MAX_SOURCE_BYTES:
-            return f"the server file is over {own_server.MAX_SOURCE_BYTES} bytes"
+        limit = MAX_PROGRAM_BYTES[request["runtime"]]
+        if info.st_size > limit:
+            return f"the server file is over {limit} bytes"
     return ""
 
 

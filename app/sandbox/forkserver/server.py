@@ -18,6 +18,7 @@ from app.sandbox import cgroups
 from app.sandbox.forkserver import protocol
 from app.sandbox.forkserver.child import Confinement, read_to_end
 from app.sandbox.limits import Limits
+from app.sandbox.node_server import NodeRuntime
 
 # How soon to try again to remove a cgroup whose last process was still leaving.
 CGROUP_RETRY_S = 0.2
@@ -32,12 +33,16 @@ class ForkServer:
         self.sock = socket.socket(fileno=config["fd"])
         self.registry = load_registry(config["extra_modules"])
         self.modules = {name: demo.load() for name, demo in self.registry.items() if not demo.learners_own}
+        node = config.get("node")
+        self.node = NodeRuntime(node["node"], node["modules"]) if node else None
+        self.runtimes = ("python", "node") if self.node else ("python",)
         self.confinement = Confinement(
             self.limits,
             uid_probe=config["uid_probe"],
             rootless=config.get("rootless", False),
             outside_uid=config["outside_uid"],
             outside_gid=config["outside_gid"],
+            node=self.node,
         )
         self.cgroups: cgroups.Cgroups | None = None
         low, high = config.get("uid_range") or (config["uid_probe"], config["uid_probe"] + 1)
@@ -95,6 +100,8 @@ class ForkServer:
             package_dirs = getattr(module, "__path__", None)
             paths.update(package_dirs if package_dirs is not None else [module.__file__ or ""])
         paths.update(p for p in sys.path if p.startswith(sys.prefix) or p.startswith(sys.base_prefix))
+        if self.node is not None:  # Node and the packages a server.ts may import, and nothing beside them
+            paths.add(self.node.modules)
         return sorted(p for p in paths if p)
 
     def has(self, layer: str) -> bool:
@@ -147,7 +154,13 @@ class ForkServer:
             self._shut_down()
         try:
             request, problem = protocol.check_request(
-                data, fds, flags, servers=self.modules, uid_range=self.uid_range, instances=self.instances
+                data,
+                fds,
+                flags,
+                servers=self.modules,
+                uid_range=self.uid_range,
+                instances=self.instances,
+                runtimes=self.runtimes,
             )
         except Exception as exc:  # whatever a request holds, the fork server keeps serving
             request, problem = {}, f"unreadable request: {exc!r}"
@@ -166,7 +179,8 @@ class ForkServer:
         failure = None
         try:
             source = fds[3] if request["server"] == MY_SERVER else None  # passed on, never read here
-            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source)
+            self._spawn(request["id"], request["server"], request["uid"], fds[:3], source,
+                        request.get("runtime", "python"))  # fmt: skip
         except OSError as exc:
             failure = str(exc)
         finally:
@@ -177,9 +191,10 @@ class ForkServer:
 
     # --- one instance ---------------------------------------------------------------------------
 
-    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: int | None) -> None:
-        """Fork the instance (`source`: the descriptor of a learner's file, for my-server); the "spawned"
-        reply goes out when its report arrives."""
+    def _spawn(self, request_id: int, server: str, uid: int, fds: list[int], source: int | None,
+               runtime: str = "python") -> None:  # fmt: skip
+        """Fork the instance (`source`: the descriptor of a learner's file, for my-server, on `runtime`);
+        the "spawned" reply goes out when its report arrives."""
         cgroup, procs = None, []
         if self.cgroups is not None:
             cgroup = f"i{next(self._cgroup_ids)}"
@@ -187,7 +202,8 @@ class ForkServer:
         report_read, report_write = os.pipe()
         demo = self.modules[server] if source is None else None
         try:
-            pid = self.confinement.fork_instance(uid, fds, report_write, procs, demo=demo, source=source)
+            pid = self.confinement.fork_instance(uid, fds, report_write, procs, demo=demo, source=source,
+                                                 runtime=runtime)  # fmt: skip
         except OSError:  # no process to be had: this spawn fails, and leaves nothing open
             for fd in (*procs, report_read, report_write):
                 os.close(fd)

