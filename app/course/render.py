@@ -113,9 +113,45 @@ def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: Options
         return _expect_html(token.meta["expect"])
     if kind == "runnable":
         return _runnable_html(token.content, idx)
-    language = token.info.split()[0] if token.info.strip() else "text"
+    language = _language(token)
     attrs = token.meta.get("attrs") or {}
+    if language == "python" and idx + 1 < len(tokens) and _language(tokens[idx + 1]) == "typescript":
+        return _code_pair(token.content, tokens[idx + 1].content)
+    if language == "typescript" and idx > 0 and _language(tokens[idx - 1]) == "python":
+        return ""  # shown in its pair, above
     return code_block(token.content, language, attrs)
+
+
+def _language(token: Token) -> str:
+    if token.type != "fence":
+        return ""
+    return token.info.split()[0] if token.info.strip() else "text"
+
+
+# The languages a learner may write their server in, as a pair of blocks shows them.
+PAIR_LANGUAGES = (("python", "Python"), ("typescript", "TypeScript"))
+
+
+def _code_pair(python: str, typescript: str) -> Markup:
+    """A ```python block followed at once by a ```typescript one: the same code in both languages of the
+    Build track, one figure. Without scripts both show, each named; static/codepairs.js shows the
+    learner's language and offers the other."""
+    tabs = Markup("").join(
+        Markup('<button type="button" role="tab" data-lang="{}" aria-selected="false">{}</button>').format(
+            lang, name
+        )
+        for lang, name in PAIR_LANGUAGES
+    )
+    panes = Markup("").join(
+        Markup(
+            '<div class="code-pair-pane" role="tabpanel" data-lang="{}"><p class="code-pair-name">{}</p>{}</div>'
+        ).format(lang, name, code_block(code, lang))
+        for (lang, name), code in zip(PAIR_LANGUAGES, (python, typescript), strict=True)
+    )
+    return Markup(
+        '<figure class="code-pair" data-code-pair><div class="code-pair-tabs" role="tablist" '
+        'aria-label="Language of the code" hidden>{}</div>{}</figure>\n'
+    ).format(tabs, panes)
 
 
 # Lessons work offline in a classroom: images only from our own /static.

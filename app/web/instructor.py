@@ -19,6 +19,7 @@ import anyio
 from fastapi import APIRouter, Body, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from app import workspace
 from app.course.models import Step
 from app.course.render import code_block
 from app.fleet.fleet import ENDED_BY_INSTRUCTOR
@@ -384,20 +385,27 @@ def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
 
 
 @router.get("/instructor/classes/{class_id}/learners/{row}/server.py", response_class=HTMLResponse)
+@router.get("/instructor/classes/{class_id}/learners/{row}/server.ts", response_class=HTMLResponse)
 def learner_server_file(state: Instructor, request: Request, class_id: str, row: str,
                         version: Annotated[int | None, Query(ge=0, le=STORED_INT_MAX)] = None,
                         ) -> HTMLResponse:  # fmt: skip
-    """A learner's own server.py, read-only: the newest saved version, or one of the kept ones."""
+    """A learner's own server.py or server.ts, read-only: the newest saved version, or one of the kept
+    ones; and which of the two their server runs."""
+    name = request.url.path.rsplit("/", 1)[-1]
     klass = class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
-    saved = state.progress.server_file(learner.learner_id, version)
+    saved = state.progress.server_file(learner.learner_id, version, name=name)
     if saved is None and version is not None:
         raise HTTPException(404, f"There is no saved version {version} (only the last few are kept).")
+    language = state.progress.server_language(learner.learner_id) or workspace.DEFAULT_LANGUAGE
     context = {
-        "title": f"server.py of {learner.display_name or '(no name)'}",
-        "klass": klass, "learner": learner, "row": row, "saved": saved,
-        "code": code_block(saved.source, "python") if saved else None,
-        "history": state.progress.server_file_history(learner.learner_id),
+        "title": f"{name} of {learner.display_name or '(no name)'}",
+        "klass": klass, "learner": learner, "row": row, "saved": saved, "name": name,
+        "runs": workspace.LANGUAGES.get(language) == name,
+        "other": workspace.TS_FILE_NAME if name == workspace.FILE_NAME else workspace.FILE_NAME,
+        "code": code_block(saved.source, "typescript" if name == workspace.TS_FILE_NAME else "python")
+        if saved else None,
+        "history": state.progress.server_file_history(learner.learner_id, name=name),
     }  # fmt: skip
     return templates.TemplateResponse(request, "instructor_server_file.html", context)
 

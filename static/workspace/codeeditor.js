@@ -1,10 +1,15 @@
-// A Python code editor for the workspace: CodeMirror (highlighting, line numbers, indentation, inline
-// diagnostics) when the vendored bundle loads, else the page's own textarea with the same keys and the
-// diagnostics as text. Either way the textarea holds the text, so a form or a test can read it.
+// A code editor for the workspace, in Python or TypeScript: CodeMirror (highlighting, line numbers,
+// indentation, inline diagnostics) when the vendored bundle loads, else the page's own textarea with
+// the same keys and the diagnostics as text. Either way the textarea holds the text, so a form or a
+// test can read it.
 
 import { loadCodeMirror, mirrorInto, replaceAll, siteLook, standIn } from "../editorsetup.js";
 
-const INDENT = "    "; // PEP 8
+// Each language as its own community writes it: PEP 8's four spaces, the TypeScript SDK's two.
+const LANGUAGES = {
+  python: { indent: "    ", mode: (cm) => cm.python() },
+  typescript: { indent: "  ", mode: (cm) => cm.javascript({ typescript: true }) },
+};
 
 /**
  * One problem to show. `line` and `col` count from 1, as Python's tracebacks do; a missing or too
@@ -13,31 +18,44 @@ const INDENT = "    "; // PEP 8
  */
 
 /**
- * @typedef {object} PythonEditor
+ * @typedef {object} CodeEditor
  * @property {() => string} getValue the whole text
  * @property {(text: string) => void} setValue replace the whole text (onChange is not called)
  * @property {(diagnostics: Diagnostic[]) => void} setDiagnostics replace what is shown; [] clears it
  * @property {() => void} focus put the cursor in the editor
+ * @property {(language: "python"|"typescript") => void} setLanguage highlight and indent as this language
  * @property {boolean} usingFallback true when the bundle could not load: the textarea is the editor
  */
 
 /**
- * Make a textarea into a Python editor. Keys: Ctrl+S (Cmd+S) calls onSave instead of the browser's
+ * Make a textarea into a code editor. Keys: Ctrl+S (Cmd+S) calls onSave instead of the browser's
  * save dialog; Ctrl+Enter (Cmd+Enter) calls onRun; Tab indents, and Escape then Tab leaves the editor
  * (in the fallback, Tab leaves at once, as in any textarea). The textarea's label names the editor.
  *
  * @param {HTMLTextAreaElement} textarea in the page; its value is the starting text
  * @param {{onSave?: (text: string) => void, onRun?: (text: string) => void, onChange?: (text: string) => void}} [handlers]
  *   onChange is called after each edit by the learner, with the whole text
- * @returns {Promise<PythonEditor>}
+ * @param {{language?: "python"|"typescript"}} [options] the file's language, Python unless said
+ * @returns {Promise<CodeEditor>}
  */
-export async function pythonEditor(textarea, { onSave, onRun, onChange } = {}) {
+export async function codeEditor(textarea, { onSave, onRun, onChange } = {}, { language = "python" } = {}) {
   const cm = await loadCodeMirror();
   const handlers = { onSave, onRun, onChange };
-  return cm ? codeMirrorEditor(cm, textarea, handlers) : plainEditor(textarea, handlers);
+  return cm ? codeMirrorEditor(cm, textarea, handlers, language) : plainEditor(textarea, handlers);
 }
 
-function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }) {
+/** A Python editor (codeEditor in Python): a lesson's runnable block. */
+export function pythonEditor(textarea, handlers = {}) {
+  return codeEditor(textarea, handlers, { language: "python" });
+}
+
+function languageExtensions(cm, language) {
+  const chosen = LANGUAGES[language] || LANGUAGES.python;
+  return [chosen.mode(cm), cm.indentUnit.of(chosen.indent), cm.EditorState.tabSize.of(chosen.indent.length)];
+}
+
+function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }, language) {
+  const languageSlot = new cm.Compartment(); // swapped when the learner changes language
   let quiet = false; // while setValue replaces the text: not the learner's edit
   const keys = [];
   if (onSave)
@@ -69,10 +87,8 @@ function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }) {
       cm.lintGutter(),
       cm.bracketMatching(),
       cm.indentOnInput(),
-      cm.indentUnit.of(INDENT),
-      cm.EditorState.tabSize.of(4),
+      languageSlot.of(languageExtensions(cm, language)),
       cm.keymap.of([cm.indentWithTab]), // Escape first, and Tab leaves (CodeMirror's tab focus mode)
-      cm.python(),
       siteLook(cm, { rows }),
       mirrorInto(cm, textarea, (text) => {
         if (!quiet && onChange) onChange(text);
@@ -107,6 +123,9 @@ function codeMirrorEditor(cm, textarea, { onSave, onRun, onChange }) {
       );
     },
     focus: () => view.focus(),
+    setLanguage(next) {
+      view.dispatch({ effects: languageSlot.reconfigure(languageExtensions(cm, next)) });
+    },
   };
 }
 
@@ -161,5 +180,8 @@ function plainEditor(textarea, { onSave, onRun, onChange }) {
       );
     },
     focus: () => textarea.focus(),
+    setLanguage() {
+      /* the plain textarea highlights nothing */
+    },
   };
 }

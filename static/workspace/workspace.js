@@ -1,11 +1,15 @@
-// The learner's workspace beside the console: their server.py (and on some steps their
-// test_server.py). Load each file, save it (the server answers the syntax errors it found without
-// running the file), save and restart the console's server or save and run the tests, restore a
-// saved version; and the step's exercise, run against fresh instances of the saved files.
+// The learner's workspace beside the console: their server, server.py in Python or server.ts in
+// TypeScript (and on some steps their test_server.py). Load each file, save it (the server answers the
+// syntax errors it found without running the file), save and restart the console's server or save and
+// run the tests, restore a saved version, change the server's language; and the step's exercise, run
+// against fresh instances of the saved files.
 
 import { inlineCode } from "../console/checks.js";
 import { showRun } from "../runstream.js";
-import { pythonEditor } from "./codeeditor.js";
+import { codeEditor } from "./codeeditor.js";
+
+const LANGUAGE_NAMES = { python: "Python", typescript: "TypeScript" };
+const CONTENT_TYPES = { "server.ts": "text/x-typescript; charset=utf-8" };
 
 async function errorText(response) {
   try {
@@ -24,9 +28,9 @@ function when(seconds) {
 class Workspace {
   constructor(root) {
     this.root = root;
-    this.file = root.dataset.workspace; // server.py or test_server.py
-    this.fileUrl = `/api/workspace/${this.file}`;
-    this.query = `?file=${encodeURIComponent(this.file)}`;
+    this.setFile(root.dataset.workspace); // server.py or test_server.py; server.ts once chosen
+    this.languageSwitch = root.querySelector("[data-language-switch]"); // the server's file only
+    this.language = "python";
     this.textarea = root.querySelector("textarea");
     this.status = root.querySelector("[data-workspace-status]");
     this.history = root.querySelector("[data-history]");
@@ -35,12 +39,40 @@ class Workspace {
     this.saving = null;
   }
 
+  setFile(name) {
+    this.file = name;
+    this.fileUrl = `/api/workspace/${name}`;
+    this.query = `?file=${encodeURIComponent(name)}`;
+    for (const label of this.root.querySelectorAll("[data-file-name]")) label.textContent = name;
+  }
+
+  async load() {
+    const response = await fetch(`/api/workspace${this.query}`, { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(await errorText(response));
+    return response.json();
+  }
+
+  /** The learner's language for their server (GET /api/workspace/settings), and its file. */
+  async loadLanguage() {
+    const response = await fetch("/api/workspace/settings", { headers: { Accept: "application/json" } });
+    if (!response.ok) throw new Error(await errorText(response));
+    this.settings = await response.json();
+    this.showLanguage(this.settings.language);
+  }
+
+  showLanguage(language) {
+    this.language = language;
+    this.setFile(this.settings.files[language]);
+    for (const hint of this.root.querySelectorAll("[data-hint-for]")) hint.hidden = hint.dataset.hintFor !== language;
+    for (const radio of this.languageSwitch.querySelectorAll("input")) radio.checked = radio.value === language;
+    document.dispatchEvent(new CustomEvent("playground:language", { detail: { language } }));
+  }
+
   async start() {
     let state;
     try {
-      const response = await fetch(`/api/workspace${this.query}`, { headers: { Accept: "application/json" } });
-      if (!response.ok) throw new Error(await errorText(response));
-      state = await response.json();
+      if (this.languageSwitch) await this.loadLanguage();
+      state = await this.load();
     } catch (error) {
       this.say(`Your ${this.file} could not be loaded: ${error.message} Reload the page to try again.`, "error");
       this.root.dataset.state = "failed";
@@ -49,14 +81,17 @@ class Workspace {
     this.textarea.value = state.source;
     this.textarea.disabled = false;
     this.maxBytes = state.max_bytes;
-    this.editor = await pythonEditor(this.textarea, {
-      onSave: () => this.save(),
-      onRun: () => (this.tests ? this.runTests() : this.save({ restart: true })),
-      onChange: () => this.noteEdited(),
-    });
-    this.savedText = state.starter ? null : state.source;
-    this.editor.setDiagnostics(state.diagnostics);
-    this.showHistory(state.history);
+    this.editor = await codeEditor(
+      this.textarea,
+      {
+        onSave: () => this.save(),
+        onRun: () => (this.tests ? this.runTests() : this.save({ restart: true })),
+        onChange: () => this.noteEdited(),
+      },
+      { language: this.language },
+    );
+    this.showState(state);
+    if (this.languageSwitch) this.offerLanguages();
     for (const button of this.buttons) button.disabled = false;
     this.root.querySelector('[data-action="save"]').addEventListener("click", () => this.save());
     this.root
@@ -72,6 +107,75 @@ class Workspace {
         : "This is the starter file: nothing is saved yet. Save it (Ctrl+S) to run it as my-server. " +
           "(Wrote it in another browser? Continue on another device, at the bottom of the page, brings it here.)";
     this.say(first);
+  }
+
+  /** The file's text, diagnostics and history, as GET /api/workspace gives them. */
+  showState(state) {
+    this.savedText = state.starter ? null : state.source;
+    this.loadedText = state.source; // the starter, until something is saved
+    this.editor.setDiagnostics(state.diagnostics);
+    this.showHistory(state.history);
+    this.noteEdited();
+  }
+
+  offerLanguages() {
+    const typescript = this.settings.typescript;
+    const note = this.languageSwitch.querySelector("[data-language-note]");
+    for (const radio of this.languageSwitch.querySelectorAll("input")) {
+      radio.disabled = radio.value === "typescript" && !typescript.available;
+      radio.addEventListener("change", () => radio.checked && this.changeLanguage(radio.value));
+    }
+    note.textContent = typescript.available
+      ? `TypeScript SDK ${typescript.sdk}: protocol revisions up to ${typescript.newest_revision}.`
+      : `TypeScript is not available here: ${typescript.why_not}`;
+    this.languageSwitch.hidden = false;
+  }
+
+  /** Write the server in the other language: save this file, keep the choice, open the other file, and
+   * restart the console's server so that my-server runs it. */
+  async changeLanguage(language) {
+    if (language === this.language || this.changing) return;
+    this.changing = true;
+    const back = () => this.showLanguage(this.language);
+    const radios = [...this.languageSwitch.querySelectorAll("input")];
+    for (const radio of radios) radio.disabled = true;
+    try {
+      // Edits are saved first (the starter as it came is not: nothing of the learner's is in it).
+      if (this.editor.getValue() !== this.loadedText && this.unsaved() && !(await this.save())) {
+        back();
+        return;
+      }
+      let response;
+      try {
+        response = await fetch("/api/workspace/settings", {
+          method: "PUT",
+          body: JSON.stringify({ language }),
+          headers: { "Content-Type": "application/json" },
+        });
+      } catch (_) {
+        this.say("The language was not changed: the playground could not be reached. Try again.", "error");
+        back();
+        return;
+      }
+      if (!response.ok) {
+        this.say(`The language was not changed: ${await errorText(response)}`, "error");
+        back();
+        return;
+      }
+      this.showLanguage(language);
+      const state = await this.load();
+      this.editor.setLanguage(language);
+      this.editor.setValue(state.source);
+      this.showState(state);
+      const what = state.starter ? "the starter file: save it to run it" : `version ${state.version}`;
+      this.say(`Your server is now written in ${LANGUAGE_NAMES[language]}: my-server runs ${this.file}, ${what}.`);
+      this.restartConsole();
+    } catch (error) {
+      this.say(`Your ${this.file} could not be loaded: ${error.message} Reload the page to try again.`, "error");
+    } finally {
+      this.changing = false;
+      for (const radio of radios) radio.disabled = radio.value === "typescript" && !this.settings.typescript.available;
+    }
   }
 
   get tests() {
@@ -156,7 +260,7 @@ class Workspace {
       response = await fetch(this.fileUrl, {
         method: "PUT",
         body: text,
-        headers: { "Content-Type": "text/x-python; charset=utf-8" },
+        headers: { "Content-Type": CONTENT_TYPES[this.file] || "text/x-python; charset=utf-8" },
       });
     } catch (_) {
       this.say("Not saved: the playground could not be reached. Your text is still here; try again.", "error");
@@ -177,7 +281,7 @@ class Workspace {
     if (problems) {
       const first = body.diagnostics[0];
       this.say(
-        `${saved}, but Python cannot run it: line ${first.line}, column ${first.col}: ${first.message}.`,
+        `${saved}, but ${this.language === "typescript" ? "it cannot be run" : "Python cannot run it"}: line ${first.line}, column ${first.col}: ${first.message}.`,
         "warn",
       );
     } else {

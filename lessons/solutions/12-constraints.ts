@@ -1,0 +1,60 @@
+// My first MCP server. Save (Ctrl+S), then talk to it from the console beside this editor.
+
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { z } from "zod";
+
+const server = new McpServer({ name: "my-server", version: "0.1.0" });
+
+server.registerTool(
+  "add",
+  {
+    description: "Add two whole numbers.",
+    inputSchema: { a: z.number().int(), b: z.number().int() },
+  },
+  async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }),
+);
+
+server.registerTool(
+  "to_fahrenheit",
+  {
+    description: "Convert a temperature from degrees Celsius to degrees Fahrenheit, rounded to `digits` decimals.",
+    inputSchema: {
+      celsius: z.number().describe("Temperature in degrees Celsius"),
+      digits: z.number().int().default(1),
+    },
+  },
+  async ({ celsius, digits }) => {
+    const fahrenheit = Number((celsius * 9 / 5 + 32).toFixed(digits)); // rounded to `digits` decimals
+    return { content: [{ type: "text", text: String(fahrenheit) }] };
+  },
+);
+
+server.registerTool(
+  "count_words",
+  {
+    description: "Count the words in a text (anything between spaces is a word).",
+    inputSchema: { text: z.string() },
+    outputSchema: { result: z.number().int() },
+  },
+  async ({ text }) => {
+    const result = text.split(/\s+/).filter((word) => word !== "").length;
+    return { content: [{ type: "text", text: String(result) }], structuredContent: { result } };
+  },
+);
+
+server.registerTool(
+  "split_bill",
+  {
+    description: "Split a bill evenly; answers what each person pays.",
+    inputSchema: {
+      total: z.number().gt(0).describe("The amount of the bill"),
+      people: z.number().int().min(1).max(20).describe("How many people share it"),
+    },
+  },
+  async ({ total, people }) => ({
+    content: [{ type: "text", text: String(Number((total / people).toFixed(2))) }],
+  }),
+);
+
+await server.connect(new StdioServerTransport()); // serve MCP on stdin and stdout, as `node server.ts` would

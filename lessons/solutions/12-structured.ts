@@ -1,0 +1,74 @@
+// My first MCP server. Save (Ctrl+S), then talk to it from the console beside this editor.
+
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { z } from "zod";
+
+const server = new McpServer({ name: "my-server", version: "0.1.0" });
+
+server.registerTool(
+  "add",
+  {
+    description: "Add two whole numbers.",
+    inputSchema: { a: z.number().int(), b: z.number().int() },
+  },
+  async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }),
+);
+
+server.registerTool(
+  "to_fahrenheit",
+  {
+    description: "Convert a temperature from degrees Celsius to degrees Fahrenheit, rounded to `digits` decimals.",
+    inputSchema: {
+      celsius: z.number().describe("Temperature in degrees Celsius"),
+      digits: z.number().int().default(1),
+    },
+  },
+  async ({ celsius, digits }) => {
+    const fahrenheit = Number((celsius * 9 / 5 + 32).toFixed(digits)); // rounded to `digits` decimals
+    return { content: [{ type: "text", text: String(fahrenheit) }] };
+  },
+);
+
+server.registerTool(
+  "count_words",
+  {
+    description: "Count the words in a text (anything between spaces is a word).",
+    inputSchema: { text: z.string() },
+    outputSchema: { result: z.number().int() },
+  },
+  async ({ text }) => {
+    const result = text.split(/\s+/).filter((word) => word !== "").length;
+    return { content: [{ type: "text", text: String(result) }], structuredContent: { result } };
+  },
+);
+
+// What split_bill returns: its output schema.
+const billShare = {
+  each: z.number().describe("What each person pays, tip included"),
+  people: z.number().int(),
+  tip: z.number().describe("The whole tip, in the bill's currency"),
+};
+
+server.registerTool(
+  "split_bill",
+  {
+    description: "Split a bill evenly, with an optional tip.",
+    inputSchema: {
+      total: z.number().gt(0).describe("The amount of the bill, before the tip"),
+      people: z.number().int().min(1).max(20).describe("How many people share it"),
+      tip_percent: z.number().min(0).max(30).default(0),
+    },
+    outputSchema: billShare,
+  },
+  async ({ total, people, tip_percent }) => {
+    const tip = Number((total * tip_percent / 100).toFixed(2));
+    const share = { each: Number(((total + tip) / people).toFixed(2)), people, tip };
+    return {
+      content: [{ type: "text", text: JSON.stringify(share, null, 2) }],
+      structuredContent: share,
+    };
+  },
+);
+
+await server.connect(new StdioServerTransport()); // serve MCP on stdin and stdout, as `node server.ts` would

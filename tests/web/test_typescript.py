@@ -1,0 +1,278 @@
+"""A learner's server.ts: the language setting, saving with esbuild's syntax errors, the exercises a
+TypeScript learner cannot take yet, the instructor's view, and (over a real uvicorn, in the real
+sandbox) my-server running it on Node, breaking as a broken server.py does."""
+
+from __future__ import annotations
+
+import textwrap
+
+import httpx
+import pytest
+
+from app.web.learner import COOKIE
+from app.workspace import typescript
+from tests.support.appserver import AppProcess
+from tests.support.inprocess import InProcessApp
+from tests.support.wsclient import EnvelopeClient, McpClient
+
+pytestmark = pytest.mark.skipif(bool(typescript.missing()), reason=typescript.missing() or "")
+
+ADDER = textwrap.dedent("""
+    import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+    import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+    import { z } from "zod";
+
+    const server = new McpServer({ name: "adder-ts", version: "1.0.0" });
+
+    server.registerTool(
+      "add",
+      { description: "Add two whole numbers.", inputSchema: { a: z.number().int(), b: z.number().int() } },
+      async ({ a, b }) => ({ content: [{ type: "text", text: String(a + b) }] }),
+    );
+
+    await server.connect(new StdioServerTransport());
+""")
+TOKEN = "typescript-instructor-token"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory):
+    with InProcessApp(tmp_path_factory.mktemp("ts-in-process"), instructor_token=TOKEN) as site:
+        yield site
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory):
+    with AppProcess(tmp_path_factory.mktemp("ts"), max_sessions_per_learner=3) as app:
+        yield app
+
+
+def browser(app: AppProcess | InProcessApp, name: str) -> httpx.Client:
+    return app.client(cookies={COOKIE: app.learner_cookie(name)})
+
+
+def choose(app: AppProcess | InProcessApp, name: str, language: str) -> httpx.Response:
+    with browser(app, name) as page:
+        return page.put("/api/workspace/settings", json={"language": language})
+
+
+def save_ts(app: AppProcess | InProcessApp, name: str, source: str | bytes) -> httpx.Response:
+    with browser(app, name) as page:
+        return page.put("/api/workspace/server.ts", content=source)
+
+
+# --- the setting ---------------------------------------------------------------------------------
+
+
+def test_a_learner_writes_python_until_they_choose_typescript(site: InProcessApp) -> None:
+    with browser(site, "chooser") as page:
+        first = page.get("/api/workspace/settings").json()
+        assert first["language"] == "python" and first["files"] == {
+            "python": "server.py",
+            "typescript": "server.ts",
+        }
+        assert first["typescript"] == {"available": True, "why_not": None, "sdk": typescript.SDK_VERSION,
+                                       "newest_revision": "2025-11-25"}  # fmt: skip
+        chosen = page.put("/api/workspace/settings", json={"language": "typescript"})
+        assert chosen.status_code == 200 and chosen.json()["language"] == "typescript"
+        assert page.get("/api/workspace/settings").json()["language"] == "typescript"
+        starter = page.get("/api/workspace/server.ts")
+    assert starter.headers["content-type"].startswith("text/x-typescript")
+    assert "new McpServer" in starter.text and "StdioServerTransport" in starter.text
+    with browser(site, "someone-else") as other:  # one learner's choice is theirs alone
+        assert other.get("/api/workspace/settings").json()["language"] == "python"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        (b"typescript", 400, "must be JSON"),
+        (b'["typescript"]', 400, 'exactly one key, "language"'),
+        (b'{"language": "typescript", "theme": "dark"}', 400, 'exactly one key, "language"'),
+        (b'{"language": "bash"}', 400, 'must be "python" or "typescript"'),
+        (b'{"language": ["typescript"]}', 400, 'must be "python" or "typescript"'),
+        (b'{"language": null}', 400, 'must be "python" or "typescript"'),
+        (b"[" * 5000, 413, "over the limit"),
+        (b'{"language": "' + b"t" * 2000 + b'"}', 413, "over the limit"),
+    ],
+    ids=["not-json", "a-list", "extra-key", "unknown", "a-list-value", "null", "deep", "long"],
+)
+def test_hostile_settings_are_refused_and_change_nothing(site: InProcessApp, body: bytes, status: int,
+                                                          words: str) -> None:  # fmt: skip
+    name = f"settings-{status}-{len(body)}"
+    assert choose(site, name, "typescript").status_code == 200
+    with browser(site, name) as page:
+        reply = page.put(
+            "/api/workspace/settings", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert reply.status_code == status, reply.text
+        message = reply.json()["error"]["message"]
+        assert words in message and "Nothing was saved" in message
+        assert page.get("/api/workspace/settings").json()["language"] == "typescript"
+
+
+def test_a_language_change_from_another_site_is_refused(site: InProcessApp) -> None:
+    with site.plain_client(cookies={COOKIE: site.learner_cookie("csrf-ts")}) as other:
+        reply = other.put("/api/workspace/settings", json={"language": "typescript"},
+                          headers={"Origin": "https://evil.example"})  # fmt: skip
+        assert reply.status_code == 403
+    with browser(site, "csrf-ts") as page:
+        assert page.get("/api/workspace/settings").json()["language"] == "python"
+
+
+# --- saving server.ts ----------------------------------------------------------------------------
+
+
+def test_a_syntax_error_in_server_ts_is_saved_and_reported_with_line_and_column(site: InProcessApp) -> None:
+    # The column counts characters, not bytes: "é" is two bytes in UTF-8.
+    reply = save_ts(site, "ts-typo", 'const café = "é";\nconst total: number = ;\n')
+    assert reply.status_code == 200 and reply.json()["saved"] is True
+    assert reply.json()["diagnostics"] == [{"line": 2, "col": 23, "message": 'Unexpected ";"'}]
+    accented = save_ts(site, "ts-typo", 'const s = "é" +;\n').json()["diagnostics"]
+    assert accented == [{"line": 1, "col": 16, "message": 'Unexpected ";"'}]
+    with browser(site, "ts-typo") as page:
+        state = page.get("/api/workspace", params={"file": "server.ts"}).json()
+    assert state["file"] == "server.ts" and state["version"] == 2 and len(state["history"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        (b"let x = 1;\n" * 7000, 413, "over the limit of 64 KiB"),
+        ("const s = 'caf\u00e9';\n".encode("latin-1"), 400, "not UTF-8"),
+        (b"let x = 1;\x00\n", 400, "NUL byte"),
+    ],
+    ids=["too-big", "latin-1", "nul"],
+)
+def test_a_server_ts_that_cannot_be_saved_is_refused(site: InProcessApp, body: bytes, status: int,
+                                                      words: str) -> None:  # fmt: skip
+    name = f"ts-refused-{status}-{words[:3]}"
+    assert save_ts(site, name, "const kept = true;\n").status_code == 200
+    reply = save_ts(site, name, body)
+    assert reply.status_code == status and words in reply.json()["error"]["message"]
+    with browser(site, name) as page:
+        assert page.get("/api/workspace/server.ts").text == "const kept = true;\n"
+
+
+def test_the_file_in_the_other_language_is_kept_while_the_learner_switches(site: InProcessApp) -> None:
+    with browser(site, "both") as page:
+        page.put("/api/workspace/server.py", content="x = 1\n")
+        choose(site, "both", "typescript")
+        page.put("/api/workspace/server.ts", content="const x = 1;\n")
+        choose(site, "both", "python")
+        assert page.get("/api/workspace/server.py").text == "x = 1\n"
+        assert page.get("/api/workspace/server.ts").text == "const x = 1;\n"
+
+
+# --- exercises -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step", "words"),
+    [
+        ("notifications-stateless-and-clients/stateless", "protocol revision 2026-07-28"),
+        ("notifications-stateless-and-clients/list-changed", "checks what the Python SDK does"),
+    ],
+)
+def test_an_exercise_the_typescript_sdk_cannot_take_says_why(
+    site: InProcessApp, step: str, words: str
+) -> None:
+    name = f"ts-exercise-{step[-6:]}"
+    choose(site, name, "typescript")
+    with browser(site, name) as page:
+        page.get(f"/lessons/{step}")  # a lesson page first: exercises need the learner's identity
+        report = page.post(f"/api/exercises/{step}").json()
+    assert (
+        report["passed"] is False
+        and words in report["problem"]
+        and "switch your server to Python" in report["problem"]
+    )
+
+
+def test_the_instructor_sees_which_file_runs(site: InProcessApp) -> None:
+    from bs4 import BeautifulSoup
+
+    teacher = site.plain_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    with teacher, browser(site, "ts-student") as student:
+        made = teacher.post("/instructor/classes", data={"name": "TypeScripters"})
+        class_page = made.headers["location"]
+        code = (
+            BeautifulSoup(teacher.get(class_page).text, "html.parser")
+            .select_one("[data-join-code]")
+            .get_text()
+        )
+        assert student.post("/join", data={"code": code, "display_name": "Linus"}).status_code == 303
+        student.put("/api/workspace/settings", json={"language": "typescript"})
+        student.put("/api/workspace/server.ts", content=ADDER)
+        link = BeautifulSoup(teacher.get(class_page).text, "html.parser").select_one("a[data-server-file]")[
+            "href"
+        ]
+        python_page = BeautifulSoup(teacher.get(link).text, "html.parser")
+        assert python_page.select_one("[data-runs]")["data-runs"] == "no"
+        ts_page = BeautifulSoup(teacher.get(link.replace("server.py", "server.ts")).text, "html.parser")
+        assert ts_page.select_one("[data-runs]")["data-runs"] == "yes"
+        assert "registerTool" in ts_page.select_one("pre.code").get_text()
+
+
+# --- running it, sandboxed -----------------------------------------------------------------------
+
+
+async def my_server(app: AppProcess, name: str) -> McpClient:
+    return await McpClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                   additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie(name)}"})  # fmt: skip
+
+
+async def ended_with(app: AppProcess, name: str) -> tuple[str, dict]:
+    """What the learner's server wrote on stderr before it exited, and how it exited."""
+    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
+                                          additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie(name)}"})  # fmt: skip
+    stderr: list[str] = []
+    try:
+        await client.recv_type("state")
+        while True:
+            frame = await client.recv_type("stderr", "state")
+            if frame["type"] == "stderr":
+                stderr.append(frame["text"])
+            elif frame["status"] == "exited":
+                return "".join(stderr), frame["exit_status"]
+    finally:
+        await client.close()
+
+
+async def test_a_saved_server_ts_runs_as_my_server_and_answers(app: AppProcess) -> None:
+    assert choose(app, "ts-ada", "typescript").status_code == 200
+    assert save_ts(app, "ts-ada", ADDER).json()["diagnostics"] == []
+    client = await my_server(app, "ts-ada")
+    try:
+        reply = await client.initialize()
+        assert reply["result"]["serverInfo"] == {"name": "adder-ts", "version": "1.0.0"}
+        tools = (await client.call(2, "tools/list"))["result"]["tools"]
+        assert [tool["name"] for tool in tools] == ["add"]
+        assert await client.tool(3, "add", a=2, b=40) == "42"
+    finally:
+        await client.close()
+    # Back to Python: my-server runs server.py again (the starter here).
+    assert choose(app, "ts-ada", "python").status_code == 200
+    client = await my_server(app, "ts-ada")
+    try:
+        assert (await client.initialize())["result"]["serverInfo"]["name"] == "my-server"
+    finally:
+        await client.close()
+
+
+async def test_a_server_ts_with_a_syntax_error_exits_saying_where(app: AppProcess) -> None:
+    choose(app, "ts-broken", "typescript")
+    save_ts(app, "ts-broken", "const a = 1;\nconst b: number = ;\n")
+    stderr, status = await ended_with(app, "ts-broken")
+    assert "server.ts:2:19: error: Unexpected" in stderr and status["code"] == 1
+
+
+async def test_an_exception_in_server_ts_names_the_learners_own_line(app: AppProcess) -> None:
+    choose(app, "ts-crash", "typescript")
+    source = (
+        'type Config = { port: number };\n\nconst config: Config = JSON.parse("{");\nconsole.log(config);\n'
+    )
+    save_ts(app, "ts-crash", source)
+    stderr, status = await ended_with(app, "ts-crash")
+    assert "SyntaxError" in stderr and "server.ts:3" in stderr, stderr  # the source map: its own lines
+    assert status["code"] == 1
