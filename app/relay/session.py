@@ -53,8 +53,8 @@ STDERR_DRAIN_S = 1.0
 NOT_SERVING_S = 5.0
 NOT_SERVING = (
     "your server has not answered anything in {seconds:g} s since it was sent its first message: it is "
-    "running but has not started serving. Does server.py end with `mcp.run()`, and does nothing before "
-    "it wait forever?"
+    "running but has not started serving. Does server.py end with `mcp.run()` (server.ts with `await "
+    "server.connect(new StdioServerTransport())`), and does nothing before it wait forever?"
 )
 # How fast one learner's server output is read by default, all their sessions together (and so one
 # session's), in bytes a second with each line and stderr piece counted as `LINE_BYTES` more and

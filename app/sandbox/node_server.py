@@ -26,8 +26,9 @@ from app.sandbox.limits import MIB, Limits
 from app.workspace import MAX_PROGRAM_BYTES, TS_FILE_NAME
 
 # What V8 reserves and never touches, beyond the memory an instance may use: with less address space
-# than this Node cannot start (measured on Node 24: 640 MiB in all with a 128 MiB heap).
-NODE_RESERVED_BYTES = 512 * MIB
+# than this Node cannot start (measured on Node 24: 640 MiB in all, with a 128 MiB heap and little else):
+# with it, what Node may use comes to about the memory limit, as for a Python server.
+NODE_RESERVED_BYTES = 640 * MIB
 # PID 1 of its namespace ignores a signal it has no handler for: Node gets one for SIGTERM, as the
 # Python servers do, before the learner's module runs.
 ON_SIGTERM = 'data:text/javascript,process.on("SIGTERM",()=>process.exit(143))'

@@ -7,6 +7,7 @@ succeed (or fail differently), or the row would prove nothing.
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 import pytest
@@ -81,3 +82,62 @@ def test_ordinary_learner_code_runs_under_the_filter(program: kernel.SeccompProg
         before=program.load,
     )
     assert outcome == {"ok": "{}"}
+
+
+# --- Node's filter (a learner's server.ts): the same rows denied, and execve at one address only ----
+
+# The one path Node's filter lets execve run, at an address fixed before the filter is built, as the
+# fork server's NodeRuntime holds it.
+NODE_PATH = ctypes.create_string_buffer(b"/bin/true")
+
+
+@pytest.fixture(scope="module")
+def node_program() -> kernel.SeccompProgram:
+    compiled, problems = syscall_filter.compile_program(ctypes.addressof(NODE_PATH))
+    assert problems == []
+    return compiled
+
+
+def test_nodes_filter_adds_only_what_node_needs() -> None:
+    added = set(syscalls.allowed_names(node=True)) - set(syscalls.allowed_names())
+    assert added == {"epoll_pwait", "eventfd2", "arch_prctl", "execve"}
+
+
+@needs_root
+def test_nodes_filter_alone_denies_every_attack_even_to_root(node_program: kernel.SeccompProgram) -> None:
+    def confined() -> None:
+        _private_namespaces()
+        node_program.load()
+
+    outcomes = {attack.name: run_in_child(attack.code, before=confined) for attack in SECCOMP_ROWS}
+    allowed = {a.name: outcomes[a.name] for a in SECCOMP_ROWS if not is_denied(a, outcomes[a.name])}
+    assert allowed == {}
+
+
+NODE_ROWS = {
+    # The same path at any other address: what Node, a spawn of the learner's or process.execve passes.
+    "execve of the same path elsewhere": ('result = syscall(59, ctypes.create_string_buffer(b"/bin/true"), '
+                                          "(ctypes.c_char_p * 2)(b'/bin/true', None), (ctypes.c_char_p * 1)(None))"),
+    # arch_prctl beyond ARCH_SET_FS (ARCH_SET_GS, 0x1001): the loader's one call, nothing else.
+    "arch_prctl(ARCH_SET_GS)": "result = syscall(158, 0x1001, 0)",
+    "arch_prctl((1<<32)|ARCH_SET_GS)": f"result = syscall(158, {(1 << 32) | 0x1001}, 0)",
+}  # fmt: skip
+
+
+@needs_root
+def test_nodes_filter_denies_execve_but_at_its_one_address(node_program: kernel.SeccompProgram) -> None:
+    def confined() -> None:
+        _private_namespaces()
+        node_program.load()
+
+    outcomes = {name: run_in_child(code, before=confined) for name, code in NODE_ROWS.items()}
+    assert outcomes == {name: {"errno": "EPERM"} for name in NODE_ROWS}
+    # The path at its address runs: the rule is not simply a refusal.
+    ran = run_in_child(
+        "import ctypes.util\n"
+        "argv = (ctypes.c_char_p * 2)(b'/bin/true', None)\n"
+        "envp = (ctypes.c_char_p * 1)(None)\n"
+        f"result = syscall(59, ctypes.c_void_p({ctypes.addressof(NODE_PATH)}), argv, envp)",
+        before=confined,
+    )
+    assert ran == {"exit": 0}, ran
