@@ -64,6 +64,8 @@ class Workspace {
     this.language = language;
     this.setFile(this.settings.files[language]);
     for (const hint of this.root.querySelectorAll("[data-hint-for]")) hint.hidden = hint.dataset.hintFor !== language;
+    // Elsewhere on the page (the exercise) too: what runs as my-server.
+    for (const name of document.querySelectorAll("[data-server-file-name]")) name.textContent = this.file;
     for (const radio of this.languageSwitch.querySelectorAll("input")) radio.checked = radio.value === language;
     document.dispatchEvent(new CustomEvent("playground:language", { detail: { language } }));
   }
