@@ -241,6 +241,8 @@ ARGUMENT_RULES: tuple[ArgumentRule, ...] = (
 NODE_ALLOWED: dict[str, str] = {
     "epoll_pwait": "libuv's event loop waits with it",
     "eventfd2": "libuv wakes its loop from its other threads",
+    "sched_getparam": "pthread_getschedparam, which V8's locks ask of each new thread",
+    "sched_getscheduler": "pthread_getschedparam, which V8's locks ask of each new thread",
 }
 
 NODE_ARGUMENT_RULES: tuple[ArgumentRule, ...] = (

@@ -215,6 +215,60 @@ async def restore_version(
     return await _save(state, learner, saved.source, name)
 
 
+# --- the type check of server.ts -------------------------------------------------------------------
+
+# The compiler reads the SDK's and Node's types first: a few seconds (jitless, as every Node instance
+# runs); past this the check is stopped.
+TYPE_CHECK_LIMIT_S = 60.0
+
+
+@router.post("/api/workspace/typecheck")
+async def type_check(request: Request) -> JSONResponse:
+    """The TypeScript compiler's errors in the learner's saved server.ts, found in their own sandbox (a
+    fresh instance on the exercise budget, with its time and memory limits): on demand, as it takes
+    seconds where a save takes milliseconds."""
+    from app.workspace import typescript
+
+    state = get_state(request)
+    owner = await state.owner_of(request.scope)
+    if owner.learner is None or state.sessions is None:
+        return JSONResponse(error_body(403, "Open a lesson page first: a type check needs your learner identity."),
+                            status_code=403)  # fmt: skip
+    if typescript.missing():
+        return JSONResponse(
+            error_body(409, f"TypeScript cannot run here: {typescript.missing()}"), status_code=409
+        )
+    source = await state.own_source(owner, workspace.TS_FILE_NAME)
+    began = asyncio.get_running_loop().time()
+    try:
+        async with state.sessions.exercise_instance(owner, source=workspace.type_checker()) as process:
+            await process.write_line(workspace.type_check_input(source))
+            try:
+                line = await asyncio.wait_for(process.read_line(), TYPE_CHECK_LIMIT_S)
+            except TimeoutError:
+                return JSONResponse(error_body(504, f"The type check took longer than {TYPE_CHECK_LIMIT_S:g} s and "
+                                               "was stopped."), status_code=504)  # fmt: skip
+            ended = None if line is not None else await process.stop()
+    except CapacityError as exc:
+        return JSONResponse(error_body(429, exc.message, retry_after_s=exc.retry_after_s), status_code=429,
+                            headers={"Retry-After": str(exc.retry_after_s)})  # fmt: skip
+    except SandboxError as exc:
+        return JSONResponse(error_body(exc.status_code, exc.message), status_code=exc.status_code)
+    try:
+        answer = json.loads(line) if line is not None else {}
+        found = [
+            workspace.Diagnostic(int(d["line"]), int(d["col"]), str(d["message"]))
+            for d in answer["diagnostics"]
+        ]
+    except (TypeError, KeyError, ValueError):
+        how = f" ({ended})" if ended is not None else ""
+        return JSONResponse(
+            error_body(500, f"The type check stopped before it answered{how}."), status_code=500
+        )
+    seconds = round(asyncio.get_running_loop().time() - began, 2)
+    return JSONResponse({"diagnostics": [d.to_json() for d in found], "seconds": seconds})
+
+
 # --- exercises ------------------------------------------------------------------------------------
 
 

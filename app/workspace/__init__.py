@@ -19,7 +19,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 
 __all__ = ["DEFAULT_LANGUAGE", "FILES", "FILE_NAME", "LANGUAGES", "MAX_PROGRAM_BYTES", "MAX_SOURCE_BYTES", "RUNTIMES", "TEST_FILE_NAME", "TS_FILE_NAME", "Diagnostic",
-           "Program", "diagnose", "problem_with", "program", "starter", "test_run_input", "test_runner"]  # fmt: skip
+           "Program", "diagnose", "problem_with", "program", "type_check_input", "type_checker", "starter", "test_run_input", "test_runner"]  # fmt: skip
 
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
 # it saves and by the instance before it runs: one number for both.
@@ -88,6 +88,16 @@ class Diagnostic:
 def starter(name: str = FILE_NAME) -> str:
     """What a learner who has saved nothing yet starts from, for the file `name` (one of FILES)."""
     return STARTERS[name].read_text(encoding="utf-8")
+
+
+def type_checker() -> Program:
+    """The program a type check of server.ts is (typecheck.mjs, on Node): the file comes on its stdin."""
+    return Program("node", (HERE / "typecheck.mjs").read_text(encoding="utf-8"))
+
+
+def type_check_input(source: str) -> str:
+    """The one line a type check reads on its stdin."""
+    return json.dumps({TS_FILE_NAME: source})
 
 
 def test_runner() -> str:

@@ -67,6 +67,8 @@ class Workspace {
     // Elsewhere on the page (the exercise) too: what runs as my-server.
     for (const name of document.querySelectorAll("[data-server-file-name]")) name.textContent = this.file;
     for (const radio of this.languageSwitch.querySelectorAll("input")) radio.checked = radio.value === language;
+    const typeCheck = this.root.querySelector('[data-action="type-check"]');
+    if (typeCheck) typeCheck.hidden = language !== "typescript";
     document.dispatchEvent(new CustomEvent("playground:language", { detail: { language } }));
   }
 
@@ -101,6 +103,7 @@ class Workspace {
       ?.addEventListener("click", () => this.save({ restart: true }));
     this.root.querySelector('[data-action="save-run"]')?.addEventListener("click", () => this.runTests());
     this.root.querySelector('[data-action="restore"]').addEventListener("click", () => this.restore());
+    this.root.querySelector('[data-action="type-check"]')?.addEventListener("click", () => this.checkTypes());
     this.root.dataset.state = "ready";
     let first = `Version ${state.version}, saved ${when(state.history[0]?.saved_at ?? 0)}.`;
     if (state.starter)
@@ -177,6 +180,45 @@ class Workspace {
     } finally {
       this.changing = false;
       for (const radio of radios) radio.disabled = radio.value === "typescript" && !this.settings.typescript.available;
+    }
+  }
+
+  /** Save, then have the TypeScript compiler check the saved server.ts in the learner's sandbox. */
+  async checkTypes() {
+    if (this.checking) return;
+    this.checking = true;
+    const button = this.root.querySelector('[data-action="type-check"]');
+    button.disabled = true;
+    try {
+      if (this.unsaved() && !(await this.save())) return;
+      this.say("Checking the types in your sandbox: the compiler takes a few seconds…");
+      let response;
+      try {
+        response = await fetch("/api/workspace/typecheck", { method: "POST" });
+      } catch (_) {
+        this.say("Not checked: the playground could not be reached. Try again.", "error");
+        return;
+      }
+      if (!response.ok) {
+        this.say(`Not checked: ${await errorText(response)}`, "error");
+        return;
+      }
+      const { diagnostics, seconds } = await response.json();
+      this.editor.setDiagnostics(diagnostics);
+      if (!diagnostics.length) {
+        this.say(`No type errors in ${this.file} (checked in ${seconds} s).`);
+        return;
+      }
+      const first = diagnostics[0];
+      const count = diagnostics.length === 1 ? "One type error" : `${diagnostics.length} type errors`;
+      this.say(
+        `${count} (the server still runs: types are not checked when it starts). First, line ${first.line}, ` +
+          `column ${first.col}: ${first.message.split("\n")[0]}`,
+        "warn",
+      );
+    } finally {
+      this.checking = false;
+      button.disabled = false;
     }
   }
 

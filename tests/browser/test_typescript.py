@@ -105,6 +105,10 @@ def test_choose_typescript_write_the_first_tool_and_pass_the_exercise(page: Page
     expect(exercise).to_have_attribute("data-passed", "true")
     page.screenshot(path=artifacts / "typescript-exercise-passed.png", full_page=True)
 
+    # The compiler's type check, on demand, in the learner's sandbox: the first tool has no type error.
+    page.locator('[data-workspace] [data-action="type-check"]').click()
+    expect(status).to_contain_text("No type errors in server.ts", timeout=EXERCISE_TIMEOUT_MS)
+
     # A syntax error: saved, and shown where it is, in the status and in the editor.
     page.locator("[data-workspace] .cm-content").click()
     clear_and_insert(page, STARTER.replace(WHERE, WHERE + "\nconst broken = ;", 1))

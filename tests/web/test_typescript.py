@@ -276,3 +276,20 @@ async def test_an_exception_in_server_ts_names_the_learners_own_line(app: AppPro
     stderr, status = await ended_with(app, "ts-crash")
     assert "SyntaxError" in stderr and "server.ts:3" in stderr, stderr  # the source map: its own lines
     assert status["code"] == 1
+
+
+async def test_the_type_check_finds_the_compilers_errors_in_the_learners_sandbox(app: AppProcess) -> None:
+    choose(app, "ts-types", "typescript")
+    wrong = ADDER.replace("text: String(a + b)", "text: a + b")  # a number where the SDK wants a string
+    save_ts(app, "ts-types", wrong)
+    with browser(app, "ts-types") as page:
+        found = page.post("/api/workspace/typecheck", timeout=120)
+        assert found.status_code == 200, found.text
+        diagnostics = found.json()["diagnostics"]
+        line = next(n for n, text in enumerate(wrong.splitlines(), 1) if "text: a + b" in text)
+        assert diagnostics and diagnostics[0]["line"] == line
+        assert "not assignable" in diagnostics[0]["message"]
+        # A clean file has none; and the file is only read, never run (this one would exit at once).
+        save_ts(app, "ts-types", "process.exit(3);\n" + ADDER)
+        clean = page.post("/api/workspace/typecheck", timeout=120)
+        assert clean.status_code == 200 and clean.json()["diagnostics"] == []
