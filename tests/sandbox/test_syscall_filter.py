@@ -100,7 +100,14 @@ def node_program() -> kernel.SeccompProgram:
 
 def test_nodes_filter_adds_only_what_node_needs() -> None:
     added = set(syscalls.allowed_names(node=True)) - set(syscalls.allowed_names())
-    assert added == {"epoll_pwait", "eventfd2", "sched_getparam", "sched_getscheduler", "arch_prctl", "execve"}
+    assert added == {
+        "epoll_pwait",
+        "eventfd2",
+        "sched_getparam",
+        "sched_getscheduler",
+        "arch_prctl",
+        "execve",
+    }
 
 
 @needs_root
