@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from typing import TextIO
 
 from app.config import Settings
@@ -20,7 +20,7 @@ from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.sandbox.process import ServerProcess
-from app.workspace import Program
+from app.workspace import LANGUAGES, Program
 
 
 class PoolServers:
@@ -40,8 +40,10 @@ class PoolServers:
             await self.pool.release(process)
 
 
-async def check_exercises(catalog: Catalog, settings: Settings, out: TextIO) -> int:
-    """Every exercise in the sandbox (exercise_check.check_exercises); no pool when there is none."""
+async def check_exercises(catalog: Catalog, settings: Settings, out: TextIO,
+                          languages: Collection[str] = LANGUAGES) -> int:  # fmt: skip
+    """Every exercise in the sandbox (exercise_check.check_exercises), in `languages`; no pool when
+    there is none."""
     if not exercise_check.has_exercises(catalog):
         return 0
     pool = InstancePool(
@@ -52,7 +54,7 @@ async def check_exercises(catalog: Catalog, settings: Settings, out: TextIO) -> 
     )  # fmt: skip
     await pool.start()
     try:
-        return await exercise_check.check_exercises(catalog, PoolServers(pool), out)
+        return await exercise_check.check_exercises(catalog, PoolServers(pool), out, languages)
     finally:
         await pool.stop()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -41,8 +41,9 @@ def has_exercises(catalog: Catalog) -> bool:
     return any(step.exercise is not None for step in catalog.steps())
 
 
-async def check_exercises(catalog: Catalog, servers: ExerciseServers, out: TextIO) -> int:
-    """The number of exercises that do not hold (each problem printed on `out`)."""
+async def check_exercises(catalog: Catalog, servers: ExerciseServers, out: TextIO,
+                          languages: Collection[str] = tuple(workspace.LANGUAGES)) -> int:  # fmt: skip
+    """The number of exercises that do not hold (each problem printed on `out`), in `languages`."""
     steps = [step for step in catalog.steps() if step.exercise is not None]
     if not steps:
         return 0
@@ -71,12 +72,15 @@ async def check_exercises(catalog: Catalog, servers: ExerciseServers, out: TextI
             return workspace.starter(workspace.TEST_FILE_NAME)
         return workspace.starter(workspace.LANGUAGES[language])
 
-    failures = twins = 0
+    failures = 0
+    runs = dict.fromkeys(workspace.LANGUAGES, 0)
     for step in steps:
         exercise = step.exercise
         assert exercise is not None
         for language, solution in solutions(exercise):
-            twins += language == "typescript"
+            if language not in languages:
+                continue
+            runs[language] += 1
             solved, unsolved = await asyncio.gather(
                 attempt(solution.read_text(encoding="utf-8"), exercise, language),
                 attempt(starter(exercise, language), exercise, language),
@@ -91,11 +95,12 @@ async def check_exercises(catalog: Catalog, servers: ExerciseServers, out: TextI
                 failures += 1
                 which = "the TypeScript starter file" if language == "typescript" else "the starter file"
                 print(f"{where}: {which} passes this exercise, so it tests nothing", file=out)
-    also = f" ({twins} in TypeScript too)" if twins else ""
-    print(
-        f"{len(steps)} exercises run on their solutions and on the starter{also}: {failures} problems",
-        file=out,
-    )
+    counted = f"{runs['python']} exercises"
+    if runs["typescript"]:
+        counted += f" ({runs['typescript']} in TypeScript too)"
+    if list(languages) == ["typescript"]:
+        counted = f"{runs['typescript']} exercises in TypeScript"
+    print(f"{counted} run on their solutions and on the starter: {failures} problems", file=out)
     return failures
 
 

@@ -1,4 +1,5 @@
-// My first MCP server. Save (Ctrl+S), then talk to it from the console beside this editor.
+// My first MCP server. Save (Ctrl+S), then talk to it from the console
+// beside this editor.
 
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -24,4 +25,5 @@ server.registerTool(
   async ({ celsius }) => ({ content: [{ type: "text", text: String(celsius * 9 / 5 + 32) }] }),
 );
 
-await server.connect(new StdioServerTransport()); // serve MCP on stdin and stdout, as `node server.ts` would
+// Serve MCP on stdin and stdout, as a host that starts this file expects.
+await server.connect(new StdioServerTransport());

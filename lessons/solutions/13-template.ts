@@ -1,4 +1,5 @@
-// My first MCP server. Save (Ctrl+S), then talk to it from the console beside this editor.
+// My first MCP server. Save (Ctrl+S), then talk to it from the console
+// beside this editor.
 
 import { McpServer, ResourceTemplate } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -147,4 +148,5 @@ server.registerResource(
   },
 );
 
-await server.connect(new StdioServerTransport()); // serve MCP on stdin and stdout, as `node server.ts` would
+// Serve MCP on stdin and stdout, as a host that starts this file expects.
+await server.connect(new StdioServerTransport());

@@ -98,7 +98,7 @@ def learner_server(forkserver: RawClient, source: str) -> Iterator[tuple[int, in
     fds, (stdin, stdout, stderr) = pipes()
     memfd = os.memfd_create("server.py")
     os.write(memfd, source.encode())
-    request = {"op": "spawn", "id": 1, "server": MY_SERVER, "uid": RANGE.start + 1}
+    request = {"op": "spawn", "id": 1, "server": MY_SERVER, "uid": RANGE.start + 1, "runtime": "python"}
     forkserver.send(json.dumps(request).encode(), [*fds, memfd])
     for fd in (*fds, memfd):
         os.close(fd)

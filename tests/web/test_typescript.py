@@ -279,17 +279,35 @@ async def test_an_exception_in_server_ts_names_the_learners_own_line(app: AppPro
 
 
 async def test_the_type_check_finds_the_compilers_errors_in_the_learners_sandbox(app: AppProcess) -> None:
+    # (A clean file's check, "No type errors", is walked in Chromium: tests/browser/test_typescript.py.)
     choose(app, "ts-types", "typescript")
-    wrong = ADDER.replace("text: String(a + b)", "text: a + b")  # a number where the SDK wants a string
+    # A number where the SDK wants a string; and a first line that would end the file at once if it ran:
+    # the check reads the file, it never runs it.
+    wrong = "process.exit(3);\n" + ADDER.replace("text: String(a + b)", "text: a + b")
     save_ts(app, "ts-types", wrong)
     with browser(app, "ts-types") as page:
         found = page.post("/api/workspace/typecheck", timeout=120)
-        assert found.status_code == 200, found.text
-        diagnostics = found.json()["diagnostics"]
-        line = next(n for n, text in enumerate(wrong.splitlines(), 1) if "text: a + b" in text)
-        assert diagnostics and diagnostics[0]["line"] == line
-        assert "not assignable" in diagnostics[0]["message"]
-        # A clean file has none; and the file is only read, never run (this one would exit at once).
-        save_ts(app, "ts-types", "process.exit(3);\n" + ADDER)
-        clean = page.post("/api/workspace/typecheck", timeout=120)
-        assert clean.status_code == 200 and clean.json()["diagnostics"] == []
+    assert found.status_code == 200, found.text
+    diagnostics = found.json()["diagnostics"]
+    line = next(n for n, text in enumerate(wrong.splitlines(), 1) if "text: a + b" in text)
+    assert [d["line"] for d in diagnostics] == [line]
+    assert "not assignable" in diagnostics[0]["message"]
+
+
+async def test_an_sdk_client_reaches_the_learners_server_ts_through_an_endpoint(app: AppProcess) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    choose(app, "ts-connector", "typescript")
+    save_ts(app, "ts-connector", ADDER)
+    with browser(app, "ts-connector") as page:
+        made = page.post("/api/endpoints", json={"server": "my-server"})
+    assert made.status_code == 201, made.text
+    async with (
+        streamable_http_client(made.json()["url"]) as (read, write),
+        ClientSession(read, write) as client,
+    ):
+        result = await client.initialize()
+        assert result.server_info.name == "adder-ts"
+        call = await client.call_tool("add", {"a": 20, "b": 22})
+        assert not call.is_error and call.content[0].text == "42"
