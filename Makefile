@@ -11,14 +11,15 @@ TS_CLIENT := tests/ts/node_modules/.installed-stamp
 RUN_DEBS := libseccomp2
 BENCH_DEBS := libseccomp2
 
-.PHONY: install lock run test test-fast coverage lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
+.PHONY: install ts-runtime lock run test test-fast coverage lint format bench check-lessons system-deps-run system-deps-test system-deps-bench system-deps-node vendor test-js clean
 
-install: $(STAMP) $(TS_RUNTIME)
+install: $(STAMP) ts-runtime
 
 # What a learner's server.ts runs on (runtime/node: Node 24 LTS, the TypeScript SDK, zod; seen
 # read-only by its sandbox) and what turns it into JavaScript (runtime/esbuild), at their locked
 # versions: docs/typescript.md.
 TS_RUNTIME := runtime/node/node_modules/.installed-stamp runtime/esbuild/node_modules/.installed-stamp
+ts-runtime: $(TS_RUNTIME)
 runtime/%/node_modules/.installed-stamp: runtime/%/package-lock.json
 	@command -v npm >/dev/null || $(MAKE) --no-print-directory system-deps-node
 	npm ci --prefix runtime/$* --no-audit --no-fund --loglevel=error

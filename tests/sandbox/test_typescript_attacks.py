@@ -19,11 +19,8 @@ from pathlib import Path
 import pytest
 
 from app.web.learner import COOKIE
-from app.workspace import typescript
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import EnvelopeClient, McpClient
-
-pytestmark = pytest.mark.skipif(bool(typescript.missing()), reason=typescript.missing() or "")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MAX_PROCESSES = 16

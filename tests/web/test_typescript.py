@@ -15,8 +15,6 @@ from tests.support.appserver import AppProcess
 from tests.support.inprocess import InProcessApp
 from tests.support.wsclient import EnvelopeClient, McpClient
 
-pytestmark = pytest.mark.skipif(bool(typescript.missing()), reason=typescript.missing() or "")
-
 ADDER = textwrap.dedent("""
     import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
     import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
