@@ -22,6 +22,7 @@ import websockets
 from app.protocol.jsonrpc import json_items
 from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, READ_BYTES_PER_S, UNHEARD_BYTES, line_cost
 from tests.sandbox.attacks import ATTACKS, is_denied
+from tests.sandbox.consoles import console_until_exit, orders_answers_quickly
 from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until_async
 from tests.support.wsclient import EnvelopeClient, McpClient, init_request
@@ -86,36 +87,6 @@ async def test_every_escape_is_denied_from_a_learners_file(app: AppProcess) -> N
     assert "error" not in report, report
 
 
-async def _console_until_exit(app: AppProcess, learner: str, send_first: bool = False) -> tuple[dict, str]:
-    """Open a console on the learner's file; return its exited state frame and all its stderr."""
-    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=app.learner_headers(learner))  # fmt: skip
-    stderr: list[str] = []
-    try:
-        if send_first:
-            await client.send(init_request(version="2025-11-25"))
-        while True:
-            frame = await client.recv_type("stderr", "state", "relay_error", timeout=60)
-            if frame["type"] == "stderr":
-                stderr.append(frame["text"])
-            elif frame["type"] == "state" and frame["status"] == "exited":
-                return frame, "".join(stderr)
-    finally:
-        await client.close()
-
-
-async def _orders_answers_quickly(app: AppProcess) -> float:
-    """Seconds for another visitor's demo-orders console to open and answer initialize."""
-    began = time.monotonic()
-    client = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base,
-                                     additional_headers=app.learner_headers("bystander"))  # fmt: skip
-    try:
-        assert "result" in await client.initialize()
-    finally:
-        await client.close()
-    return time.monotonic() - began
-
-
 FORKER = """
 import os, sys, time
 forked = 0
@@ -148,27 +119,27 @@ while True:
 
 async def test_a_file_that_forks_until_refused_is_stopped_by_the_process_limit(app: AppProcess) -> None:
     app.save_server("forker", FORKER)
-    state, stderr = await _console_until_exit(app, "forker")
+    state, stderr = await console_until_exit(app, "forker")
     assert "refused after" in stderr, stderr
     forked = int(stderr.split("refused after ")[1].split()[0])
     assert forked < MAX_PROCESSES and state["exit_status"]["code"] == 7
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 async def test_a_file_that_allocates_until_refused_is_stopped_by_the_memory_limit(app: AppProcess) -> None:
     app.save_server("allocator", ALLOCATOR)
-    state, stderr = await _console_until_exit(app, "allocator")
+    state, stderr = await console_until_exit(app, "allocator")
     # Refused by RLIMIT_AS (a MemoryError, exit 1) or killed by the cgroup's OOM killer (SIGKILL).
     assert ("MemoryError" in stderr and state["exit_status"]["code"] == 1) or state["exit_status"]["signal"] == 9, (
         state, stderr)  # fmt: skip
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 async def test_a_file_that_spins_is_stopped_by_the_cpu_limit(app: AppProcess) -> None:
     app.save_server("spinner", SPINNER)
-    state, _ = await _console_until_exit(app, "spinner")
+    state, _ = await console_until_exit(app, "spinner")
     assert state["exit_status"]["signal"] in (9, 24), state  # SIGXCPU at the soft limit, SIGKILL at the hard
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 async def test_a_file_that_floods_stdout_is_stopped_by_the_output_limit(app: AppProcess) -> None:
@@ -183,7 +154,7 @@ async def test_a_file_that_floods_stdout_is_stopped_by_the_output_limit(app: App
     finally:
         await client.close()
     assert "line" in frame["reason"] or "output" in frame["reason"], frame
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 async def test_a_file_that_never_serves_is_reported_after_a_short_time(app: AppProcess) -> None:
@@ -206,9 +177,9 @@ async def test_a_file_that_never_serves_is_reported_after_a_short_time(app: AppP
 async def test_many_hostile_files_at_once_leave_the_playground_responsive(app: AppProcess) -> None:
     for name, source in (("hog-1", SPINNER), ("hog-2", FORKER), ("hog-3", ALLOCATOR)):
         app.save_server(name, source)
-    hogs = [asyncio.create_task(_console_until_exit(app, name)) for name in ("hog-1", "hog-2", "hog-3")]
+    hogs = [asyncio.create_task(console_until_exit(app, name)) for name in ("hog-1", "hog-2", "hog-3")]
     try:
-        assert await _orders_answers_quickly(app) < 10
+        assert await orders_answers_quickly(app) < 10
     finally:
         await asyncio.gather(*hogs, return_exceptions=True)
 
@@ -289,16 +260,16 @@ async def test_a_file_writing_costly_lines_as_fast_as_it_can_is_read_at_the_pace
         # A second's worth at once, then the rate: no sooner than this can the 20th line be read.
         cost = line_cost(COSTLY_LINE, json_items(COSTLY_LINE, 10_000))
         assert elapsed >= ((lines - 1) * cost - READ_BYTES_PER_S) / READ_BYTES_PER_S, elapsed
-        assert await _orders_answers_quickly(app) < 10  # meanwhile, the file goes on writing
+        assert await orders_answers_quickly(app) < 10  # meanwhile, the file goes on writing
     finally:
         await client.close()
 
 
 async def test_a_file_writing_a_line_of_too_many_values_is_stopped_and_told_why(app: AppProcess) -> None:
     app.save_server("many-values", TOO_MANY_VALUES)
-    state, _ = await _console_until_exit(app, "many-values", send_first=True)
+    state, _ = await console_until_exit(app, "many-values", send_first=True)
     assert state["reason"] == "The server wrote a line of more than 10000 JSON values; the session was ended."
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 STDERR_FLOODER = """
@@ -325,7 +296,7 @@ async def test_a_file_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pace(
             total += last
         elapsed = time.monotonic() - began
         assert elapsed >= (total - last - READ_BYTES_PER_S) / READ_BYTES_PER_S, (elapsed, total)
-        assert await _orders_answers_quickly(app) < 10
+        assert await orders_answers_quickly(app) < 10
     finally:
         await client.close()
 

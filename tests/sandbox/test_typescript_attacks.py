@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import time
 from pathlib import Path
 
 import pytest
 
 from app.web.learner import COOKIE
+from tests.sandbox.consoles import console_until_exit, orders_answers_quickly
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import EnvelopeClient, McpClient
 
@@ -143,36 +143,10 @@ async def test_every_escape_is_denied_from_a_learners_server_ts(app: AppProcess)
 async def test_process_execve_is_refused_and_ends_only_the_learners_own_server(app: AppProcess) -> None:
     # Node aborts when its execve fails: the attempt costs the attacker their own server, nothing more.
     save_ts(app, "ts-execve", "process.execve('/bin/sh', ['sh', '-c', 'echo escaped; id']);\n")
-    state, stderr = await _console_until_exit(app, "ts-execve")
+    state, stderr = await console_until_exit(app, "ts-execve")
     assert "escaped" not in stderr and "uid=" not in stderr
     assert state["exit_status"]["signal"] in (6, 11), (state, stderr[-2000:])
-    assert await _orders_answers_quickly(app) < 10
-
-
-async def _console_until_exit(app: AppProcess, learner: str) -> tuple[dict, str]:
-    client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
-                                          additional_headers=app.learner_headers(learner))  # fmt: skip
-    stderr: list[str] = []
-    try:
-        while True:
-            frame = await client.recv_type("stderr", "state", "relay_error", timeout=60)
-            if frame["type"] == "stderr":
-                stderr.append(frame["text"])
-            elif frame["type"] == "state" and frame["status"] == "exited":
-                return frame, "".join(stderr)
-    finally:
-        await client.close()
-
-
-async def _orders_answers_quickly(app: AppProcess) -> float:
-    began = time.monotonic()
-    client = await McpClient.connect(app.ws_base + "/ws/demo-orders", origin=app.base,
-                                     additional_headers=app.learner_headers("bystander"))  # fmt: skip
-    try:
-        assert "result" in await client.initialize()
-    finally:
-        await client.close()
-    return time.monotonic() - began
+    assert await orders_answers_quickly(app) < 10
 
 
 WORKER_BOMB = """
@@ -207,14 +181,14 @@ async def test_a_server_ts_starting_workers_until_refused_is_stopped_by_the_proc
     app: AppProcess,
 ) -> None:
     save_ts(app, "ts-workers", WORKER_BOMB)
-    state, stderr = await _console_until_exit(app, "ts-workers")
+    state, stderr = await console_until_exit(app, "ts-workers")
     status = state["exit_status"]
     # Refused a thread (the worker's error, exit 7), or Node aborts when V8 cannot start one.
     # (SIGABRT or SIGSEGV: V8 fails as it cannot have a thread).
     assert (status["code"] == 7 and "refused after" in stderr) or status["signal"] in (6, 11), (state, stderr)
     if status["code"] == 7:
         assert int(stderr.split("refused after ")[1].split()[0]) < MAX_PROCESSES
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 @pytest.mark.parametrize("source", [ALLOCATOR, HEAP_GROWER], ids=["buffers", "heap"])
@@ -223,20 +197,20 @@ async def test_a_server_ts_that_allocates_until_refused_is_stopped_by_the_memory
 ) -> None:
     name = f"ts-alloc-{len(source)}"
     save_ts(app, name, source)
-    state, stderr = await _console_until_exit(app, name)
+    state, stderr = await console_until_exit(app, name)
     status = state["exit_status"]
     # Node's own refusal (an uncaught ERR_MEMORY_ALLOCATION_FAILED; "heap out of memory", SIGABRT),
     # or the OOM killer at the instance's cgroup limit (SIGKILL).
     refused = any(words in stderr for words in ("ERR_MEMORY_ALLOCATION_FAILED", "heap out of memory"))
     assert refused or status["signal"] == 9, (state, stderr[-2000:])
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 async def test_a_server_ts_that_spins_is_stopped_by_the_cpu_limit(app: AppProcess) -> None:
     save_ts(app, "ts-spinner", SPINNER)
-    state, _ = await _console_until_exit(app, "ts-spinner")
+    state, _ = await console_until_exit(app, "ts-spinner")
     assert state["exit_status"]["signal"] in (9, 24), state  # SIGXCPU at the soft limit, SIGKILL at the hard
-    assert await _orders_answers_quickly(app) < 10
+    assert await orders_answers_quickly(app) < 10
 
 
 async def test_a_server_ts_that_never_serves_is_told_how_to_serve(app: AppProcess) -> None:
