@@ -63,12 +63,12 @@ def _refuse(status: int, message: str) -> JSONResponse:
     return JSONResponse(error_body(status, f"{message}. Nothing was saved."), status_code=status)
 
 
-async def _body_within_limit(request: Request) -> bytes | None:
-    """The request body, or None as soon as it passes the limit (a huge body is never held whole)."""
+async def _body_within_limit(request: Request, limit: int = workspace.MAX_SOURCE_BYTES) -> bytes | None:
+    """The request body, or None as soon as it passes `limit` (a huge body is never held whole)."""
     data = bytearray()
     async for chunk in request.stream():
         data += chunk
-        if len(data) > workspace.MAX_SOURCE_BYTES:
+        if len(data) > limit:
             return None
     return bytes(data)
 
@@ -124,11 +124,9 @@ async def save_settings(request: Request) -> JSONResponse:
     """Choose the language of the learner's own server: {"language": "python" | "typescript"}."""
     from app.workspace import typescript
 
-    data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > MAX_SETTINGS_BYTES:
-            return _refuse(413, f"The settings are over the limit of {MAX_SETTINGS_BYTES} bytes")
+    data = await _body_within_limit(request, MAX_SETTINGS_BYTES)
+    if data is None:
+        return _refuse(413, f"The settings are over the limit of {MAX_SETTINGS_BYTES} bytes")
     try:
         body = json.loads(data)
     except (ValueError, RecursionError):
@@ -139,8 +137,8 @@ async def save_settings(request: Request) -> JSONResponse:
     if not isinstance(language, str) or language not in workspace.LANGUAGES:
         names = " or ".join(f'"{name}"' for name in workspace.LANGUAGES)
         return _refuse(400, f"The language must be {names}")
-    if language == "typescript" and typescript.missing():
-        return _refuse(409, f"TypeScript cannot run here: {typescript.missing()}")
+    if language == "typescript" and (why_not := typescript.missing()):
+        return _refuse(409, f"TypeScript cannot run here: {why_not}")
     learner = learner_id(request)
     state = get_state(request)
     await anyio.to_thread.run_sync(state.progress.set_server_language, learner, language)
