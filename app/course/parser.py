@@ -80,7 +80,7 @@ def _split_front_matter(path: Path, text: str) -> tuple[dict[str, Any], str, int
     if end is None:
         raise LessonError(path, 1, "the front matter has no closing '---' line")
     try:
-        front = yaml.safe_load("".join(lines[1:end])) or {}
+        front = blocks.load_yaml("".join(lines[1:end])) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise LessonError(
