@@ -227,10 +227,12 @@ def set_oom_score_adj(value: int, pid: str = "self", proc_fd: int | None = None)
 
 def memory_budget_bytes(budget_mb: int | None) -> int:
     """The memory every instance together may use: `budget_mb` (the setting), else the default share
-    of what this host (or the app's own cgroup) has."""
+    of what this host (or the app's own cgroup) has, in whole pages: a cgroup's limit is stored in
+    pages, so the parent cgroup's limit reads back as exactly this figure."""
     if budget_mb:
         return budget_mb * MIB
-    return int(host_memory_bytes() * DEFAULT_BUDGET_SHARE)
+    share = int(host_memory_bytes() * DEFAULT_BUDGET_SHARE)
+    return share - share % os.sysconf("SC_PAGE_SIZE")
 
 
 def host_memory_bytes() -> int:
