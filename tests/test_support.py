@@ -1,9 +1,27 @@
 """The suite's own helpers, where a flaw shows up as some other test failing now and then."""
 
+import asyncio
+
 from tests.support.appserver import free_port
+from tests.support.clocks import VirtualClock
 
 
 def test_a_port_is_handed_out_once_in_a_run() -> None:
     # The kernel offers unbound ports at random: 2000 looks here gave about 140 repeats.
     ports = [free_port() for _ in range(2000)]
     assert len(set(ports)) == len(ports)
+
+
+async def test_a_virtual_clock_wakes_sleepers_in_deadline_order_and_overlapping_waits_overlap() -> None:
+    clock = VirtualClock(start=0.0)
+    woke: list[tuple[str, float]] = []
+
+    async def sleeper(name: str, seconds: float) -> None:
+        await clock.sleep(seconds)
+        woke.append((name, clock.now()))
+
+    await asyncio.gather(sleeper("long", 3.0), sleeper("short", 1.0), sleeper("also short", 1.0))
+    assert woke == [("short", 1.0), ("also short", 1.0), ("long", 3.0)]
+    assert clock.now() == 3.0  # three waits side by side took the longest of them, not their sum
+    await clock.sleep(0.5)
+    assert clock.now() == 3.5 and clock.slept == [3.0, 1.0, 1.0, 0.5]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from typing import Protocol
 
 # Keys remembered before the quiet ones are forgotten.
 KEYS_KEPT = 10_000
@@ -56,20 +56,40 @@ class KeyedRate:
             del self._times[key]
 
 
+class Clock(Protocol):
+    """What paces and timers read the time from and wait on: the real one (`MONOTONIC`), or a test's
+    (tests/support/clocks.py), so that a test of a pace need not wait out its seconds."""
+
+    def now(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class MonotonicClock:
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+MONOTONIC: Clock = MonotonicClock()
+
+
 class Pace:
     """Work paced to `rate` units a second on average, after a first `burst` of them: a token bucket
     that may go into debt by one piece of work, so that a piece bigger than the burst still goes."""
 
-    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate: float, burst: float, clock: Clock = MONOTONIC) -> None:
         self.rate = rate
         self.burst = burst
-        self._clock = clock
+        self.clock = clock
         self._tokens = burst
-        self._at = clock()
+        self._at = clock.now()
 
     def charge(self, units: float) -> float:
         """Count `units` of work done now; the seconds to wait before doing more (0.0: none)."""
-        now = self._clock()
+        now = self.clock.now()
         self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate) - units
         self._at = now
         return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
@@ -77,10 +97,10 @@ class Pace:
     @property
     def rested(self) -> bool:
         """Whether the burst has come back whole: a pace in this state is the same as a new one."""
-        return self._tokens + (self._clock() - self._at) * self.rate >= self.burst
+        return self._tokens + (self.clock.now() - self._at) * self.rate >= self.burst
 
     async def turn(self, units: float) -> None:
         """Count `units` of work now and wait until the pace has paid for them, before doing it: work
         asked for side by side queues up."""
         if wait := self.charge(units):
-            await asyncio.sleep(wait)
+            await self.clock.sleep(wait)

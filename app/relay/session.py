@@ -20,7 +20,7 @@ from app.metrics import Metrics
 from app.protocol.jsonrpc import MAX_ITEMS, Frame, FrameError, json_items, parse_json
 from app.protocol.transcript import PARSED_ITEM_BYTES, Entry, Maker, Transcript
 from app.relay.admission import Owner, Slot
-from app.relay.rates import Pace
+from app.relay.rates import MONOTONIC, Clock, Pace
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus
 from app.sandbox.process import ServerProcess
@@ -100,28 +100,30 @@ class SessionLimits:
     Its client's messages: how fast they are read, counted as `line_cost` says, on every door the
     session has had (a console that reconnects finds its debt where it left it). A server that writes
     faster waits on its full pipe, a client on its unread socket or its unanswered request, and every
-    other session goes on meanwhile."""
+    other session goes on meanwhile. The paces keep time by `clock`."""
 
     max_items: int = MAX_ITEMS
     read_bytes_per_s: int = READ_BYTES_PER_S
     client_read_bytes_per_s: int = CLIENT_READ_BYTES_PER_S
     flood_s: float = FLOOD_S
     unheard_bytes: int = UNHEARD_BYTES
+    clock: Clock = MONOTONIC
 
     def pace(self) -> Pace:
         """A session's output pace, or its owner's (all their sessions'): the same figure."""
-        return Pace(self.read_bytes_per_s, burst=self.read_bytes_per_s)  # up to a second's worth at once
+        # Up to a second's worth at once.
+        return Pace(self.read_bytes_per_s, burst=self.read_bytes_per_s, clock=self.clock)
 
     def flood_pace(self) -> Pace:
         """Seconds a session's output waits on its pace: FLOOD_SHARE of the time goes on for ever, all
         of it for `flood_s`."""
-        return Pace(FLOOD_SHARE, burst=self.flood_s * (1 - FLOOD_SHARE))
+        return Pace(FLOOD_SHARE, burst=self.flood_s * (1 - FLOOD_SHARE), clock=self.clock)
 
     def flooded(self) -> str:
         return FLOODED.format(line=LINE_BYTES, rate=_size(self.read_bytes_per_s), seconds=self.flood_s)
 
     def client_pace(self) -> Pace:
-        return Pace(self.client_read_bytes_per_s, burst=self.client_read_bytes_per_s)
+        return Pace(self.client_read_bytes_per_s, burst=self.client_read_bytes_per_s, clock=self.clock)
 
 
 DEFAULT_LIMITS = SessionLimits()
@@ -300,10 +302,11 @@ class RelaySession:
                 await asyncio.sleep(0)
             return True
         self._unyielded = 0
-        began = time.monotonic()
-        await asyncio.sleep(wait)
+        clock = self.limits.clock
+        began = clock.now()
+        await clock.sleep(wait)
         # The time it really waited: on a busy loop a sleep runs late, and the next one is shorter.
-        if self._flood.charge(time.monotonic() - began):
+        if self._flood.charge(clock.now() - began):
             self._flooded = self._flooded or (1011, self.limits.flooded())
             log.info("session %s: flooded", self.id, extra={"session": self.id, "server": self.server})
             process.kill()

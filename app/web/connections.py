@@ -27,17 +27,15 @@ proxy keeps its own limits (deploy/nginx/playground.conf). It still counts in th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.relay.rates import KEYS_KEPT, Pace
+from app.relay.rates import KEYS_KEPT, MONOTONIC, Clock, Pace
 from app.sandbox.pool import raise_open_file_limit
 from app.web.client import TrustedProxies, address_key, resolve_address
 
@@ -75,9 +73,9 @@ class Connections:
     """Every open connection of this process, counted by address; one per app (AppState)."""
 
     def __init__(self, limits: ConnectionLimits, trusted: TrustedProxies, metrics: Any = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Clock = MONOTONIC) -> None:  # fmt: skip
         self.limits = limits
-        self.clock = clock  # the requests' paces
+        self.clock = clock  # the requests' paces, and the waits they make
         self.total = limits.total  # lowered by fit_open_files when descriptors are short
         self.trusted = trusted
         self.metrics = metrics  # app.metrics.Metrics, or None (a protocol test)
@@ -177,13 +175,11 @@ class RequestPacing:
     (`Connections.request_wait`); one past it waits here before the app sees it. Inside
     ClientMiddleware, whose resolved address it counts."""
 
-    def __init__(self, app: ASGIApp, connections: Connections,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:  # fmt: skip
+    def __init__(self, app: ASGIApp, connections: Connections) -> None:
         self.app = app
         self.connections = connections
-        self.sleep = sleep
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket") and (wait := self.connections.request_wait(scope)):
-            await self.sleep(wait)
+            await self.connections.clock.sleep(wait)
         await self.app(scope, receive, send)

@@ -6,31 +6,28 @@ import pytest
 
 from app.relay import rates
 from app.relay.rates import KeyedRate, Pace
+from tests.support.clocks import FrozenClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+class Clock(FrozenClock):
+    """A frozen clock a test moves by hand (`clock.t += 10`), which `time.monotonic` reads too."""
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    made = Clock()
-    monkeypatch.setattr(rates.time, "monotonic", made)
+    made = Clock(1000.0)
+    monkeypatch.setattr(rates.time, "monotonic", made.now)
     return made
 
 
 def test_a_key_goes_again_once_its_oldest_leaves_the_window(clock: Clock) -> None:
     rate = KeyedRate(2, window_s=60)
     assert rate.wait("a") is None
-    clock.now += 10
+    clock.t += 10
     assert rate.wait("a") is None
     assert rate.wait("a") == pytest.approx(50)  # refused, and not counted
     assert rate.wait("b") is None  # another key has its own window
-    clock.now += 50.5
+    clock.t += 50.5
     assert rate.wait("a") is None  # the first has left the window
     assert rate.wait("a") is not None
 
@@ -39,10 +36,10 @@ def test_quiet_keys_are_forgotten_once_many_are_kept(clock: Clock) -> None:
     rate = KeyedRate(1, window_s=60, keys_kept=3)
     for key in ("a", "b", "c"):
         rate.wait(key)
-    clock.now += 30
+    clock.t += 30
     rate.wait("d")  # three kept, none quiet yet: nothing to forget
     assert len(rate) == 4
-    clock.now += 31  # a, b and c are quiet now; d is not
+    clock.t += 31  # a, b and c are quiet now; d is not
     assert rate.wait("e") is None
     assert len(rate) == 2 and rate.wait("d") is not None
 
@@ -52,9 +49,9 @@ def test_a_pace_lets_a_burst_through_then_the_rate() -> None:
     pace = Pace(rate=100, burst=300, clock=clock)
     assert [pace.charge(100) for _ in range(3)] == [0.0, 0.0, 0.0]  # the burst
     assert pace.charge(50) == pytest.approx(0.5)  # 50 units in debt: half a second at 100 a second
-    clock.now += 0.5
+    clock.t += 0.5
     assert pace.charge(100) == pytest.approx(1.0)
-    clock.now += 10  # a long quiet spell refills no more than the burst
+    clock.t += 10  # a long quiet spell refills no more than the burst
     assert [pace.charge(150) for _ in range(2)] == [0.0, 0.0]
     assert pace.charge(1) > 0
 
@@ -63,5 +60,5 @@ def test_a_piece_bigger_than_the_burst_still_goes_and_pays_after() -> None:
     clock = Clock()
     pace = Pace(rate=100, burst=50, clock=clock)
     assert pace.charge(250) == pytest.approx(2.0)
-    clock.now += 2.0
+    clock.t += 2.0
     assert pace.charge(0) == 0.0

@@ -18,6 +18,7 @@ from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, SessionLimits, line_co
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from app.workspace import Program
+from tests.support.clocks import FrozenClock, VirtualClock
 from tests.support.plainproc import PlainSource
 from tests.support.procs import wait_until_async
 from tests.support.wsclient import init_request
@@ -273,6 +274,24 @@ async def test_a_session_ended_during_a_restart_does_not_keep_the_new_process(so
     assert len(source.acquired) == 2 and source.released == source.acquired  # both processes went back
 
 
+async def test_a_clients_messages_are_read_at_the_sessions_pace_and_a_restart_keeps_the_debt(
+    source: PlainSource,
+) -> None:
+    clock = FrozenClock()
+    sessions = make(source, session_limits=SessionLimits(client_read_bytes_per_s=1000, clock=clock))
+    session = await sessions.open("demo-orders", ADA)
+    # A second's worth at once, and a message that goes past it still goes: its door then waits.
+    assert [session.client_read(600), session.client_read(600)] == [0.0, pytest.approx(0.2)]
+    assert session.client_owed() == pytest.approx(0.2)
+    clock.t += 0.2
+    assert session.client_owed() == 0.0
+    await session.client_turn(500)  # work for the client (a transcript page) waits its turn first
+    assert clock.slept == [pytest.approx(0.5)]
+    await sessions.restart(session)
+    assert session.client_owed() == pytest.approx(0.5)  # a new process, the same client: the same debt
+    await sessions.close_all()
+
+
 # Writes one notification of known cost as fast as it can, once it has been sent a line.
 NOTICE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}' % (
     "x" * 10_000
@@ -287,19 +306,24 @@ while True:
 
 
 async def test_a_server_writing_as_fast_as_it_can_is_read_at_the_pace(source: PlainSource) -> None:
-    rate = 100_000
-    sessions = make(source, own_server=FLOODER, session_limits=SessionLimits(read_bytes_per_s=rate))
-    began = time.monotonic()
+    rate, clock = 100_000, VirtualClock()
+    limits = SessionLimits(read_bytes_per_s=rate, clock=clock)
+    sessions = make(source, own_server=FLOODER, session_limits=limits)
+    began = clock.now()
     session = await sessions.open(MY_SERVER, ADA)
     listener = Recorder()
     sessions.attach(session, listener)
     await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
-    lines = 25
-    assert await wait_until_async(lambda: len(listener.entries) >= lines), "the flood, paced, goes on"
-    elapsed = time.monotonic() - began
     cost = line_cost(NOTICE, 5)  # two braces, three commas
-    # A second's worth at once, then the rate: the 25th line cannot be read before this.
-    assert elapsed >= ((lines - 1) * cost - rate) / rate, (elapsed, len(listener.entries))
+
+    def read_at_the_pace() -> bool:
+        # A second's worth at once, then the rate, at every look: never a line more.
+        read = len(listener.entries)
+        assert read * cost <= rate * (1 + clock.now() - began) + cost, (read, clock.now() - began)
+        return read >= 25
+
+    assert await wait_until_async(read_at_the_pace), "the flood, paced, goes on"
+    assert clock.now() - began >= (24 * cost - rate) / rate  # the 25th line waited its turn
     assert all(entry.line == NOTICE for entry in listener.entries)
     await sessions.close_all()
     assert source.released == source.acquired
@@ -388,20 +412,24 @@ while True:
 async def test_a_server_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pace(
     source: PlainSource,
 ) -> None:
-    rate = 200_000
-    sessions = make(source, own_server=STDERR_FLOODER, session_limits=SessionLimits(read_bytes_per_s=rate))
-    began = time.monotonic()
+    rate, clock = 200_000, VirtualClock()
+    limits = SessionLimits(read_bytes_per_s=rate, clock=clock)
+    sessions = make(source, own_server=STDERR_FLOODER, session_limits=limits)
+    began = clock.now()
     session = await sessions.open(MY_SERVER, ADA)
     listener = Recorder()
     sessions.attach(session, listener)
     await session.send(parse_client_text(json.dumps(init_request()), 1 << 20))  # type: ignore[arg-type]
-    heard = 1_000_000
-    assert await wait_until_async(lambda: sum(map(len, listener.stderr)) >= heard), (
-        "the flood, paced, goes on"
-    )
-    elapsed = time.monotonic() - began
-    total, last = sum(map(len, listener.stderr)), len(listener.stderr[-1])
-    assert elapsed >= (total - last - rate) / rate, (elapsed, total)
+
+    def read_at_the_pace() -> bool:
+        # Each piece is charged as it is read: what was heard before the last piece was paid for.
+        heard = sum(map(len, listener.stderr))
+        before_last = heard - (len(listener.stderr[-1]) if listener.stderr else 0)
+        assert before_last <= rate * (1 + clock.now() - began), (heard, clock.now() - began)
+        return heard >= 1_000_000
+
+    assert await wait_until_async(read_at_the_pace), "the flood, paced, goes on"
+    assert clock.now() - began >= (1_000_000 - 2 * 65536 - rate) / rate
     await sessions.close_all()
     assert source.released == source.acquired
 
@@ -443,28 +471,38 @@ async def test_a_session_nobody_hears_is_read_no_further_than_a_small_buffer(sou
 
 
 async def test_one_owners_sessions_share_one_output_pace(source: PlainSource) -> None:
-    rate = 100 * LINE_BYTES  # a hundred `x` lines a second, past a first second's worth
-    sessions = make(source, own_server=X_FLOODER, session_limits=SessionLimits(read_bytes_per_s=rate))
-    began = time.monotonic()
+    rate, clock = (
+        100 * LINE_BYTES,
+        VirtualClock(),
+    )  # a hundred `x` lines a second, past a first second's worth
+    limits = SessionLimits(read_bytes_per_s=rate, clock=clock)
+    sessions = make(source, own_server=X_FLOODER, session_limits=limits)
+    began = clock.now()
     floods = [await sessions.open(MY_SERVER, ADA) for _ in range(3)]
     for session in floods:
         sessions.attach(session, Recorder())
-    total = lambda: sum(len(session.transcript.entries) for session in floods)  # noqa: E731
-    # Past the first second's worth (a busy machine may start the servers late: no fixed window)...
-    assert await wait_until_async(lambda: total() > 150, timeout=DEADLINE_S), total()
-    read, elapsed = total(), time.monotonic() - began
-    # ...no more than one budget has paid for: three would have read three first seconds at once.
-    assert read <= rate * (1 + elapsed) / LINE_BYTES + 3, (read, elapsed)
+
+    def one_budget() -> bool:
+        # No more than one budget has paid for, at every look: three would read three times as much.
+        read = sum(len(session.transcript.entries) for session in floods)
+        assert read <= rate * (1 + clock.now() - began) / LINE_BYTES + 3, (read, clock.now() - began)
+        return clock.now() - began > 3
+
+    assert await wait_until_async(one_budget, timeout=DEADLINE_S), "three virtual seconds of floods"
     await sessions.close_all()
 
 
 async def test_a_server_that_keeps_flooding_is_stopped_and_told_why(source: PlainSource) -> None:
-    limits = SessionLimits(read_bytes_per_s=100 * LINE_BYTES, flood_s=1.0)
+    clock = VirtualClock()
+    limits = SessionLimits(read_bytes_per_s=100 * LINE_BYTES, flood_s=1.0, clock=clock)
     sessions = make(source, own_server=X_FLOODER, session_limits=limits)
+    began = clock.now()
     session = await sessions.open(MY_SERVER, ADA)
     listener = Recorder()
     sessions.attach(session, listener)
     assert await wait_until_async(lambda: listener.ended is not None), "the flooder's end"
+    # Stopped once it has waited on its pace for flood_s, give or take a line's wait (0.01 s here).
+    assert limits.flood_s - 0.02 <= clock.now() - began <= limits.flood_s + 0.02, clock.now() - began
     assert listener.ended == (1011, limits.flooded())
     assert session.status == "exited" and session.reason == limits.flooded()
     assert "faster than the playground reads output" in session.reason

@@ -242,6 +242,7 @@ sys.stdin.readline()
 """
 
 
+@pytest.mark.slow  # the output pace, on the real clock
 async def test_a_file_writing_costly_lines_as_fast_as_it_can_is_read_at_the_pace(app: AppProcess) -> None:
     app.save_server("costly", COSTLY_FLOODER)
     began = time.monotonic()
@@ -442,6 +443,7 @@ async def _flood(app: AppProcess, learner: str, source: str, kind: str,
     return console.exited, victim
 
 
+@pytest.mark.slow  # the flood stop, on the real clock
 async def test_a_file_flooding_stdout_with_short_lines_is_paused_then_ended_and_others_go_on(
     app: AppProcess,
 ) -> None:

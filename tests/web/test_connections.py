@@ -19,6 +19,7 @@ import pytest
 from app.web.client import ClientMiddleware, TrustedProxies, address_key, client_key
 from app.web.connections import ConnectionLimits, Connections, RequestPacing
 from tests.support.appserver import AppProcess
+from tests.support.clocks import FrozenClock
 from tests.support.procs import wait_until
 from tests.support.wsclient import McpClient
 
@@ -360,6 +361,7 @@ async def test_a_websocket_handshake_waits_its_turn_and_then_works(paced: AppPro
     assert took >= 10 / REQUESTS_PER_S * 0.8, f"10 handshakes in {took:.2f} s: not paced"
 
 
+@pytest.mark.slow  # the request pace, on the real clock
 def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_pace(paced: AppProcess) -> None:
     burst = int(REQUESTS_PER_S * 10)
     flooding = "X-Forwarded-For: 198.51.100.1\r\n"
@@ -423,7 +425,8 @@ def test_an_address_may_start_its_burst_at_once_then_waits_at_its_pace() -> None
 async def test_the_pacing_middleware_holds_an_address_past_its_pace_before_the_app_sees_it() -> None:
     # In process, on a frozen clock: the waits the middleware takes are recorded, not slept.
     seen: list[str] = []
-    waits: list[float] = []
+    clock = FrozenClock()
+    waits = clock.slept
 
     async def app(scope, receive, send) -> None:  # noqa: ANN001
         seen.append(scope["type"])
@@ -431,12 +434,9 @@ async def test_the_pacing_middleware_holds_an_address_past_its_pace_before_the_a
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"ok"})
 
-    async def record(seconds: float) -> None:
-        waits.append(seconds)
-
     trusted = TrustedProxies(["10.0.0.1"])
-    connections = Connections(limits(), trusted, clock=lambda: 0.0)
-    paced = ClientMiddleware(RequestPacing(app, connections, sleep=record), trusted=trusted)
+    connections = Connections(limits(), trusted, clock=clock)
+    paced = ClientMiddleware(RequestPacing(app, connections), trusted=trusted)
     clients = {peer: httpx.AsyncClient(transport=httpx.ASGITransport(paced, client=(peer, 5000)),
                                        base_url="http://playground")
                for peer in ("192.0.2.9", "192.0.2.10", "10.0.0.1")}  # fmt: skip

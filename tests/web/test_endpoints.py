@@ -261,6 +261,7 @@ def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) ->
     assert fine.json() == {"jsonrpc": "2.0", "id": 4, "result": {}}
 
 
+@pytest.mark.slow  # the client read pace, on the real clock
 async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppProcess) -> None:
     # Eight valid 512 KiB pings sent at once on one session: each waits for its turn before it is read
     # (1 MiB at once, then 1 MiB a second), so the last is answered 2.5 s after the first at the

@@ -1,0 +1,50 @@
+"""A clock for tests of paces and timers: time that moves only when something waits on it.
+
+`VirtualClock` stands where `app.relay.rates.Clock` goes. Its `sleep(s)` returns at once, in real
+time, with the clock moved on to the sleeper's deadline; sleepers side by side wake in the order of
+their deadlines, so three waits of a second that overlap take one virtual second, not three. Work
+between waits (a subprocess writing, the loop's turns) takes no virtual time at all: a test on this
+clock checks what a pace allows, never how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+
+class VirtualClock:
+    def __init__(self, start: float = 1000.0) -> None:
+        self.t = start
+        self.slept: list[float] = []  # every wait asked for, in order
+        self._deadlines: list[float] = []  # of the sleepers now waiting
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        deadline = self.t + max(0.0, seconds)
+        self._deadlines.append(deadline)
+        try:
+            # Give every other task a turn, then wake once no sleeper has an earlier deadline.
+            await asyncio.sleep(0)
+            while min(self._deadlines) < deadline:
+                await asyncio.sleep(0)
+        finally:
+            self._deadlines.remove(deadline)
+        self.t = max(self.t, deadline)
+
+
+class FrozenClock:
+    """Time that stands still: every wait is recorded in `slept` and returns at once, so a test sees
+    exactly the waits a pace asks for."""
+
+    def __init__(self, at: float = 0.0) -> None:
+        self.t = at
+        self.slept: list[float] = []
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
