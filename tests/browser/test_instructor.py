@@ -12,6 +12,7 @@ from playwright.sync_api import Browser, Page, expect
 from app.progress.store import JOIN_CODE_LENGTH
 from tests.browser.conftest import INSTRUCTOR_TOKEN, console_ready
 from tests.support.appserver import AppProcess
+from tests.support.lessons import course
 
 STEP = "/course/initialize-handshake/request"
 
@@ -159,11 +160,8 @@ def test_joins_past_the_expected_size_wait_for_approve_or_deny(
 def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess, artifacts: Path) -> None:
     """Forty learners (joined by script): the grid scrolls in its own box with the names and headers in
     sight, counts who completed each step, and keeps the order the instructor picked across refreshes."""
-    from app.config import PROJECT_ROOT
-    from app.course.catalog import Catalog
-    from app.demos import load_registry
 
-    catalog = Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys())
+    catalog = course()
     step = catalog.step("what-is-mcp/client-features")  # quizzes only: answering them completes it
     assert step is not None and not step.required_checks
     teacher = page

@@ -11,6 +11,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.browser.conftest import clear_and_insert, console_ready
 from tests.support.appserver import AppProcess
+from tests.support.lessons import course
 
 
 def test_on_a_touch_phone_try_it_keeps_send_in_view_and_no_keyboard_hint_shows(
@@ -58,11 +59,8 @@ def no_step_page_scrolls_sideways(browser: Browser, app: AppProcess, half: int) 
     """Every step of the course (its first or second half) at 390 px: wide content (code, logs,
     tables) scrolls in its own box, the page itself never does. The consoles' WebSockets are answered
     in the page (no server starts): the layout is what is checked."""
-    from app.config import PROJECT_ROOT
-    from app.course.catalog import Catalog
-    from app.demos import load_registry
 
-    steps = list(Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys()).steps())
+    steps = list(course().steps())
     middle = len(steps) // 2
     context = browser.new_context(base_url=app.base, viewport={"width": 390, "height": 844},
                                   is_mobile=True, has_touch=True)  # fmt: skip

@@ -13,13 +13,13 @@ from typing import Any, Literal
 import pytest
 
 from app.course import exercises
-from app.course.catalog import Catalog
 from app.course.exercises import Exercise, ExerciseError
 from app.protocol.transcript import Transcript
 from app.workspace import starter
 from tests.course.checkhelp import INITIALIZED, fails, init, init_result, note, passes, req, res, text_result
 from tests.course.exercisehelp import exercise, outcomes, run
 from tests.support.appserver import ROOT, AppProcess
+from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient
 
 APPS = {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": ["text/html;profile=mcp-app"]}}}
@@ -402,7 +402,7 @@ def test_the_parser_refuses_a_wrong_app_test(item: dict[str, Any], words: str) -
 
 
 def test_the_lesson_lists_its_checks_and_its_exercise() -> None:
-    lesson = next(x for x in Catalog.load(ROOT / "lessons").lessons if x.slug == "mcp-apps")
+    lesson = next(x for x in course().lessons if x.slug == "mcp-apps")
     assert lesson.number == 25
     steps = {step.short_slug: step for step in lesson.steps}
     assert steps["build"].console is not None and steps["build"].console.server == "my-server"
@@ -411,7 +411,7 @@ def test_the_lesson_lists_its_checks_and_its_exercise() -> None:
 
 
 async def test_the_reference_solution_passes_and_the_starter_does_not() -> None:
-    step = Catalog.load(ROOT / "lessons").step("mcp-apps/build")
+    step = course().step("mcp-apps/build")
     assert step is not None and isinstance(step.exercise, Exercise)
     solved = await run(step.exercise.solution.read_text(encoding="utf-8"), step.exercise)
     assert solved.passed, solved.to_json()

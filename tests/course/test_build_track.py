@@ -20,9 +20,10 @@ from app.course.catalog import Catalog
 from app.course.models import Lesson
 from app.course.test_exercise import TestExercise
 from app.demos import MY_SERVER, load_registry
+from tests.support.lessons import course
 
 LESSONS = PROJECT_ROOT / "lessons"
-CATALOG = Catalog.load(LESSONS, servers=load_registry().keys())
+CATALOG = course()
 TRACK = [lesson for lesson in CATALOG.lessons if 11 <= lesson.number <= 14]
 TESTING = next(lesson for lesson in CATALOG.lessons if lesson.slug == "testing-your-server")
 SOLUTIONS = sorted({step.exercise.solution for lesson in TRACK for step in lesson.steps if step.exercise})

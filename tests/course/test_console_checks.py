@@ -8,12 +8,11 @@ from typing import Any
 import httpx
 from bs4 import BeautifulSoup
 
-from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
 from app.web.learner import COOKIE
+from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient
 
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+CATALOG = course()
 
 
 async def connect(live_app, step: str) -> EnvelopeClient:

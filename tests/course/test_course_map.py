@@ -6,10 +6,9 @@ from urllib.parse import urljoin, urlparse
 
 from bs4 import BeautifulSoup
 
-from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
+from tests.support.lessons import course
 
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+CATALOG = course()
 
 
 def test_every_step_is_reachable_from_the_course_map(app_in_process) -> None:

@@ -8,15 +8,15 @@ from typing import Any
 import pytest
 
 from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
 from app.course.expect import ExpectFailed, ProcessChannel, contains, run_expect
 from app.course.models import Example, Expect
 from app.demos import load_registry
 from app.protocol.revisions import parse_strict_json, validate_message
 from tests.support import preloaded
+from tests.support.lessons import course
 
 DEMOS = load_registry()
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons", servers=DEMOS.keys())
+CATALOG = course()
 EXAMPLES = [(lesson, ex) for lesson in CATALOG.lessons for step in lesson.steps for ex in step.examples]
 EXPECTS = [(lesson, ex) for lesson in CATALOG.lessons for step in lesson.steps for ex in step.expects]
 

@@ -7,10 +7,9 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
+from tests.support.lessons import course
 
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+CATALOG = course()
 # An HTML tag as a learner would see it if markup were escaped into the text.
 TAG_AS_TEXT = re.compile(r"</?(?:p|div|pre|code|span|figure|figcaption|strong|em|a|ul|li)(?:\s[^<>]*)?>")
 

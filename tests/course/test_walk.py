@@ -18,10 +18,8 @@ from typing import Any
 import pytest
 from bs4 import BeautifulSoup
 
-from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
-from app.demos import load_registry
 from tests.support.appserver import AppProcess
+from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient
 
 # After a send, how long without a frame before the next example goes out. Only pacing: the relay
@@ -29,7 +27,7 @@ from tests.support.wsclient import EnvelopeClient
 QUIET_S = 0.4
 CHECKS_DEADLINE_S = 30.0
 
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys())
+CATALOG = course()
 # Steps whose checks need an MCP App rendered by a browser: walked in Chromium instead
 # (tests/browser/test_apps_lesson.py).
 IN_A_BROWSER = {"mcp-apps/handshake", "mcp-apps/security", "mcp-apps/own-app"}

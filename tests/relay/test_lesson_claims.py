@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from app.config import Settings
-from app.course.catalog import Catalog
 from tests.support.appserver import AppProcess
+from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient, McpClient
 
 STEP = "errors-and-bad-input/silent-server"
@@ -17,7 +16,7 @@ STEP = "errors-and-bad-input/silent-server"
 
 @pytest.fixture(scope="module")
 def step():
-    catalog = Catalog.load(Settings().lessons_dir)
+    catalog = course()
     found = catalog.step(STEP)
     assert found is not None and found.console is not None
     return found

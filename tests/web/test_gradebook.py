@@ -17,6 +17,7 @@ from app.web.gradebook import scores, step_points
 from app.web.learner import COOKIE
 from tests.support.appserver import learner_id_of
 from tests.support.inprocess import InProcessApp
+from tests.support.lessons import course
 from tests.web.test_hosting import TOKEN, instructor, learner, make_class
 
 NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
@@ -97,11 +98,8 @@ def test_the_grade_book_agrees_with_what_each_learner_did_and_holds_only_safe_ce
 
 
 def test_a_step_scores_quizzes_right_and_checks_passed() -> None:
-    from app.config import PROJECT_ROOT
-    from app.course.catalog import Catalog
-    from app.demos import load_registry
 
-    catalog = Catalog.load(PROJECT_ROOT / "lessons", servers=load_registry([]).keys())
+    catalog = course()
     step = next(s for s in catalog.steps() if s.quizzes and s.required_checks)
     nobody = LearnerProgress("nobody")
     assert step_points(step, nobody) == (0, len(step.quizzes) + len(step.required_checks))

@@ -23,12 +23,12 @@ from bs4 import BeautifulSoup
 from mcp import Client
 
 from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.lessons import course
 
 LESSON = "streamable-http"
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+CATALOG = course()
 ENDPOINT_STEPS = [s.slug for s in CATALOG.steps() if s.lesson_slug == LESSON and s.endpoint is not None]
 PLACEHOLDER = "paste your endpoint URL here"
 CLIENT_TIMEOUT_S = 60.0
