@@ -71,6 +71,9 @@ run: install system-deps-run
 # Workers (pytest-xdist): most tests wait on a subprocess, a socket or a browser, so twice the cores
 # keep them busy; a module's tests stay on one worker, which starts its module fixtures once.
 TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 4 ] && n=4; echo $$((n * 2)))
+# Bytecode, and pytest's rewritten test modules, are cached in __pycache__ (ignored by git) even where
+# the environment asks Python not to: otherwise every worker and every app a test starts compiles them.
+test test-fast coverage: export PYTHONDONTWRITEBYTECODE :=
 test: install system-deps-test $(TS_CLIENT) test-js
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
 
