@@ -69,13 +69,14 @@ run: install system-deps-run
 	$(PY) -m app
 
 # Workers (pytest-xdist): most tests wait on a subprocess, a socket or a browser, so twice the cores
-# keep them busy; a module's tests stay on one worker, which starts its module fixtures once.
+# keep them busy; a module's tests stay on one worker, which starts its module fixtures once, and the
+# modules that start the costliest things go first (tests/conftest.py), so none is left for the end.
 TEST_WORKERS ?= $(shell n=$$(nproc); [ $$n -gt 4 ] && n=4; echo $$((n * 2)))
 # Bytecode, and pytest's rewritten test modules, are cached in __pycache__ (ignored by git) even where
 # the environment asks Python not to: otherwise every worker and every app a test starts compiles them.
 test test-fast coverage: export PYTHONDONTWRITEBYTECODE :=
 test: install system-deps-test $(TS_CLIENT) test-js
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --durations=15
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 # The fast tier (docs/testing.md): no root, browser, database server or real clock. The folders whose
 # every test it leaves out are not even imported.
@@ -88,7 +89,7 @@ test-fast: install
 # root, so the data folder is open to every uid; a sandboxed server cannot write there, and is left out.
 coverage: install system-deps-test $(TS_CLIENT)
 	rm -rf test-artifacts/coverage && mkdir -p test-artifacts/coverage && chmod 1777 test-artifacts/coverage
-	-$(PY) -m coverage run -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
+	-$(PY) -m coverage run -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 	$(PY) -m coverage combine -q
 	$(PY) -m coverage report --format=total
 	$(PY) -m coverage report | tail -1

@@ -52,6 +52,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         callspec = getattr(item, "callspec", None)
         if "postgres_server" in fixtures or (callspec is not None and "postgres" in callspec.params.values()):
             item.add_marker("postgres")
+    items[:] = _longest_modules_first(items)
+
+
+# What a module's tests start or do, from the costliest: replicas on PostgreSQL, Chromium, the real
+# app, thousands of examples or the real clock.
+COST_RANK = ("postgres", "browser", "sandbox", "slow")
+
+
+def _longest_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The modules that start the costliest things first, each module's tests kept together and in
+    order: the workers (`--dist loadscope --no-loadscope-reorder`) take modules in this order, so the
+    last ones handed out are short, and no worker is left alone with a long module at the end."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        names = {mark.name for mark in item.iter_markers()}
+        mine = next((i for i, name in enumerate(COST_RANK) if name in names), len(COST_RANK))
+        rank[item.path] = min(rank.get(item.path, mine), mine)
+    return sorted(items, key=lambda item: rank[item.path])  # stable: the order within a rank stays
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
