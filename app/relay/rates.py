@@ -57,7 +57,7 @@ class KeyedRate:
 
 
 class Clock(Protocol):
-    """What paces and timers read the time from and wait on: the real one (`MONOTONIC`), or a test's
+    """What a pace reads the time from and waits on: the real one (`MONOTONIC`), or a test's
     (tests/support/clocks.py), so that a test of a pace need not wait out its seconds."""
 
     def now(self) -> float: ...
