@@ -25,13 +25,16 @@ from tests.support.wsclient import EnvelopeClient, McpClient
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MAX_PROCESSES = 16
 MEMORY_MB = 256
+# Node's start, every attack and a heap snapshot of its own, all without a JIT, take more than 2 s of
+# CPU when the machine is slow (they were SIGKILLed at 2 s); a spinning loop still meets it within a test.
+CPU_LIMIT_S = 10
 SECRET = f"another-learners-secret-{secrets.token_hex(12)}"
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
     with AppProcess(tmp_path_factory.mktemp("ts-attacks"), max_processes=MAX_PROCESSES, memory_limit_mb=MEMORY_MB,
-                    cpu_limit_s=2, max_sessions_per_learner=4) as app:  # fmt: skip
+                    cpu_limit_s=CPU_LIMIT_S, max_sessions_per_learner=4) as app:  # fmt: skip
         yield app
 
 
