@@ -429,6 +429,7 @@ async def test_a_server_writing_stderr_as_fast_as_it_can_is_read_at_the_same_pac
         return heard >= 1_000_000
 
     assert await wait_until_async(read_at_the_pace), "the flood, paced, goes on"
+    # A megabyte heard, less a second's worth at once and the two pieces not yet paid for.
     assert clock.now() - began >= (1_000_000 - 2 * 65536 - rate) / rate
     await sessions.close_all()
     assert source.released == source.acquired
@@ -471,10 +472,8 @@ async def test_a_session_nobody_hears_is_read_no_further_than_a_small_buffer(sou
 
 
 async def test_one_owners_sessions_share_one_output_pace(source: PlainSource) -> None:
-    rate, clock = (
-        100 * LINE_BYTES,
-        VirtualClock(),
-    )  # a hundred `x` lines a second, past a first second's worth
+    rate = 100 * LINE_BYTES  # a hundred `x` lines a second, past a first second's worth
+    clock = VirtualClock()
     limits = SessionLimits(read_bytes_per_s=rate, clock=clock)
     sessions = make(source, own_server=X_FLOODER, session_limits=limits)
     began = clock.now()

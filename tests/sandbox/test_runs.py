@@ -21,8 +21,8 @@ from tests.support.appserver import AppProcess
 from tests.support.procs import wait_until
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-# A run's time limit: pytest's start and a search of every folder it may read took more than 3 s on
-# a slow CPU (the prying run was stopped while collecting); a run that never ends still meets it.
+# A run's time limit: pytest's start and a search of every folder a run may read can take more than
+# 3 s on a slow CPU; a run that never ends still meets this limit within a test.
 LIMIT_S = 10.0
 
 # The playground's demo server as a Python object, through the SDK's client in memory: what lesson 14's

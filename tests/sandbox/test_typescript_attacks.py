@@ -25,8 +25,8 @@ from tests.support.wsclient import EnvelopeClient, McpClient
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MAX_PROCESSES = 16
 MEMORY_MB = 256
-# Node's start, every attack and a heap snapshot of its own, all without a JIT, take more than 2 s of
-# CPU when the machine is slow (they were SIGKILLed at 2 s); a spinning loop still meets it within a test.
+# Node's start, every attack and a heap snapshot of its own, all without a JIT, can take more than 2 s
+# of CPU on a slow machine; a spinning loop still meets this limit within a test.
 CPU_LIMIT_S = 10
 SECRET = f"another-learners-secret-{secrets.token_hex(12)}"
 

@@ -1,4 +1,4 @@
-"""A clock for tests of paces and timers: time that moves only when something waits on it.
+"""Clocks for tests of paces: time that moves only when something waits on it, or not at all.
 
 `VirtualClock` stands where `app.relay.rates.Clock` goes. Its `sleep(s)` returns at once, in real
 time, with the clock moved on to the sleeper's deadline; sleepers side by side wake in the order of
