@@ -15,7 +15,8 @@ from mcp.shared.inbound import NAME_BEARING_METHODS, decode_header_value
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from mcp_types import PROTOCOL_VERSION_META_KEY
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from app.protocol.jsonrpc import FrameError
 from app.protocol.transcript import HTTP_HEADERS_SHOWN
@@ -120,9 +121,24 @@ async def sse_stream(next_line: Callable[[], Awaitable[str | None]], idle: bytes
         yield sse_event(line)
 
 
-async def events(waiter: Waiter) -> AsyncIterator[bytes]:
-    try:
-        async for event in sse_stream(waiter.next_event, b": still waiting\n\n"):  # FINAL is None
-            yield event
-    finally:
-        waiter.close()  # the client has read the end, or gone away
+class EventStream(StreamingResponse):
+    """An SSE response that calls `ended` as soon as it is over: read to its end, or its client gone.
+
+    A generator's own `finally` is no place for that. When the client leaves while a send waits (it
+    read nothing), the generator sits at a `yield`, and runs its `finally` only once it is collected:
+    until then its session counted as heard, and its server was read at full pace."""
+
+    def __init__(self, events: AsyncIterator[bytes], ended: Callable[[], None]) -> None:
+        super().__init__(events, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        self.ended = ended
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.ended()
+
+
+def waiter_events(waiter: Waiter) -> EventStream:
+    """A POST's SSE response: what comes for `waiter` meanwhile, then its response (FINAL is None)."""
+    return EventStream(sse_stream(waiter.next_event, b": still waiting\n\n"), waiter.close)

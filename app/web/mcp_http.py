@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from starlette.requests import ClientDisconnect
 
@@ -27,13 +26,14 @@ from app.relay.admission import Owner
 from app.relay.httptransport import (
     REPLY_LIMIT_S,
     SESSION_HEADER,
-    events,
+    EventStream,
     header_mismatch,
     modern_version,
     read_in_turn,
     record,
     sse_stream,
     version_problem,
+    waiter_events,
 )
 from app.relay.httpwire import FINAL, Gate, HttpListener
 from app.relay.sessions import NORMAL_CLOSURE
@@ -249,8 +249,7 @@ async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
     except SandboxError as exc:
         return _error(404, f"{exc.message} The MCP session has ended; send initialize to start a new one.")
     if sse:
-        return StreamingResponse(events(waiter), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})  # fmt: skip
+        return waiter_events(waiter)
     try:
         while await asyncio.wait_for(waiter.events.get(), REPLY_LIMIT_S) is not FINAL:
             pass
@@ -275,17 +274,7 @@ async def mcp_get(request: Request) -> Response:
         record(listener, request, refusal)
         return refusal
     listener.open_stream()
-
-    async def stream() -> AsyncIterator[bytes]:
-        try:
-            async for event in sse_stream(listener.stream, b": keep-alive\n\n"):
-                yield event
-        finally:
-            listener.close_stream()
-
-    response = StreamingResponse(
-        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
-    )
+    response = EventStream(sse_stream(listener.stream, b": keep-alive\n\n"), listener.close_stream)
     record(listener, request, response)
     return response
 
