@@ -3,7 +3,7 @@
 import asyncio
 
 from tests.support.appserver import free_port
-from tests.support.clocks import VirtualClock
+from tests.support.clocks import ManualClock, VirtualClock
 
 
 def test_a_port_is_handed_out_once_in_a_run() -> None:
@@ -25,3 +25,20 @@ async def test_a_virtual_clock_wakes_sleepers_in_deadline_order_and_overlapping_
     assert clock.now() == 3.0  # three waits side by side took the longest of them, not their sum
     await clock.sleep(0.5)
     assert clock.now() == 3.5 and clock.slept == [3.0, 1.0, 1.0, 0.5]
+
+
+async def test_a_manual_clock_wakes_a_sleeper_only_once_advanced_past_its_deadline() -> None:
+    clock = ManualClock(start=0.0)
+    short, long = asyncio.create_task(clock.sleep(1.0)), asyncio.create_task(clock.sleep(5.0))
+    for _ in range(10):  # however many turns the loop takes, time does not move by itself
+        await asyncio.sleep(0)
+    assert clock.sleepers == 2 and not short.done() and clock.now() == 0.0
+    clock.advance(0.5)
+    await asyncio.sleep(0)
+    assert not short.done()
+    clock.advance(0.5)
+    await short
+    assert not long.done() and clock.sleepers == 1
+    long.cancel()
+    await asyncio.gather(long, return_exceptions=True)
+    assert clock.sleepers == 0

@@ -120,7 +120,7 @@ class Fleet:
 
     def _activity(self) -> list[tuple[str, float]]:
         assert self.sessions is not None
-        now_wall, now_mono = time.time(), time.monotonic()
+        now_wall, now_mono = time.time(), self.sessions.clock.now()
         return [(s.id, now_wall - (now_mono - s.last_active)) for s in list(self.sessions.sessions.values())]
 
     async def _flush_ended(self) -> None:

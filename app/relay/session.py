@@ -11,7 +11,6 @@ import asyncio
 import collections
 import logging
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -100,7 +99,8 @@ class SessionLimits:
     Its client's messages: how fast they are read, counted as `line_cost` says, on every door the
     session has had (a console that reconnects finds its debt where it left it). A server that writes
     faster waits on its full pipe, a client on its unread socket or its unanswered request, and every
-    other session goes on meanwhile. The paces keep time by `clock`."""
+    other session goes on meanwhile. The paces keep time by `clock`; the timers of the session and of
+    `Sessions` (idle, grace, longest session, not serving) by `timer_clock`."""
 
     max_items: int = MAX_ITEMS
     read_bytes_per_s: int = READ_BYTES_PER_S
@@ -108,6 +108,7 @@ class SessionLimits:
     flood_s: float = FLOOD_S
     unheard_bytes: int = UNHEARD_BYTES
     clock: Clock = MONOTONIC
+    timer_clock: Clock = MONOTONIC
 
     def pace(self) -> Pace:
         """A session's output pace, or its owner's (all their sessions'): the same figure."""
@@ -170,7 +171,7 @@ class RelaySession:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_PIECES)
         self.listener: Listener | None = None
         self.closed = False
-        self.started_at = self.last_active = time.monotonic()
+        self.started_at = self.last_active = limits.timer_clock.now()
         self.detached_at: float | None = None
         self._on_exit = on_exit
         self._pumps: list[asyncio.Task] = []
@@ -217,7 +218,7 @@ class RelaySession:
         return self.client_pace.charge(0)
 
     def touch(self) -> None:
-        self.last_active = time.monotonic()
+        self.last_active = self.limits.timer_clock.now()
 
     @property
     def heard(self) -> bool:
@@ -278,7 +279,7 @@ class RelaySession:
     async def _watch_serving(self, process: ServerProcess) -> None:
         """Tell the listener when a learner's server, sent a message, has not answered within the time."""
         try:
-            await asyncio.sleep(NOT_SERVING_S)
+            await self.limits.timer_clock.sleep(NOT_SERVING_S)
         except asyncio.CancelledError:
             return
         if self.process is process and not self.answered and process.poll() is None:

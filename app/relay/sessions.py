@@ -69,6 +69,7 @@ class Sessions:
         self._own_exited = own_exited
         self.shared = shared  # None on one machine (SQLite): nothing extra runs
         self.session_limits = session_limits
+        self.clock = session_limits.timer_clock
         self.sessions: dict[str, RelaySession] = {}
         # Each owner's output pace, shared by their sessions: four consoles get one budget, not four.
         # Kept, with how many live sessions hold it, until it is not held and has rested.
@@ -166,7 +167,7 @@ class Sessions:
         if session.listener is not listener:
             return  # another connection has it now
         session.listener = None
-        session.detached_at = time.monotonic()
+        session.detached_at = self.clock.now()
         if session.closed:
             return
         if deliberate:
@@ -319,7 +320,7 @@ class Sessions:
 
     async def _expire(self, session: RelaySession) -> None:
         try:
-            await asyncio.sleep(self.grace_s)
+            await self.clock.sleep(self.grace_s)
         except asyncio.CancelledError:
             return
         self._grace.pop(session.id, None)
@@ -330,8 +331,8 @@ class Sessions:
     async def _reap_loop(self) -> None:
         interval = min(REAP_INTERVAL_S, max(min(self.idle_timeout_s, self.max_session_s) / 4, 0.05))
         while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
+            await self.clock.sleep(interval)
+            now = self.clock.now()
             self._forget_rested_paces()
             for session in list(self.sessions.values()):
                 if now - session.last_active > self.idle_timeout_s:

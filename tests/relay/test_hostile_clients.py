@@ -280,6 +280,7 @@ async def test_a_transcript_keeps_to_its_byte_budget(app: AppProcess) -> None:
         await console.close()
 
 
+@pytest.mark.slow  # the grace timer, on the real clock
 async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes(app: AppProcess) -> None:
     address = "198.51.100.9"
     cookie = mint(app, address)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 
 import pytest
@@ -14,11 +13,11 @@ import pytest
 from app.demos import MY_SERVER
 from app.protocol.jsonrpc import parse_client_text
 from app.relay.admission import Admission, Caps, Owner
-from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, SessionLimits, line_cost
+from app.relay.session import DEFAULT_LIMITS, LINE_BYTES, NOT_SERVING_S, SessionLimits, line_cost
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from app.workspace import Program
-from tests.support.clocks import FrozenClock, VirtualClock
+from tests.support.clocks import FrozenClock, ManualClock, VirtualClock
 from tests.support.plainproc import PlainSource
 from tests.support.procs import wait_until_async
 from tests.support.wsclient import init_request
@@ -78,6 +77,11 @@ def make(source: PlainSource, *, total: int = 10, per_owner: int = 4, grace_s: f
                         session_limits=session_limits)  # fmt: skip
     sessions.start()
     return sessions
+
+
+async def timers_set(clock: ManualClock, count: int) -> None:
+    """Wait until `count` timers wait on `clock`: one just set sleeps from the time it first runs."""
+    assert await wait_until_async(lambda: clock.sleepers == count), f"{clock.sleepers} timers, not {count}"
 
 
 @pytest.fixture
@@ -146,14 +150,26 @@ async def test_a_failed_start_gives_its_place_back(source: PlainSource) -> None:
 
 
 async def test_a_drop_keeps_the_session_for_the_grace_period_then_ends_it(source: PlainSource) -> None:
-    sessions = make(source, grace_s=0.3)
+    clock = ManualClock()
+    sessions = make(source, grace_s=30, session_limits=SessionLimits(timer_clock=clock))
     session = await sessions.open("demo-orders", ADA)
     listener = Recorder()
     sessions.attach(session, listener)
     sessions.detach(session, listener)  # a dropped connection, not a goodbye
+    await timers_set(clock, 2)  # the reaper's and the grace period's
+    clock.advance(29)
     assert sessions.reattach(session.id, ADA.key, "demo-orders") is session
     sessions.attach(session, listener)  # came back in time: the timer is off
+    await timers_set(clock, 1)
+    clock.advance(300)  # long past the first drop's deadline (and touched: not idle)
+    session.touch()
+    assert not session.closed
     sessions.detach(session, listener)
+    await timers_set(clock, 2)
+    clock.advance(29.9)
+    await asyncio.sleep(0)
+    assert not session.closed and sessions.admission.total == 1
+    clock.advance(0.2)
     assert await wait_until_async(lambda: session.closed), "the grace period to end the session"
     assert sessions.admission.total == 0 and session.id not in sessions.sessions
     assert await wait_until_async(lambda: source.acquired[0].poll() is not None), "the process to exit"
@@ -187,31 +203,77 @@ async def test_another_owner_cannot_reattach_or_find_a_session(source: PlainSour
 
 
 async def test_an_idle_session_is_ended_with_a_reason(source: PlainSource) -> None:
-    sessions = make(source, idle_timeout_s=0.3)
+    clock = ManualClock()
+    sessions = make(source, idle_timeout_s=60, session_limits=SessionLimits(timer_clock=clock))
     session = await sessions.open("demo-orders", ADA)
     listener = Recorder()
     sessions.attach(session, listener)
+    await session.send(parse_client_text(json.dumps(init_request(1)), 1 << 20))  # type: ignore[arg-type]
+    assert await wait_until_async(lambda: listener.entries), "the reply"
+    for _ in range(4):  # a message now and then keeps it going, however long it lasts
+        await timers_set(clock, 1)
+        clock.advance(50)
+        session.touch()
+    await asyncio.sleep(0)
+    assert listener.ended is None
+    clock.advance(61)  # and a minute without one ends it
     assert await wait_until_async(lambda: listener.ended is not None), "the idle timer"
-    assert listener.ended == (1000, "session ended after 0.3 s without a message")
+    assert listener.ended == (1000, "session ended after 60 s without a message")
     assert session.status == "exited" and sessions.admission.total == 0
     assert await wait_until_async(lambda: len(source.released) == 1), "the release"
     await sessions.close_all()
 
 
 async def test_a_busy_session_still_ends_at_the_longest_session_time(source: PlainSource) -> None:
-    sessions = make(source, idle_timeout_s=600, max_session_s=0.5)
+    clock = ManualClock()
+    sessions = make(
+        source, idle_timeout_s=60, max_session_s=600, session_limits=SessionLimits(timer_clock=clock)
+    )
     session = await sessions.open("demo-orders", ADA)
     listener = Recorder()
     sessions.attach(session, listener)
     ping = parse_client_text('{"jsonrpc":"2.0","id":1,"method":"ping"}', 1 << 20)
-    while listener.ended is None:
-        session.touch()  # busy: never idle
-        if time.monotonic() - session.started_at > DEADLINE_S:
-            raise AssertionError("the longest-session timer never fired")
-        await asyncio.sleep(0.02)
-    assert "longest session time" in listener.ended[1]
+    for _ in range(11):  # busy, never idle: a message every 50 s, up to 550 s
+        await timers_set(clock, 1)
+        clock.advance(50)
+        session.touch()
+    await asyncio.sleep(0)
+    assert listener.ended is None
+    await timers_set(clock, 1)
+    clock.advance(51)
+    assert await wait_until_async(lambda: listener.ended is not None), "the longest-session timer"
+    assert listener.ended == (1000, "session ended after the longest session time, 600 s")
     with pytest.raises(SandboxError):
         await session.send(ping)  # type: ignore[arg-type]
+    await sessions.close_all()
+
+
+# A learner's server that runs and never serves: a forgotten `mcp.run()`.
+SILENT = """
+import time
+while True:
+    time.sleep(60)
+"""
+
+
+async def test_a_server_that_never_answers_is_said_not_to_serve_once_its_time_is_up(
+    source: PlainSource,
+) -> None:
+    clock = ManualClock()
+    sessions = make(source, own_server=SILENT, session_limits=SessionLimits(timer_clock=clock))
+    session = await sessions.open(MY_SERVER, ADA)
+    listener = Recorder()
+    sessions.attach(session, listener)
+    await timers_set(clock, 1)  # the reaper: nothing is watched before the server is sent a message
+    await session.send(parse_client_text(json.dumps(init_request(1)), 1 << 20))  # type: ignore[arg-type]
+    await timers_set(clock, 2)
+    clock.advance(NOT_SERVING_S - 0.1)
+    await asyncio.sleep(0)
+    assert session.reason is None and listener.states == 0
+    clock.advance(0.2)
+    assert await wait_until_async(lambda: listener.states == 1), "the state frame that says so"
+    assert session.status == "ready" and "has not started serving" in (session.reason or "")
+    assert "mcp.run()" in (session.reason or "")
     await sessions.close_all()
 
 

@@ -235,6 +235,7 @@ def test_killing_the_app_leaves_no_server_behind(tmp_path: Path) -> None:
         app.stop()
 
 
+@pytest.mark.slow  # the idle timer, on the real clock
 def test_an_idle_session_is_reaped(tmp_path: Path) -> None:
     import asyncio
 
@@ -250,6 +251,7 @@ def test_an_idle_session_is_reaped(tmp_path: Path) -> None:
     assert "without a message" in reason
 
 
+@pytest.mark.slow  # the longest-session timer, on the real clock
 def test_a_busy_session_still_ends_at_the_longest_session_time(tmp_path: Path) -> None:
     import asyncio
 

@@ -157,6 +157,7 @@ async def test_a_file_that_floods_stdout_is_stopped_by_the_output_limit(app: App
     assert await orders_answers_quickly(app) < 10
 
 
+@pytest.mark.slow  # the not-serving timer, on the real clock
 async def test_a_file_that_never_serves_is_reported_after_a_short_time(app: AppProcess) -> None:
     app.save_server("sleeper", "import time\ntime.sleep(10 ** 6)\n")
     client = await EnvelopeClient.connect(app.ws_base + "/ws/my-server", origin=app.base,
