@@ -9,7 +9,6 @@ import asyncio
 import re
 import signal
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -24,12 +23,15 @@ SILENCE_S = 3.0  # a replica silent this long counts for nothing (production: 15
 DEADLINE_S = 30.0
 
 
-@pytest.fixture
-def replicas(tmp_path: Path, postgres_server):  # noqa: ANN001, ANN201
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_server):  # noqa: ANN001, ANN201
+    """One pair for the module: each test makes its own class and learners, and the test that kills
+    replica A comes last."""
+    root = tmp_path_factory.mktemp("fleet")
     with postgres_server.fresh_database() as url:
         common = {"database_url": url, "instructor_token": TOKEN, "warm_pool_size": 1,
                   "replica_silence_s": SILENCE_S, "max_sessions_per_learner": 3}  # fmt: skip
-        with AppProcess(tmp_path / "a", **common) as a, AppProcess(tmp_path / "b", **common) as b:
+        with AppProcess(root / "a", **common) as a, AppProcess(root / "b", **common) as b:
             yield a, b
 
 
