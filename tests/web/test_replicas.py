@@ -3,9 +3,8 @@ the same authorization flows of protected endpoints."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
+import pytest
 from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
@@ -16,55 +15,56 @@ TOKEN = "replica-token"
 STEP = "initialize-handshake/versions"
 
 
-def test_two_replicas_share_progress_and_classes(tmp_path: Path, postgres_server) -> None:  # noqa: ANN001
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_server):  # noqa: ANN001, ANN201
+    """One pair for the module: each test has its own class, learners or endpoint."""
+    root = tmp_path_factory.mktemp("replicas")
     with postgres_server.fresh_database() as url:
         common = {"database_url": url, "instructor_token": TOKEN, "warm_pool_size": 1}
-        with AppProcess(tmp_path / "a", **common) as a, AppProcess(tmp_path / "b", **common) as b:
-            with a.client() as teacher:
-                teacher.post("/instructor/login", data={"token": TOKEN})
-                made = teacher.post("/instructor/classes", data={"name": "Shared"})
-                class_id = made.headers["location"].rsplit("/", 1)[1]
-                code = (
-                    BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
-                    .select_one("[data-join-code]")
-                    .get_text()
-                )
-            with b.client() as learner:  # joins through the other replica
-                learner.get("/")
-                assert learner.post("/join", data={"code": code, "display_name": "Edsger"}).status_code == 303
-                learner.get(f"/course/{STEP}").raise_for_status()
-                learner_id = learner.cookies[COOKIE]
-            with a.client(cookies={COOKIE: learner_id}) as same_learner:
-                assert same_learner.get("/api/progress").json()["steps"][STEP]["seen"] is True
-            with httpx.Client(
-                base_url=b.base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}
-            ) as teacher:
-                page = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser")
-                assert page.select_one("tr[data-learner] th").get_text() == "Edsger"
+        with AppProcess(root / "a", **common) as a, AppProcess(root / "b", **common) as b:
+            yield a, b
+
+
+def test_two_replicas_share_progress_and_classes(replicas: tuple[AppProcess, AppProcess]) -> None:
+    a, b = replicas
+    with a.client() as teacher:
+        teacher.post("/instructor/login", data={"token": TOKEN})
+        made = teacher.post("/instructor/classes", data={"name": "Shared"})
+        class_id = made.headers["location"].rsplit("/", 1)[1]
+        code = (
+            BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
+            .select_one("[data-join-code]")
+            .get_text()
+        )
+    with b.client() as learner:  # joins through the other replica
+        learner.get("/")
+        assert learner.post("/join", data={"code": code, "display_name": "Edsger"}).status_code == 303
+        learner.get(f"/course/{STEP}").raise_for_status()
+        learner_id = learner.cookies[COOKIE]
+    with a.client(cookies={COOKIE: learner_id}) as same_learner:
+        assert same_learner.get("/api/progress").json()["steps"][STEP]["seen"] is True
+    with httpx.Client(base_url=b.base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as teacher:
+        page = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser")
+        assert page.select_one("tr[data-learner] th").get_text() == "Edsger"
 
 
 def test_an_authorization_begun_on_one_replica_finishes_and_is_used_on_the_other(
-    tmp_path: Path,
-    postgres_server,  # noqa: ANN001
+    replicas: tuple[AppProcess, AppProcess],
 ) -> None:
-    with postgres_server.fresh_database() as url:
-        common = {"database_url": url, "warm_pool_size": 0}
-        with AppProcess(tmp_path / "a", **common) as a, AppProcess(tmp_path / "b", **common) as b:
-            endpoint = protected_endpoint(a)
-            client = register(b)
-            verifier, challenge = pkce()
-            code = code_for(a, endpoint, client, challenge)  # the consent on replica a
-            tokens = token_request(b, client, code, verifier)  # the code redeemed on replica b
-            assert tokens.status_code == 200, tokens.text
-            on_b = endpoint["url"].replace(a.base, b.base)
-            headers = {
-                "Authorization": f"Bearer {tokens.json()['access_token']}",
-                "Accept": "application/json",
-            }
-            init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
-            assert httpx.post(on_b, json=init, headers=headers, timeout=30).status_code == 200
-            assert (
-                token_request(a, client, code, verifier).json()["error"] == "invalid_grant"
-            )  # used, everywhere
+    a, b = replicas
+    endpoint = protected_endpoint(a)
+    client = register(b)
+    verifier, challenge = pkce()
+    code = code_for(a, endpoint, client, challenge)  # the consent on replica a
+    tokens = token_request(b, client, code, verifier)  # the code redeemed on replica b
+    assert tokens.status_code == 200, tokens.text
+    on_b = endpoint["url"].replace(a.base, b.base)
+    headers = {
+        "Authorization": f"Bearer {tokens.json()['access_token']}",
+        "Accept": "application/json",
+    }
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    assert httpx.post(on_b, json=init, headers=headers, timeout=30).status_code == 200
+    assert token_request(a, client, code, verifier).json()["error"] == "invalid_grant"  # used, everywhere
