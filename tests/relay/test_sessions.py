@@ -214,7 +214,7 @@ async def test_an_idle_session_is_ended_with_a_reason(source: PlainSource) -> No
         await timers_set(clock, 1)
         clock.advance(50)
         session.touch()
-    await asyncio.sleep(0)
+    await timers_set(clock, 1)  # the reaper has looked, and waits again
     assert listener.ended is None
     clock.advance(61)  # and a minute without one ends it
     assert await wait_until_async(lambda: listener.ended is not None), "the idle timer"
@@ -237,9 +237,8 @@ async def test_a_busy_session_still_ends_at_the_longest_session_time(source: Pla
         await timers_set(clock, 1)
         clock.advance(50)
         session.touch()
-    await asyncio.sleep(0)
+    await timers_set(clock, 1)  # the reaper has looked, and waits again
     assert listener.ended is None
-    await timers_set(clock, 1)
     clock.advance(51)
     assert await wait_until_async(lambda: listener.ended is not None), "the longest-session timer"
     assert listener.ended == (1000, "session ended after the longest session time, 600 s")

@@ -65,8 +65,8 @@ class ManualClock:
 
     @property
     def sleepers(self) -> int:
-        """How many tasks wait on this clock now."""
-        return len(self._sleepers)
+        """How many tasks wait on this clock now (one woken, or cancelled, waits no more)."""
+        return sum(not woken.done() for _, woken in self._sleepers)
 
     async def sleep(self, seconds: float) -> None:
         if seconds <= 0:
