@@ -16,6 +16,7 @@ import asyncio
 import logging
 import os
 import signal
+from typing import IO
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
@@ -35,6 +36,25 @@ STDERR_CHUNK = 8192
 
 def _decode(raw: bytes) -> str:
     return raw.removesuffix(b"\r").decode("utf-8", errors="replace")
+
+
+def pipe_end(fd: int, mode: str, loop: asyncio.AbstractEventLoop) -> IO[bytes]:
+    """The file object a pipe transport of `loop` takes for `fd`, which it closes once with the
+    transport.
+
+    asyncio's transport closes the file object, so that owns `fd`. uvloop's closes `fd` itself (libuv)
+    and then the file object too: a second close(2), which closes whatever file another thread has
+    opened under the same number in between. In the web process, that cut the app's static files
+    short as a session ended. Under uvloop, the file object therefore leaves `fd` to libuv."""
+    return os.fdopen(fd, mode, 0, closefd=not _is_uvloop(loop))
+
+
+def _is_uvloop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        import uvloop
+    except ImportError:  # uvicorn runs on asyncio's own loop then
+        return False
+    return isinstance(loop, uvloop.Loop)
 
 
 class Instance:
@@ -80,16 +100,16 @@ class Instance:
         # limit without its separator, so the cap is the limit itself.
         stdout = self._stdout = asyncio.StreamReader(limit=self.max_line_bytes)
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(out_r, "rb", 0)
+            lambda: asyncio.StreamReaderProtocol(stdout), pipe_end(out_r, "rb", loop)
         )
         self._transports.append(transport)
         stderr = self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
         transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stderr), os.fdopen(err_r, "rb", 0)
+            lambda: asyncio.StreamReaderProtocol(stderr), pipe_end(err_r, "rb", loop)
         )
         self._transports.append(transport)
         w_transport, w_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(in_w, "wb", 0)
+            asyncio.streams.FlowControlMixin, pipe_end(in_w, "wb", loop)
         )
         self._stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
         self.pending = None
