@@ -57,8 +57,8 @@ print(len(lost))
 
 
 def test_pipe_ends_closed_on_uvloop_never_close_another_threads_file() -> None:
-    # With the file object owning the descriptor too, 5 runs of 6 aborted here (SIGABRT) and the
-    # others lost files; two runs in a row pass by chance a few times in a hundred.
+    # With the file object owning the descriptor too, 5 runs of 6 aborted here (SIGABRT): two clean
+    # runs in a row are unlikely then.
     for _ in range(2):
         run = subprocess.run([sys.executable, "-c", RACE], cwd=ROOT, capture_output=True, text=True,
                              timeout=120, check=False)  # fmt: skip
