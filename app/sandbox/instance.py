@@ -44,10 +44,10 @@ def pipe_end(fd: int, mode: str, loop: asyncio.AbstractEventLoop) -> IO[bytes]:
 
     asyncio's transport closes the file object, so that owns `fd`. uvloop's closes `fd` itself (libuv)
     and then the file object too: a second close(2), which closes whatever file another thread has
-    opened under the same number in between (uvloop issue 763). In the web process, that cut the app's
-    static files short as a session ended. Under uvloop, the file object therefore leaves `fd` to
-    libuv. A uvloop that changes who closes it (the fix proposed upstream gives libuv a duplicate)
-    fails tests/robustness/test_pipe_ends.py, which checks that each end is closed, and closed once."""
+    opened under the same number in between (uvloop issue 763): in the web process, a static file
+    that a worker thread is serving as a session ends. Under uvloop, the file object therefore leaves
+    `fd` to libuv. A uvloop that changes who closes it (the fix proposed upstream gives libuv a
+    duplicate) fails tests/robustness/test_pipe_ends.py, which checks that each end is closed, once."""
     return os.fdopen(fd, mode, 0, closefd=not _is_uvloop(loop))
 
 

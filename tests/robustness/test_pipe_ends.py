@@ -1,6 +1,7 @@
 """An instance's pipe ends are closed once, whichever event loop runs the web process
-(app/sandbox/instance.py: `pipe_end`). uvloop closed them twice: a second close(2) that took another
-thread's file (the app's static files were cut short as a session ended), or crashed the loop."""
+(app/sandbox/instance.py: `pipe_end`). uvloop's pipe transport closes its descriptor and then its file
+object: were the file object to own the descriptor too, the second close(2) would take another
+thread's file (a static file being served), or crash the loop."""
 
 from __future__ import annotations
 
