@@ -39,7 +39,14 @@ def main() -> int:
     # One stream, in order: whoever reads the run reads stdout only, and a pipe nobody reads would stall it.
     os.dup2(sys.stdout.fileno(), sys.stderr.fileno())
     files = json.loads(sys.stdin.readline())
-    folder = tempfile.mkdtemp(prefix="tests-")  # in the sandbox, TMPDIR is the instance's own tmpfs
+    # Removed afterwards: in the sandbox TMPDIR is the instance's own tmpfs, but an unsandboxed app
+    # (`sandbox=False` on a laptop) shares the machine's /tmp.
+    with tempfile.TemporaryDirectory(prefix="tests-", ignore_cleanup_errors=True) as folder:
+        return run(folder, files)
+
+
+def run(folder: str, files: dict[str, str]) -> int:
+    """pytest on the two files, written into `folder`; prints the summary line; pytest's exit code."""
     for name in ("server.py", "test_server.py"):
         with open(os.path.join(folder, name), "w", encoding="utf-8") as out:
             out.write(files[name])

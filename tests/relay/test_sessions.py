@@ -91,6 +91,7 @@ async def source():
     for process in source.acquired:  # whatever a failing test left behind
         process.kill()
         await process.exited.wait()
+    source.remove_files()
 
 
 async def test_a_message_goes_through_and_the_reply_reaches_the_listener(source: PlainSource) -> None:

@@ -96,7 +96,9 @@ class PlainSource:
         self.acquired: list[PlainProcess] = []
         self.released: list[ServerProcess] = []
         self.sources: list[str] = []  # every learner file started, in order
-        self._folders: list[str] = []
+        # The processes' TMPDIR, as the sandbox gives each instance one: what they leave is seen here.
+        self.tmp = tempfile.mkdtemp(prefix="plain-tmp-")
+        self._folders: list[str] = [self.tmp]
 
     def remove_files(self) -> None:
         for folder in self._folders:
@@ -124,7 +126,7 @@ class PlainSource:
         proc = await asyncio.create_subprocess_exec(
             *command, *target,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            limit=LINE_LIMIT, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd()},
+            limit=LINE_LIMIT, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd(), "TMPDIR": self.tmp},
             start_new_session=True,
         )  # fmt: skip
         process = PlainProcess(server, proc)

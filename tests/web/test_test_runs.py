@@ -8,6 +8,7 @@ real sandbox."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,6 +109,9 @@ def test_a_test_run_streams_pytest_and_ends_with_its_exit_code(app: InProcessApp
     text = "\n".join(e.get("stdout", "") for e in events)
     assert "FAILED test_server.py::test_add_adds" in text and "assert" in text
     assert events[-1]["exit"] == 1
+    # Each run wrote its two files into a folder of its own and removed it: an unsandboxed app shares
+    # the machine's /tmp with everything else.
+    assert os.listdir(app.source.tmp) == []
 
 
 def test_a_test_run_with_nothing_saved_runs_the_starters(app: InProcessApp) -> None:
