@@ -147,7 +147,7 @@ def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(s
 
 
 def test_a_class_behind_one_address_gets_in_with_a_few_typos(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(tmp_path, instructor_token=TOKEN, warm_pool_size=1) as defaults:  # default throttle
+    with InProcessApp(tmp_path, instructor_token=TOKEN) as defaults:  # the default throttle
         with defaults.client(headers={"Authorization": f"Bearer {TOKEN}"}) as teacher:
             made = teacher.post("/instructor/classes", data={"name": "Big class"})
             page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
@@ -179,9 +179,7 @@ def test_wrong_join_and_resume_codes_are_throttled(site: InProcessApp) -> None:
 
 
 def test_wrong_access_codes_are_throttled_and_the_right_one_passes(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(
-        tmp_path, access_code="open sesame", failed_attempts_per_address=2, warm_pool_size=1
-    ) as guarded:
+    with InProcessApp(tmp_path, access_code="open sesame", failed_attempts_per_address=2) as guarded:
         with guarded.client() as visitor:
             for _ in range(2):
                 assert visitor.post("/access", data={"code": "nope", "next": "/"}).status_code == 403

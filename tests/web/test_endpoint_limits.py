@@ -1,0 +1,95 @@
+"""An endpoint's limits, on the app built in process: its owner's rate of new sessions, its lifetime,
+an idle MCP session's end, and a client without cookies that never spends its address's allowance of
+new learners. The transport itself, over a real uvicorn, is tests/web/test_endpoints.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.inprocess import InProcessApp
+from tests.support.wsclient import init_request
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+DEADLINE_S = 30.0
+
+
+def make_endpoint(app: InProcessApp) -> dict:
+    with app.client() as browser:
+        browser.get("/")
+        made = browser.post("/api/endpoints", json={"server": "demo-orders"})
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+def initialize(app: InProcessApp, url: str) -> str:
+    reply = app.request("POST", url, json=init_request(version="2025-11-25"), headers=ACCEPT)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["result"]["protocolVersion"] == "2025-11-25"
+    return reply.headers["Mcp-Session-Id"]
+
+
+def live_sessions(app: InProcessApp) -> int:
+    return app.get("/healthz").json()["sessions"]["live"]
+
+
+def test_an_endpoint_owner_past_the_rate_of_new_sessions_gets_429(tmp_path: Path) -> None:
+    """Sessions opened through an endpoint count against its owner's rate too; the refusal is 429."""
+    with InProcessApp(tmp_path, new_sessions_per_min=2) as small:
+        url = make_endpoint(small)["url"]
+        for _ in range(2):
+            session = initialize(small, url)
+            small.request("DELETE", url, headers={"Mcp-Session-Id": session})
+        refused = small.request("POST", url, json=init_request(), headers=ACCEPT)
+        assert refused.status_code == 429, refused.text
+        assert "You have started 2 sessions in the last minute" in refused.json()["error"]["message"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 60
+
+
+@pytest.mark.slow  # waits out the lifetime on the real clock
+def test_an_expired_endpoint_answers_404(tmp_path: Path) -> None:
+    with InProcessApp(tmp_path, endpoint_lifetime_s=1.0) as short:
+        endpoint = make_endpoint(short)
+        deadline = time.monotonic() + DEADLINE_S
+        while time.time() < endpoint["expires_at"] + 1:  # expires_at is whole seconds
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        gone = short.request("POST", endpoint["url"], json=init_request(), headers=ACCEPT)
+        assert gone.status_code == 404 and "expired" in gone.json()["error"]["message"]
+
+
+@pytest.mark.slow  # waits out the idle time on the real clock
+def test_an_idle_mcp_session_ends_frees_its_place_and_answers_404(tmp_path: Path) -> None:
+    with InProcessApp(tmp_path, idle_timeout_s=1.0) as quick:
+        with quick.client() as browser:
+            browser.get("/")
+            url = browser.post("/api/endpoints", json={"server": "demo-orders"}).json()["url"]
+            endpoint_id = browser.get("/api/endpoints").json()[0]["id"]
+            session = initialize(quick, url)
+            assert browser.get("/api/endpoints").json()[0]["live_sessions"] == 1
+            deadline = time.monotonic() + DEADLINE_S
+            while live_sessions(quick) != 0:  # the idle timer ends it, and its place is free
+                assert time.monotonic() < deadline, "the idle MCP session was never ended"
+                time.sleep(0.1)
+            listed = [e for e in browser.get("/api/endpoints").json() if e["id"] == endpoint_id]
+            assert listed[0]["live_sessions"] == 0  # and the endpoint no longer holds it
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        gone = quick.request("POST", url, json=ping, headers={**ACCEPT, "Mcp-Session-Id": session})
+        assert gone.status_code == 404
+
+
+def test_an_mcp_client_without_cookies_is_never_given_an_identity(tmp_path: Path) -> None:
+    """A client with no cookie jar (curl, Node's fetch) must not spend its address's allowance of new
+    learners, which a whole class behind one NAT address shares."""
+    with InProcessApp(tmp_path, new_learners_per_address=3) as strict:
+        url = make_endpoint(strict)["url"]
+        for n in range(8):  # well past the allowance of 3
+            body = init_request(id_=n + 1, version="2025-11-25")
+            reply = strict.request("POST", url, json=body, headers=ACCEPT)  # a client of its own each time
+            assert reply.status_code == 200, reply.text
+            assert "set-cookie" not in reply.headers
+            strict.request("DELETE", url, headers={"Mcp-Session-Id": reply.headers["Mcp-Session-Id"]})
+        with strict.client() as visitor:  # the address can still welcome a new learner
+            assert visitor.get("/course").status_code == 200
