@@ -28,6 +28,7 @@ from app.demos import MY_SERVER
 from app.privileges import WATCH_MESSAGE, _check_as, drop, take_over
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.support.postgres import PostgresServer
 from tests.support.procs import descendants, processes_in_uid_range, wait_until
 from tests.support.wsclient import EnvelopeClient, McpClient, init_request
 
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the privilege drop ne
 
 NOBODY = pwd.getpwnam("nobody")
 STEP = "initialize-handshake/versions"
+WALK_TOKEN = "t0ken-for-the-walk"
 STATIC = Path(__file__).resolve().parents[2] / "static"
 
 
@@ -70,37 +72,51 @@ def late_imports(app: AppProcess) -> list[str]:
     return [line for line in full_log(app).splitlines() if WATCH_MESSAGE in line]
 
 
-def test_web_process_drops_root_and_the_fork_server_keeps_it(reachable_dir: Path) -> None:
-    data = reachable_dir / "data"
+@pytest.fixture(scope="module")
+def dropped() -> Iterator[AppProcess]:
+    """One app that has dropped root, for the checks that only look at it and talk to it; at its end
+    it must have shut down cleanly, with no module imported after the drop."""
+    root = Path(tempfile.mkdtemp(prefix="playground-priv-"))
+    root.chmod(0o755)
+    data = root / "data"
     data.mkdir()
     (data / "left-by-an-older-version").write_text("x")  # owned by root, as an older app left it
-    with AppProcess(data, warm_pool_size=1) as app:
-        assert app.proc is not None
-        health = httpx.get(app.base + "/healthz", timeout=30).json()
-        assert health["privileges"] == "ok", health
-        web = status_of(app.proc.pid)
-        assert [int(x) for x in web["Uid"].split()] == [NOBODY.pw_uid] * 4
-        assert [int(x) for x in web["Gid"].split()] == [NOBODY.pw_gid] * 4
-        assert int(web["CapEff"], 16) == 0 and int(web["CapPrm"], 16) == 0 and int(web["CapBnd"], 16) == 0
-        assert web["Groups"].strip() == ""
-        assert web["NoNewPrivs"].strip() == "1"
-        forkserver = status_of(forkserver_of(app))
-        assert forkserver["Uid"].split()[0] == "0"
-        # The data folder and everything in it now belong to nobody.
-        for path in [data, *data.iterdir()]:
-            if path.name.startswith("app-"):
-                continue  # the test's own log file, opened before the app started
-            assert path.stat().st_uid == NOBODY.pw_uid, path
+    try:
+        with AppProcess(data, warm_pool_size=1, instructor_token=WALK_TOKEN) as app:
+            yield app
+        assert "Application shutdown complete." in app.log(), app.log()
+        assert not late_imports(app), "\n".join(late_imports(app))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
-        # A session works end to end: the fork server spawns for the unprivileged web process.
-        async def one_session() -> None:
-            client = await McpClient.connect(f"{app.ws_base}/ws/demo-orders")
-            reply = await client.initialize()
-            assert "result" in reply, reply
-            await client.close()
 
-        asyncio.run(one_session())
-    assert not late_imports(app), late_imports(app)
+def test_web_process_drops_root_and_the_fork_server_keeps_it(dropped: AppProcess) -> None:
+    app, data = dropped, dropped.data_dir
+    assert app.proc is not None
+    health = httpx.get(app.base + "/healthz", timeout=30).json()
+    assert health["privileges"] == "ok", health
+    web = status_of(app.proc.pid)
+    assert [int(x) for x in web["Uid"].split()] == [NOBODY.pw_uid] * 4
+    assert [int(x) for x in web["Gid"].split()] == [NOBODY.pw_gid] * 4
+    assert int(web["CapEff"], 16) == 0 and int(web["CapPrm"], 16) == 0 and int(web["CapBnd"], 16) == 0
+    assert web["Groups"].strip() == ""
+    assert web["NoNewPrivs"].strip() == "1"
+    forkserver = status_of(forkserver_of(app))
+    assert forkserver["Uid"].split()[0] == "0"
+    # The data folder and everything in it now belong to nobody.
+    for path in [data, *data.iterdir()]:
+        if path.name.startswith("app-"):
+            continue  # the test's own log file, opened before the app started
+        assert path.stat().st_uid == NOBODY.pw_uid, path
+
+    # A session works end to end: the fork server spawns for the unprivileged web process.
+    async def one_session() -> None:
+        client = await McpClient.connect(f"{app.ws_base}/ws/demo-orders")
+        reply = await client.initialize()
+        assert "result" in reply, reply
+        await client.close()
+
+    asyncio.run(one_session())
 
 
 def test_sigkill_of_the_unprivileged_web_process_takes_the_fork_server_and_instances(
@@ -122,30 +138,30 @@ def test_sigkill_of_the_unprivileged_web_process_takes_the_fork_server_and_insta
         app.stop()
 
 
-def test_restarted_and_ended_instances_go_away(reachable_dir: Path) -> None:
+def test_restarted_and_ended_instances_go_away(dropped: AppProcess) -> None:
     """The unprivileged web process cannot signal an instance's uid itself: a restart and a session's
     end still leave only the warm pool (tests/sandbox/test_forkserver_requests.py checks the signals)."""
-    with AppProcess(reachable_dir / "data", warm_pool_size=1) as app:
+    app = dropped
 
-        async def restart_then_leave() -> None:
-            console = await EnvelopeClient.connect(f"{app.ws_base}/ws/demo-orders")
-            await console.recv_type("state")
-            await console.send(init_request())
-            await console.recv_type("received")
-            await console.ws.send(json.dumps({"type": "restart"}))
-            await console.recv_type("state")
-            await console.close()
+    async def restart_then_leave() -> None:
+        console = await EnvelopeClient.connect(f"{app.ws_base}/ws/demo-orders")
+        await console.recv_type("state")
+        await console.send(init_request())
+        await console.recv_type("received")
+        await console.ws.send(json.dumps({"type": "restart"}))
+        await console.recv_type("state")
+        await console.close()
 
-        asyncio.run(restart_then_leave())
-        low, high = app.uid_base, app.uid_base + 1000
-        health = httpx.get(app.base + "/healthz", timeout=30).json()
-        # warm_pool_size=1: one warm instance of each demo server (a learner's own is never warm)
-        warm = len([name for name in health["servers"] if name != MY_SERVER])
-        # Only the warm pools are left: one process (the server) per instance, nothing else.
-        assert wait_until(lambda: len(processes_in_uid_range(low, high)) == warm, 60), processes_in_uid_range(
-            low, high
-        )
-        assert "Traceback" not in full_log(app), full_log(app)
+    asyncio.run(restart_then_leave())
+    low, high = app.uid_base, app.uid_base + 1000
+    health = httpx.get(app.base + "/healthz", timeout=30).json()
+    # warm_pool_size=1: one warm instance of each demo server (a learner's own is never warm)
+    warm = len([name for name in health["servers"] if name != MY_SERVER])
+    # Only the warm pools are left: one process (the server) per instance, nothing else.
+    assert wait_until(lambda: len(processes_in_uid_range(low, high)) == warm, 60), processes_in_uid_range(
+        low, high
+    )
+    assert "Traceback" not in full_log(app), full_log(app)
 
 
 def walk_every_request(app: AppProcess, token: str) -> list[str]:
@@ -255,43 +271,32 @@ def walk_every_request(app: AppProcess, token: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
-def test_every_request_works_after_the_drop(
-    store: str, reachable_dir: Path, request: pytest.FixtureRequest
+def problems_in_log(app: AppProcess) -> list[str]:
+    """What a web process that may no longer read the interpreter or root's files runs into."""
+    log = full_log(app)
+    signs = ("ImportError", "ModuleNotFoundError", "unknown encoding", "PermissionError")
+    return [sign for sign in signs if sign in log]
+
+
+def test_every_request_works_after_the_drop(dropped: AppProcess) -> None:
+    """With SQLite (the default store); the fixture checks the clean shutdown and late imports."""
+    assert httpx.get(dropped.base + "/healthz", timeout=30).json()["privileges"] == "ok"
+    assert walk_every_request(dropped, WALK_TOKEN) == [], full_log(dropped)
+    assert problems_in_log(dropped) == [], full_log(dropped)
+
+
+def test_every_request_works_after_the_drop_with_postgresql(
+    reachable_dir: Path, postgres_server: PostgresServer
 ) -> None:
-    settings: dict[str, object] = {"warm_pool_size": 1, "instructor_token": "t0ken-for-the-walk"}
-    database = None
-    if store == "postgresql":
-        database = request.getfixturevalue("postgres_server").fresh_database()
-        settings["database_url"] = database.__enter__()
-    try:
-        with AppProcess(reachable_dir / "data", **settings) as app:
+    with postgres_server.fresh_database() as url:
+        with AppProcess(reachable_dir / "data", warm_pool_size=1, instructor_token=WALK_TOKEN,
+                        database_url=url) as app:  # fmt: skip
             assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"] == "ok"
-            problems = walk_every_request(app, "t0ken-for-the-walk")
+            problems = walk_every_request(app, WALK_TOKEN)
         assert "Application shutdown complete." in app.log(), app.log()  # a clean shutdown too
-        log = full_log(app)
-        assert not problems, (problems, log)
+        assert not problems, (problems, full_log(app))
         assert not late_imports(app), "\n".join(late_imports(app))
-        # What a web process that may no longer read the interpreter or root's files runs into.
-        for sign in ("ImportError", "ModuleNotFoundError", "unknown encoding", "PermissionError"):
-            assert sign not in log, log
-    finally:
-        if database is not None:
-            database.__exit__(None, None, None)
-
-
-def test_a_data_folder_the_user_cannot_reach_keeps_root_and_says_why(reachable_dir: Path) -> None:
-    """Under a folder only root may enter (as pytest's own tmp folders are), the drop would cut the
-    app off from its data: it does not happen, and the app says why."""
-    hidden = reachable_dir / "root-only"
-    hidden.mkdir(mode=0o700)
-    with AppProcess(hidden / "data", warm_pool_size=1) as app:
-        assert app.proc is not None
-        health = httpx.get(app.base + "/healthz", timeout=30).json()
-        assert health["privileges"].startswith("not in force: nobody cannot reach"), health
-        assert status_of(app.proc.pid)["Uid"].split()[0] == "0"
-        assert "WARNING: the web process stays root" in full_log(app)
-    assert (hidden / "data").stat().st_uid == 0  # not given away either
+        assert problems_in_log(app) == [], full_log(app)
 
 
 def test_the_setting_names_the_user_and_empty_keeps_root(reachable_dir: Path) -> None:
@@ -324,7 +329,12 @@ def test_check_as_reports_what_the_user_cannot_read(tmp_path: Path) -> None:
     assert _check_as(NOBODY.pw_uid, NOBODY.pw_gid, [Path("/etc/hostname")], [Path("/")]) == ""
 
 
-def test_hosting_mode_refuses_to_start_when_the_web_process_cannot_drop_root(reachable_dir: Path) -> None:
+def test_a_data_folder_the_user_cannot_reach_keeps_root_and_hosting_mode_needs_consent(
+    reachable_dir: Path,
+) -> None:
+    """Under a folder only root may enter (as pytest's own tmp folders are), the drop would cut the
+    app off from its data: it does not happen, and the app says why. In hosting mode it refuses to
+    start so, unless the operator accepts a weaker sandbox."""
     hidden = reachable_dir / "root-only"
     hidden.mkdir(mode=0o700)
     token = "a-long-enough-instructor-token-for-hosting"
@@ -338,8 +348,12 @@ def test_hosting_mode_refuses_to_start_when_the_web_process_cannot_drop_root(rea
     accepted = AppProcess(hidden / "accepted", host="0.0.0.0", instructor_token=token, warm_pool_size=1,
                           accept_weak_sandbox=True)  # fmt: skip
     with accepted:
+        assert accepted.proc is not None
         health = httpx.get(accepted.base + "/healthz", timeout=30).json()
         assert health["privileges"].startswith("not in force: nobody cannot reach"), health
+        assert status_of(accepted.proc.pid)["Uid"].split()[0] == "0"
+        assert "WARNING: the web process stays root" in full_log(accepted)
+    assert (hidden / "accepted").stat().st_uid == 0  # not given away either
 
 
 def drop_in_a_child(data_dir: Path, threads: int = 0) -> tuple[str, int]:
