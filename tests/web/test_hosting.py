@@ -13,6 +13,7 @@ import httpx
 import pytest
 import websockets
 from bs4 import BeautifulSoup
+from starlette.testclient import WebSocketDenialResponse
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess, learner_id_of
@@ -222,30 +223,29 @@ def test_the_web_process_times_its_collections_and_froze_its_start_up_heap(app: 
 
 
 def test_access_code_guards_every_page_and_the_relay(tmp_path: Path) -> None:
-    import asyncio
+    with InProcessApp(tmp_path, access_code="open sesame") as site:
+        visitor = site.client()
+        door = visitor.get("/course")
+        assert door.status_code == 303 and door.headers["location"] == "/access?next=/course"
+        assert visitor.get("/api/servers").status_code == 401
+        assert visitor.get("/healthz").status_code == 200
+        wrong = visitor.post("/access", data={"code": "guess", "next": "/course"})
+        assert wrong.status_code == 403
+        right = visitor.post("/access", data={"code": "open sesame", "next": "//evil.example/"})
+        assert right.status_code == 303 and right.headers["location"] == "/"  # no open redirect
+        assert visitor.get("/course").status_code == 200
+        access_cookie = visitor.cookies["playground_access"]
 
-    with AppProcess(tmp_path, access_code="open sesame", warm_pool_size=1) as app:
-        with app.client() as visitor:
-            door = visitor.get("/course")
-            assert door.status_code == 303 and door.headers["location"] == "/access?next=/course"
-            assert visitor.get("/api/servers").status_code == 401
-            assert visitor.get("/healthz").status_code == 200
-            wrong = visitor.post("/access", data={"code": "guess", "next": "/course"})
-            assert wrong.status_code == 403
-            right = visitor.post("/access", data={"code": "open sesame", "next": "//evil.example/"})
-            assert right.status_code == 303 and right.headers["location"] == "/"  # no open redirect
-            assert visitor.get("/course").status_code == 200
-            access_cookie = visitor.cookies["playground_access"]
-
-        async def relay() -> None:
-            with pytest.raises(websockets.InvalidStatus) as refused:
-                await McpClient.connect(app.ws_base + "/ws/demo-orders")
-            assert refused.value.response.status_code == 401
-            client = await McpClient.connect(app.ws_base + "/ws/demo-orders",
-                                             additional_headers={"Cookie": f"playground_access={access_cookie}"})  # fmt: skip
-            await client.close()
-
-        asyncio.run(relay())
+        # The relay: refused before the upgrade without the cookie, let in with it.
+        relay_url = site.base.replace("http", "ws", 1) + "/ws/demo-orders"
+        with pytest.raises(WebSocketDenialResponse) as refused:
+            with site.plain_client().websocket_connect(relay_url):
+                pass
+        assert refused.value.status_code == 401
+        with site.plain_client(cookies={"playground_access": access_cookie}).websocket_connect(
+            relay_url, subprotocols=["mcp"]
+        ) as relay:
+            assert relay.accepted_subprotocol == "mcp"
 
 
 def test_hosting_mode_prints_a_token_and_refuses_a_weak_sandbox(tmp_path: Path) -> None:
