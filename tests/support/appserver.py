@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -19,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # The fork server imports the SDK and every demo server first; a busy 2-core machine is slow.
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0
+# One TLS context for every HTTP client made here. httpx builds a new one for each client that is not
+# given one (about 30 ms of CPU: it reads every CA certificate), and a start polls /healthz many times.
+TLS = ssl.create_default_context()
 
 
 # Every port free_port has handed out in this run. A port is bound only later, by the process it is
@@ -84,15 +88,16 @@ class AppProcess:
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the app exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)  # polling with a deadline, not a fixed wait
+        with httpx.Client(timeout=2, verify=TLS) as probe:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the app exited with {self.proc.returncode}:\n{self.log()}")
+                try:
+                    if probe.get(self.base + "/healthz").status_code == 200:
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)  # polling with a deadline, not a fixed wait
         self.stop()
         raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
 
@@ -101,12 +106,14 @@ class AppProcess:
         Origin (the app refuses them from anywhere else)."""
         kwargs["headers"] = {"Origin": self.base, **kwargs.get("headers", {})}
         kwargs.setdefault("timeout", 30)
+        kwargs.setdefault("verify", TLS)
         return httpx.Client(base_url=self.base, **kwargs)
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
         """One POST from a page of this site (see `client`)."""
         kwargs["headers"] = {"Origin": self.base, **kwargs.get("headers", {})}
         kwargs.setdefault("timeout", 30)
+        kwargs.setdefault("verify", TLS)
         return httpx.post(self.base + path, **kwargs)
 
     def learner_cookie(self, name: str = "learner") -> str:
