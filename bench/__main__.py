@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 import tempfile
 import time
@@ -25,6 +26,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer samples and a smaller capacity search")
     parser.add_argument("--skip-capacity", action="store_true", help="leave out the capacity search")
     args = parser.parse_args()
+    # The memory benchmark loads the demo registry, whose servers' SDK then sets the root logger to
+    # INFO: httpx's line for every request would bury the table.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     rows: list[tuple[str, str, str, str]] = []
     results: dict = {}
     began = time.monotonic()
