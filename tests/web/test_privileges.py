@@ -19,6 +19,7 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -52,16 +53,22 @@ def forkserver_of(app: AppProcess) -> int:
     return servers[0].pid
 
 
-@pytest.fixture
-def reachable_dir() -> Iterator[Path]:
-    """A data folder `nobody` can reach (pytest's own tmp folder is root's, mode 700: there the
-    drop refuses, as it should)."""
+@contextmanager
+def folder_nobody_reaches() -> Iterator[Path]:
+    """A folder `nobody` can reach (pytest's own tmp folder is root's, mode 700: there the drop
+    refuses, as it should)."""
     root = Path(tempfile.mkdtemp(prefix="playground-priv-"))
     root.chmod(0o755)
     try:
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def reachable_dir() -> Iterator[Path]:
+    with folder_nobody_reaches() as root:
+        yield root
 
 
 def full_log(app: AppProcess) -> str:
@@ -72,22 +79,23 @@ def late_imports(app: AppProcess) -> list[str]:
     return [line for line in full_log(app).splitlines() if WATCH_MESSAGE in line]
 
 
+def assert_ended_cleanly(app: AppProcess) -> None:
+    """After stop(): a clean shutdown, and no module imported after the drop."""
+    assert "Application shutdown complete." in app.log(), app.log()
+    assert not late_imports(app), "\n".join(late_imports(app))
+
+
 @pytest.fixture(scope="module")
 def dropped() -> Iterator[AppProcess]:
     """One app that has dropped root, for the checks that only look at it and talk to it; at its end
     it must have shut down cleanly, with no module imported after the drop."""
-    root = Path(tempfile.mkdtemp(prefix="playground-priv-"))
-    root.chmod(0o755)
-    data = root / "data"
-    data.mkdir()
-    (data / "left-by-an-older-version").write_text("x")  # owned by root, as an older app left it
-    try:
+    with folder_nobody_reaches() as root:
+        data = root / "data"
+        data.mkdir()
+        (data / "left-by-an-older-version").write_text("x")  # owned by root, as an older app left it
         with AppProcess(data, warm_pool_size=1, instructor_token=WALK_TOKEN) as app:
             yield app
-        assert "Application shutdown complete." in app.log(), app.log()
-        assert not late_imports(app), "\n".join(late_imports(app))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+        assert_ended_cleanly(app)
 
 
 def test_web_process_drops_root_and_the_fork_server_keeps_it(dropped: AppProcess) -> None:
@@ -293,9 +301,8 @@ def test_every_request_works_after_the_drop_with_postgresql(
                         database_url=url) as app:  # fmt: skip
             assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"] == "ok"
             problems = walk_every_request(app, WALK_TOKEN)
-        assert "Application shutdown complete." in app.log(), app.log()  # a clean shutdown too
+        assert_ended_cleanly(app)
         assert not problems, (problems, full_log(app))
-        assert not late_imports(app), "\n".join(late_imports(app))
         assert problems_in_log(app) == [], full_log(app)
 
 
