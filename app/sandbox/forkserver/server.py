@@ -12,6 +12,7 @@ import socket
 import sys
 import time
 import traceback
+from collections import deque
 
 from app.demos import MY_SERVER, load_registry
 from app.sandbox import cgroups
@@ -49,6 +50,9 @@ class ForkServer:
         self.uid_range = range(int(low), int(high))  # the only uids an instance may be given
         # An instance's id is its server's pid, which is also its process group.
         self.instances: set[int] = set()  # ids of live instances: the only groups we signal
+        # Ids of instances ended lately. The app's stop can cross an instance's own exit, so a signal
+        # to one of these is refused like any other pid not live, but not logged as hostile.
+        self._ended_recently: deque[int] = deque(maxlen=1024)
         self._instance_uids: dict[int, int] = {}  # instance id -> the uid it was given
         self._cgroup_ids = itertools.count(1)
         self._instance_cgroups: dict[int, str] = {}  # instance id -> its cgroup's name
@@ -167,7 +171,8 @@ class ForkServer:
         if problem:
             for fd in fds:
                 os.close(fd)
-            print(f"fork server: refused a request: {problem}", file=sys.stderr, flush=True)
+            if not (request.get("op") == "signal" and request.get("pid") in self._ended_recently):
+                print(f"fork server: refused a request: {problem}", file=sys.stderr, flush=True)
             protocol.send(self.sock, protocol.refusal(request, problem))
             return
         if request["op"] == "signal":
@@ -262,6 +267,7 @@ class ForkServer:
         the instance's uid where it has one of its own (rootless mode has not, and a host without
         cgroups has no cgroup to search)."""
         self.instances.discard(instance)
+        self._ended_recently.append(instance)
         self._instance_uids.pop(instance, None)
         name = self._instance_cgroups.pop(instance, None)
         killed = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
