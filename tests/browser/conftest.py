@@ -2,12 +2,15 @@
 
 One app and one browser serve the whole package; each test gets a fresh browser context (a new
 learner cookie). Every request a page makes is recorded, and a test fails if one leaves this machine (127.0.0.1, and localhost for the apps' proxy).
+When a test fails, each of its pages leaves a screenshot and what it logged and sent in
+test-artifacts/failures/, named after the test.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,6 +31,16 @@ LOCAL_SCHEMES = {"data", "blob", "about"}
 # The site, and the MCP Apps sandbox proxy on this machine's other name (app/web/apps_proxy.py).
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 INSTRUCTOR_TOKEN = "browser-tests-instructor-token"
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Mark a test whose body failed, so that its pages' teardown can keep what they show."""
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[FAILED] = True
+    return report
 
 
 def _require_chromium() -> None:
@@ -120,31 +133,51 @@ def probe() -> PageProbe:
 
 
 @pytest.fixture
-def page(browser: Browser, browser_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
-    yield from _page(browser, browser_app, probe, "light")
+def page(
+    browser: Browser, browser_app: AppProcess, probe: PageProbe, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    yield from _page(browser, browser_app, probe, "light", request, "page")
 
 
 @pytest.fixture
-def second_page(browser: Browser, browser_app: AppProcess) -> Iterator[Page]:
+def second_page(browser: Browser, browser_app: AppProcess, request: pytest.FixtureRequest) -> Iterator[Page]:
     """Another browser (its own cookies): a second person in the same test."""
-    yield from _page(browser, browser_app, PageProbe(), "light")
+    yield from _page(browser, browser_app, PageProbe(), "light", request, "second_page")
 
 
 @pytest.fixture
-def dark_page(browser: Browser, browser_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
-    yield from _page(browser, browser_app, probe, "dark")
+def dark_page(
+    browser: Browser, browser_app: AppProcess, probe: PageProbe, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    yield from _page(browser, browser_app, probe, "dark", request, "dark_page")
 
 
-def _page(browser: Browser, app: AppProcess, probe: PageProbe, scheme: str) -> Iterator[Page]:
+def _page(browser: Browser, app: AppProcess, probe: PageProbe, scheme: str, request: pytest.FixtureRequest,
+          role: str) -> Iterator[Page]:  # fmt: skip
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     page = _new_page(browser, app, scheme, probe)
     yield page
+    if request.node.stash.get(FAILED, False):
+        keep_failure(page, probe, f"{request.node.name}-{role}")
     page.context.close()
     assert probe.outside() == [], f"the page made requests off this machine: {probe.outside()}"
     assert probe.errors == [], f"JavaScript errors on the page: {probe.errors}"
     assert probe.csp_violations() == [], (
         f"the page broke its Content-Security-Policy: {probe.csp_violations()}"
     )
+
+
+def keep_failure(page: Page, probe: PageProbe, name: str) -> None:
+    """Save what a failed test's page shows, logged and sent, for whoever reads the failure."""
+    folder = ARTIFACTS / "failures"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / re.sub(r"[^\w.-]+", "_", name)
+    try:
+        page.screenshot(path=f"{stem}.png", full_page=True)
+    except Exception as exc:  # a page that crashed still leaves its log
+        probe.console.append(f"(no screenshot: {exc})")
+    lines = [f"url: {page.url}", "", "console:", *probe.console, "", "frames sent:", *probe.frames_sent]
+    Path(f"{stem}.txt").write_text("\n".join(lines) + "\n")
 
 
 def clear_and_insert(page: Page, text: str) -> None:

@@ -30,8 +30,10 @@ def build_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
 
 
 @pytest.fixture
-def learner(browser: Browser, build_app: AppProcess, probe: PageProbe) -> Iterator[Page]:
-    yield from _page(browser, build_app, probe, "light")
+def learner(
+    browser: Browser, build_app: AppProcess, probe: PageProbe, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    yield from _page(browser, build_app, probe, "light", request, "learner")
 
 
 def send(page: Page, message: dict) -> None:
