@@ -7,6 +7,7 @@ last choice. Real app, real sandboxed instances, real WebSockets."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,7 +139,13 @@ async def test_the_largest_instance_is_ended_and_told_why_while_a_small_one_stil
 
 async def test_the_largest_instance_goes_first_not_the_one_that_asks_last(app: AppProcess) -> None:
     """A large idle instance and a smaller one that takes its memory after it: together past the budget,
-    each alone well within it. The OOM killer ends the largest, though the smaller one asked last."""
+    each alone well within it. The OOM killer ends the largest, though the smaller one asked last.
+
+    The large one, idle, asks for no memory: only the smaller one's asking can make the kernel choose,
+    and at that moment the large one is the largest. So the large one ended by the budget is the proof.
+    On a busy machine the kernel may end the smaller one too, just after, when it asks again before the
+    large one's memory is back (docs/sandbox.md, Memory); that is allowed, said, and checked to be the
+    budget's doing. That a small instance lives on is the previous test's."""
     parent: Path = app.parent  # type: ignore[attr-defined]
     # The earlier tests' instances may still be leaving: measure the room from what stays.
     assert wait_until(lambda: usage(parent) < BUDGET_MB * MIB // 4, 60), usage(parent)
@@ -153,14 +160,24 @@ async def test_the_largest_instance_goes_first_not_the_one_that_asks_last(app: A
         smaller = await console(app, "smaller")
         try:
             try:
-                said = await smaller.recv_type("stderr", timeout=120)
+                held = await held_or_ended(smaller)
             except TimeoutError:
-                raise AssertionError(f"the smaller one never held its memory: {smaller.frames}") from None
-            assert "holding" in said["text"], smaller.frames
-            state = await large.recv_type("state", timeout=120)
-            while state["status"] != "exited":
+                raise AssertionError(
+                    f"the smaller one neither held its memory nor ended: {smaller.frames}"
+                ) from None
+            try:
                 state = await large.recv_type("state", timeout=120)
+                while state["status"] != "exited":
+                    state = await large.recv_type("state", timeout=120)
+            except TimeoutError:
+                raise AssertionError(
+                    f"the large one was not ended: {large.frames}, {smaller.frames}"
+                ) from None
             assert state["exit_status"]["memory"] == "shared", state
+            if held["type"] == "state":
+                assert held["exit_status"]["memory"] == "shared", held
+                warnings.warn("the kernel ended the smaller instance too, after the largest", stacklevel=1)
+                return
             await smaller.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
             assert (await smaller.recv_type("received"))["message"]["result"] == {}
             assert all(f["type"] != "state" or f["status"] != "exited" for f in smaller.frames)
@@ -168,6 +185,16 @@ async def test_the_largest_instance_goes_first_not_the_one_that_asks_last(app: A
             await smaller.close()
     finally:
         await large.close()
+
+
+async def held_or_ended(client: EnvelopeClient) -> dict:
+    """A holder's "holding" line on stderr, or the state frame that says it ended before it held."""
+    while True:
+        frame = await client.recv_type("stderr", "state", timeout=120)
+        if frame["type"] == "stderr" and "holding" in frame["text"]:
+            return frame
+        if frame["type"] == "state" and frame["status"] == "exited":
+            return frame
 
 
 async def test_no_new_session_starts_while_the_instances_use_nearly_all_the_budget(app: AppProcess) -> None:
