@@ -298,3 +298,35 @@ def test_a_socket_closed_with_replies_unread_stops_the_fork_server_cleanly(forks
         os.close(fd)
     forkserver.sock.close()
     assert forkserver.proc.wait(30) == 0, forkserver.stderr.read_text(errors="replace")
+
+
+def test_signals_that_cross_the_ends_of_every_instance_at_once_are_refused_quietly(
+    forkserver: RawClient,
+) -> None:
+    """The app stops every instance at once, and each has already ended by itself (its stdin closed)
+    when the app's signal comes: every such signal is refused, and none is logged as hostile. A signal
+    to a process that never was an instance still is."""
+    spawned = []
+    for n in range(len(RANGE) - 1):  # every instance uid of the range: as many as may live at once
+        fds, ours = pipes()
+        forkserver.send(spawn(uid=RANGE.start + 1 + n, id_=n), fds)
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "spawned", reply
+        for fd in fds:
+            os.close(fd)
+        spawned.append((reply["pid"], ours))
+    for _, ours in spawned:
+        os.close(ours[0])  # end of file on its stdin: a demo server exits by itself
+    ended = {forkserver.recv_op("exited")["pid"] for _ in spawned}
+    assert ended == {pid for pid, _ in spawned}
+    logged = forkserver.stderr.read_text().count("fork server: refused a request")
+    for pid, _ in spawned:
+        forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGTERM}).encode())
+        assert "is not a live instance" in forkserver.recv_op("failed")["error"]
+    assert forkserver.stderr.read_text().count("fork server: refused a request") == logged
+    forkserver.send(json.dumps({"op": "signal", "pid": os.getpid(), "signal": signal.SIGTERM}).encode())
+    assert "is not a live instance" in forkserver.recv_op("failed")["error"]
+    assert forkserver.stderr.read_text().count("fork server: refused a request") == logged + 1
+    for _, ours in spawned:
+        for fd in ours[1:]:
+            os.close(fd)

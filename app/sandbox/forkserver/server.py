@@ -51,8 +51,9 @@ class ForkServer:
         # An instance's id is its server's pid, which is also its process group.
         self.instances: set[int] = set()  # ids of live instances: the only groups we signal
         # Ids of instances ended lately. The app's stop can cross an instance's own exit, so a signal
-        # to one of these is refused like any other pid not live, but not logged as hostile.
-        self._ended_recently: deque[int] = deque(maxlen=1024)
+        # to one of these is refused like any other pid not live, but not logged as hostile. As many
+        # as there are uids: every live instance has one, and the app may stop them all at once.
+        self._ended_recently: deque[int] = deque(maxlen=len(self.uid_range))
         self._instance_uids: dict[int, int] = {}  # instance id -> the uid it was given
         self._cgroup_ids = itertools.count(1)
         self._instance_cgroups: dict[int, str] = {}  # instance id -> its cgroup's name
