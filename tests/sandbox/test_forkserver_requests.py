@@ -31,6 +31,21 @@ def spawn(server: str = "demo-orders", uid: int = RANGE.start + 1, id_: int = 1)
     return json.dumps({"op": "spawn", "id": id_, "server": server, "uid": uid}).encode()
 
 
+def spawn_instances(forkserver: RawClient, count: int) -> list[tuple[int, list[int]]]:
+    """`count` demo-orders instances on the range's instance uids: each one's pid and our ends of its
+    pipes (stdin's write end first; closing it lets the server exit by itself)."""
+    spawned = []
+    for n in range(count):
+        fds, ours = pipes()
+        forkserver.send(spawn(uid=RANGE.start + 1 + n, id_=n), fds)
+        reply = forkserver.recv_op("spawned", "failed")
+        assert reply["op"] == "spawned", reply
+        for fd in fds:
+            os.close(fd)
+        spawned.append((reply["pid"], ours))
+    return spawned
+
+
 def test_hostile_requests_are_refused_and_the_fork_server_keeps_serving(forkserver: RawClient) -> None:
     good_fds, our_ends = pipes()
     with open("/etc/hostname", "rb") as plain_file:
@@ -195,16 +210,9 @@ def test_an_instance_is_one_process_the_fork_servers_child_and_pid_1_of_its_name
 def test_a_killed_fork_server_takes_every_adopted_server_with_it(forkserver: RawClient) -> None:
     """Each server's parent-death signal is set as it locks down: a fork server killed outright (no
     chance to end them) still leaves no instance behind."""
-    servers, ours = [], []
-    for n in range(3):
-        fds, mine = pipes()
-        forkserver.send(spawn(uid=RANGE.start + 1 + n, id_=n), fds)
-        reply = forkserver.recv_op("spawned", "failed")
-        assert reply["op"] == "spawned", reply
-        for fd in fds:
-            os.close(fd)
-        servers.append(reply["pid"])
-        ours.extend(mine)
+    spawned = spawn_instances(forkserver, 3)
+    servers = [pid for pid, _ in spawned]
+    ours = [fd for _, mine in spawned for fd in mine]
     try:
         assert wait_until(lambda: all(parent_of(pid) == forkserver.proc.pid for pid in servers), 30)
         forkserver.proc.kill()
@@ -306,15 +314,7 @@ def test_signals_that_cross_the_ends_of_every_instance_at_once_are_refused_quiet
     """The app stops every instance at once, and each has already ended by itself (its stdin closed)
     when the app's signal comes: every such signal is refused, and none is logged as hostile. A signal
     to a process that never was an instance still is."""
-    spawned = []
-    for n in range(len(RANGE) - 1):  # every instance uid of the range: as many as may live at once
-        fds, ours = pipes()
-        forkserver.send(spawn(uid=RANGE.start + 1 + n, id_=n), fds)
-        reply = forkserver.recv_op("spawned", "failed")
-        assert reply["op"] == "spawned", reply
-        for fd in fds:
-            os.close(fd)
-        spawned.append((reply["pid"], ours))
+    spawned = spawn_instances(forkserver, len(RANGE) - 1)  # every instance uid: as many as may live at once
     for _, ours in spawned:
         os.close(ours[0])  # end of file on its stdin: a demo server exits by itself
     ended = {forkserver.recv_op("exited")["pid"] for _ in spawned}
