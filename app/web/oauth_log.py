@@ -189,14 +189,14 @@ def replaying(body: bytes, receive: Receive) -> Receive:
 
 
 class Answer:
-    """What an app answers, passed on as it goes out and kept: its status and its body. Held back
-    (`hold`), it goes out only at `release()`: a step recorded in between is in the flow before the
-    client, answered, can take its next one."""
+    """What an app answers, kept back and passed on only at `release()`, with its status and body
+    readable before: a step recorded in between is in the flow before the client, answered, can take
+    its next one."""
 
-    def __init__(self, send: Send, hold: bool = False) -> None:
+    def __init__(self, send: Send) -> None:
         self._send = send
         self._chunks: list[bytes] = []
-        self._held: list[Message] | None = [] if hold else None
+        self._held: list[Message] = []
         self.status = 0
 
     async def send(self, message: Message) -> None:
@@ -204,13 +204,10 @@ class Answer:
             self.status = message["status"]
         elif message["type"] == "http.response.body":
             self._chunks.append(message.get("body", b""))
-        if self._held is not None:
-            self._held.append(message)
-        else:
-            await self._send(message)
+        self._held.append(message)
 
     async def release(self) -> None:
-        held, self._held = self._held or [], None
+        held, self._held = self._held, []
         for message in held:
             await self._send(message)
 
@@ -233,10 +230,13 @@ class TokenWatch:
             await self.app(scope, receive, send)
             return
         body = await whole_body(receive)
-        answer = Answer(send)
+        answer = Answer(send)  # the refusal is in the flow before its client reads it
         await self.app(scope, replaying(body, receive), answer.send)
-        if answer.status >= 400:
-            await self._refused(body, answer.status, answer.body)
+        try:
+            if answer.status >= 400:
+                await self._refused(body, answer.status, answer.body)
+        finally:
+            await answer.release()
 
     async def _refused(self, body: bytes, status: int, answer: bytes) -> None:
         form = {key: values[0] for key, values in parse_qs(body.decode("utf-8", errors="replace")).items()}
@@ -268,7 +268,7 @@ class RegistrationWatch:
         if endpoint_id is None:
             await self.app(scope, receive, send)
             return
-        answer = Answer(send, hold=True)  # the registration is in the flow before its client reads it
+        answer = Answer(send)  # the registration is in the flow before its client reads it
         await self.app(scope, receive, answer.send)
         try:
             await self._record(endpoint_id, answer)

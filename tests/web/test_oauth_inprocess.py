@@ -9,11 +9,14 @@ import secrets
 import time
 from collections.abc import Iterator
 
+import anyio
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from app.progress.store import OAuthGrant
 from app.web.learner import COOKIE
 from app.web.oauth import SCOPES, secret_hash
+from app.web.oauth_log import TokenWatch
 from tests.support.inprocess import InProcessApp
 from tests.support.oauthflow import REDIRECT, pkce
 
@@ -82,3 +85,42 @@ def test_an_access_token_past_its_expiry_is_refused_as_invalid(app: InProcessApp
         )
     assert current.status_code == 200, current.text  # the control: a current token opens the endpoint
     assert expired.status_code == 401 and 'error="invalid_token"' in expired.headers["www-authenticate"]
+
+
+def test_a_refused_token_request_is_in_the_flow_before_its_answer_leaves(app: InProcessApp) -> None:
+    """A client answered 400 may read the endpoint's flow at once: the refusal must be there already.
+    The watch sits around a handler that refuses as the SDK's /token does; the store is the app's."""
+    made = app.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"},
+                    cookies={COOKIE: app.learner_cookie("owner")}).json()  # fmt: skip
+    code = secrets.token_urlsafe(32)
+    store = app.state.progress
+    store.add_oauth_grant(
+        OAuthGrant(secret_hash(code), "code", "a-client", made["id"], "{}", time.time() + 60)
+    )
+    refusal = json.dumps({"error": "invalid_grant", "error_description": "wrong verifier"}).encode()
+
+    async def token_handler(scope: Scope, receive: Receive, send: Send) -> None:
+        await receive()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": refusal})
+
+    body = f"grant_type=authorization_code&code={code}&code_verifier=wrong".encode()
+    steps_when_answered: list[list[str]] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            rows = store.oauth_events(made["id"])
+            steps_when_answered.append([json.loads(data)["step"] for _, _, data in rows])
+
+    watch = TokenWatch(token_handler, store, secret_hash)
+    anyio.run(watch, {"type": "http", "method": "POST", "path": "/token", "headers": []}, receive, send)
+    assert steps_when_answered == [["token_refused"]]
