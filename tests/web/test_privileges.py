@@ -307,11 +307,13 @@ def test_every_request_works_after_the_drop_with_postgresql(
 
 
 def test_the_setting_names_the_user_and_empty_keeps_root(reachable_dir: Path) -> None:
-    with AppProcess(reachable_dir / "a", warm_pool_size=1, run_as_user="") as app:
-        assert httpx.get(app.base + "/healthz", timeout=30).json()["privileges"].startswith("off:")
+    """The app passes the setting to the drop and reports its answer (one start is enough for that);
+    the drop's answer to an empty name is checked in a child."""
     with AppProcess(reachable_dir / "b", warm_pool_size=1, run_as_user="no-such-user-here") as app:
         health = httpx.get(app.base + "/healthz", timeout=30).json()
         assert health["privileges"] == "not in force: no user 'no-such-user-here' on this host"
+    answer, uid = drop_in_a_child(reachable_dir / "a", user="")
+    assert answer.startswith("off: PLAYGROUND_RUN_AS_USER is empty") and uid == 0
 
 
 def test_take_over_gives_root_owned_entries_and_leaves_others(tmp_path: Path) -> None:
@@ -363,7 +365,7 @@ def test_a_data_folder_the_user_cannot_reach_keeps_root_and_hosting_mode_needs_c
     assert (hidden / "accepted").stat().st_uid == 0  # not given away either
 
 
-def drop_in_a_child(data_dir: Path, threads: int = 0) -> tuple[str, int]:
+def drop_in_a_child(data_dir: Path, threads: int = 0, user: str = "nobody") -> tuple[str, int]:
     """privileges.drop() in a forked child (the test process itself must stay root): its answer and
     the uid the child had afterwards."""
     read_end, write_end = os.pipe()
@@ -374,7 +376,7 @@ def drop_in_a_child(data_dir: Path, threads: int = 0) -> tuple[str, int]:
             stop = threading.Event()
             for _ in range(threads):
                 threading.Thread(target=stop.wait, daemon=True).start()
-            answer = drop("nobody", data_dir)
+            answer = drop(user, data_dir)
             os.write(write_end, f"{answer}|{os.getuid()}".encode())
             stop.set()
         except BaseException:  # said to the parent, whose assertion then shows it
