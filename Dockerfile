@@ -18,7 +18,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends libseccomp2 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /srv/playground
-COPY pyproject.toml README.md requirements.lock ./
+COPY pyproject.toml README.md requirements.lock requirements-uv.lock ./
 COPY app ./app
 COPY templates ./templates
 COPY static ./static
@@ -26,8 +26,10 @@ COPY lessons ./lessons
 COPY --from=runtime /srv/playground/runtime ./runtime
 # requirements.lock holds pytest too: the learner's test_server.py runs with it in their sandbox
 # (docs/own-server.md, "The learner's tests"), so it is part of the image, not only of our tests.
-RUN pip install --no-cache-dir --require-hashes -r requirements.lock \
- && pip install --no-cache-dir --no-deps -e . \
+# As `make install`: pip installs uv at its locked version, uv the rest.
+RUN pip install --no-cache-dir --require-hashes -r requirements-uv.lock \
+ && uv pip install -q --system --no-cache --compile-bytecode --require-hashes -r requirements.lock \
+ && uv pip install -q --system --no-cache --no-deps -e . \
  && python -m compileall -q app
 ENV PLAYGROUND_DATA_DIR=/var/lib/playground \
     PYTHONDONTWRITEBYTECODE=1
