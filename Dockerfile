@@ -28,8 +28,8 @@ COPY --from=runtime /srv/playground/runtime ./runtime
 # (docs/own-server.md, "The learner's tests"), so it is part of the image, not only of our tests.
 # As `make install`: pip installs uv at its locked version, uv the rest.
 RUN pip install --no-cache-dir --require-hashes -r requirements-uv.lock \
- && uv pip install -q --system --no-cache --compile-bytecode --require-hashes -r requirements.lock \
- && uv pip install -q --system --no-cache --no-deps -e . \
+ && uv pip install -q --system --system-certs --no-cache --compile-bytecode --require-hashes -r requirements.lock \
+ && uv pip install -q --system --system-certs --no-cache --no-deps -e . \
  && python -m compileall -q app
 ENV PLAYGROUND_DATA_DIR=/var/lib/playground \
     PYTHONDONTWRITEBYTECODE=1

@@ -27,9 +27,9 @@ runtime/%/node_modules/.installed-stamp: runtime/%/package-lock.json
 
 # Exact versions, with hashes, from the lock files (`make lock` writes them anew from pyproject.toml's
 # ranges, keeping every pin it can), installed by uv: pip installs uv at its locked version, and uv
-# installs the rest in a few seconds where pip takes half a minute. The project goes in without its
-# dependencies.
-UV := $(VENV)/bin/uv pip install -q --python $(PY)
+# installs the rest in a few seconds where pip takes half a minute. uv trusts the system's certificate
+# store (a school's proxy may have added its own there). The project goes in without its dependencies.
+UV := $(VENV)/bin/uv pip install -q --system-certs --python $(PY)
 $(STAMP): pyproject.toml requirements-dev.lock requirements-uv.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --require-hashes -r requirements-uv.lock
