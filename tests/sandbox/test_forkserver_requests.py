@@ -315,18 +315,20 @@ def test_signals_that_cross_the_ends_of_every_instance_at_once_are_refused_quiet
     when the app's signal comes: every such signal is refused, and none is logged as hostile. A signal
     to a process that never was an instance still is."""
     spawned = spawn_instances(forkserver, len(RANGE) - 1)  # every instance uid: as many as may live at once
-    for _, ours in spawned:
-        os.close(ours[0])  # end of file on its stdin: a demo server exits by itself
-    ended = {forkserver.recv_op("exited")["pid"] for _ in spawned}
-    assert ended == {pid for pid, _ in spawned}
-    logged = forkserver.stderr.read_text().count("fork server: refused a request")
-    for pid, _ in spawned:
-        forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGTERM}).encode())
+    try:
+        for _, ours in spawned:
+            os.close(ours[0])  # end of file on its stdin: a demo server exits by itself
+        ended = {forkserver.recv_op("exited")["pid"] for _ in spawned}
+        assert ended == {pid for pid, _ in spawned}
+        logged = forkserver.stderr.read_text().count("fork server: refused a request")
+        for pid, _ in spawned:
+            forkserver.send(json.dumps({"op": "signal", "pid": pid, "signal": signal.SIGTERM}).encode())
+            assert "is not a live instance" in forkserver.recv_op("failed")["error"]
+        assert forkserver.stderr.read_text().count("fork server: refused a request") == logged
+        forkserver.send(json.dumps({"op": "signal", "pid": os.getpid(), "signal": signal.SIGTERM}).encode())
         assert "is not a live instance" in forkserver.recv_op("failed")["error"]
-    assert forkserver.stderr.read_text().count("fork server: refused a request") == logged
-    forkserver.send(json.dumps({"op": "signal", "pid": os.getpid(), "signal": signal.SIGTERM}).encode())
-    assert "is not a live instance" in forkserver.recv_op("failed")["error"]
-    assert forkserver.stderr.read_text().count("fork server: refused a request") == logged + 1
-    for _, ours in spawned:
-        for fd in ours[1:]:
-            os.close(fd)
+        assert forkserver.stderr.read_text().count("fork server: refused a request") == logged + 1
+    finally:
+        for _, ours in spawned:
+            for fd in ours[1:]:
+                os.close(fd)

@@ -309,10 +309,10 @@ def test_every_request_works_after_the_drop_with_postgresql(
 def test_the_setting_names_the_user_and_empty_keeps_root(reachable_dir: Path) -> None:
     """The app passes the setting to the drop and reports its answer (one start is enough for that);
     the drop's answer to an empty name is checked in a child."""
-    with AppProcess(reachable_dir / "b", warm_pool_size=1, run_as_user="no-such-user-here") as app:
+    with AppProcess(reachable_dir / "unknown", warm_pool_size=1, run_as_user="no-such-user-here") as app:
         health = httpx.get(app.base + "/healthz", timeout=30).json()
         assert health["privileges"] == "not in force: no user 'no-such-user-here' on this host"
-    answer, uid = drop_in_a_child(reachable_dir / "a", user="")
+    answer, uid = drop_in_a_child(reachable_dir / "empty", user="")
     assert answer.startswith("off: PLAYGROUND_RUN_AS_USER is empty") and uid == 0
 
 
