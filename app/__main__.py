@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from app import logs
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,14 +30,29 @@ def main(argv: list[str] | None = None) -> int:
 
         return check_lessons(settings)
     from app.main import create_app
-    from app.web.wsprotocol import HttpProtocol, WebSocketProtocol
 
     app = create_app(settings)
     # Once the fork server is up, the web process stops being root (app/privileges.py).
     app.state.playground.drop_privileges = True
     app.state.playground.freeze_startup_heap = True
     print(f"MCP Playground on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(
+    config = server_config(app, settings)
+    server = uvicorn.Server(config)
+    # Bound now, while still root (uvicorn would bind only after the lifespan, which drops root):
+    # a port below 1024 works, and the drop never depends on the port.
+    sock = config.bind_socket()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0 if server.started else 1
+
+
+def server_config(app: FastAPI, settings: Settings) -> uvicorn.Config:
+    """uvicorn's settings for the app, as `python -m app` serves it (tests serve it so too)."""
+    from app.web.wsprotocol import HttpProtocol, WebSocketProtocol
+
+    return uvicorn.Config(
         app, host=settings.host, port=settings.port, ws_max_size=settings.max_frame_bytes,
         # uvicorn's httptools protocol, leaving no cycle behind an upgrade, and each connection held
         # to its caps and time-outs (app/web/connections.py), as a WebSocket too once upgraded
@@ -46,15 +65,6 @@ def main(argv: list[str] | None = None) -> int:
         log_config=None,  # our handler (app/logs.py) formats uvicorn's lines too
         proxy_headers=False,  # the client address is decided in one place: app/web/learner.py
     )  # fmt: skip
-    server = uvicorn.Server(config)
-    # Bound now, while still root (uvicorn would bind only after the lifespan, which drops root):
-    # a port below 1024 works, and the drop never depends on the port.
-    sock = config.bind_socket()
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
-    return 0 if server.started else 1
 
 
 if __name__ == "__main__":

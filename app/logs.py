@@ -76,7 +76,11 @@ def configure(log_format: str) -> None:
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
-    # The access log names each request's path; uvicorn's error log names each WebSocket's.
+    redact_uvicorn()
+
+
+def redact_uvicorn() -> None:
+    """The access log names each request's path; uvicorn's error log names each WebSocket's."""
     for name in ("uvicorn.access", "uvicorn.error"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactSecrets) for f in logger.filters):

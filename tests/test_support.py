@@ -1,6 +1,11 @@
 """The suite's own helpers, where a flaw shows up as some other test failing now and then."""
 
 import asyncio
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
 
 from tests.support.appserver import free_port
 from tests.support.clocks import ManualClock, VirtualClock
@@ -42,3 +47,18 @@ async def test_a_manual_clock_wakes_a_sleeper_only_once_advanced_past_its_deadli
     long.cancel()
     await asyncio.gather(long, return_exceptions=True)
     assert clock.sleepers == 0
+
+
+def test_a_served_app_logs_only_its_own_records_and_stops_its_thread(tmp_path: Path) -> None:
+    import threading
+
+    from tests.support.inprocess import ServedApp
+
+    with ServedApp(tmp_path) as app, httpx.Client(base_url=app.base, timeout=30) as client:
+        assert client.get("/healthz").status_code == 200
+        logging.getLogger("tests").warning("a line of the test's own")
+        assert '"GET /healthz HTTP/1.1" 200' in app.log()  # uvicorn's access line, from the app's thread
+        assert "a line of the test's own" not in app.log()
+    assert not [t for t in threading.enumerate() if t.name == f"app-{app.port}"]
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(app.base + "/healthz", timeout=5)

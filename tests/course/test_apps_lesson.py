@@ -18,7 +18,8 @@ from app.protocol.transcript import Transcript
 from app.workspace import starter
 from tests.course.checkhelp import INITIALIZED, fails, init, init_result, note, passes, req, res, text_result
 from tests.course.exercisehelp import exercise, outcomes, run
-from tests.support.appserver import ROOT, AppProcess
+from tests.support.appserver import ROOT
+from tests.support.inprocess import ServedApp
 from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient
 
@@ -434,8 +435,8 @@ def test_the_lessons_app_is_the_reference_solutions() -> None:
 
 
 @pytest.fixture(scope="module")
-def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
-    with AppProcess(tmp_path_factory.mktemp("apps-lesson")) as running:
+def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApp]:
+    with ServedApp(tmp_path_factory.mktemp("apps-lesson")) as running:
         yield running
 
 
@@ -503,7 +504,7 @@ class Console:
             "reason", "no check frame") for n in names}  # fmt: skip
 
 
-async def console(app_server: AppProcess, server: str, step: str, learner: str) -> Console:
+async def console(app_server: ServedApp, server: str, step: str, learner: str) -> Console:
     headers = {"Cookie": f"playground_learner={learner}"}
     client = await EnvelopeClient.connect(
         f"{app_server.ws_base}/ws/{server}?step={step}", additional_headers=headers
@@ -512,7 +513,7 @@ async def console(app_server: AppProcess, server: str, step: str, learner: str) 
     return Console(client)
 
 
-async def test_the_handshake_and_security_steps_pass_through_the_relay(app_server: AppProcess) -> None:
+async def test_the_handshake_and_security_steps_pass_through_the_relay(app_server: ServedApp) -> None:
     learner = app_server.learner_cookie("apps-demo")
     host = await console(app_server, "demo-orders", "mcp-apps/handshake", learner)
     try:
@@ -533,7 +534,7 @@ async def test_the_handshake_and_security_steps_pass_through_the_relay(app_serve
     assert "shipped" in reasons["app-call-allowed"]
 
 
-async def test_the_learners_own_app_round_trip_through_the_relay(app_server: AppProcess) -> None:
+async def test_the_learners_own_app_round_trip_through_the_relay(app_server: ServedApp) -> None:
     learner = app_server.learner_cookie("apps-own")
     app_server.save_server(
         "apps-own", (ROOT / "lessons" / "solutions" / "25-app.py").read_text(encoding="utf-8")

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
+from tests.support.inprocess import ServedApp
 from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient
 
 CATALOG = course()
 
 
-async def connect(live_app, step: str) -> EnvelopeClient:
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApp]:
+    with ServedApp(tmp_path_factory.mktemp("console-checks")) as app:
+        yield app
+
+
+async def connect(app: ServedApp, step: str) -> EnvelopeClient:
     return await EnvelopeClient.connect(
-        f"{live_app.ws_base}/ws/demo-orders?step={step}",
-        additional_headers={"Cookie": f"{COOKIE}={live_app.learner_cookie('console')}"},
+        f"{app.ws_base}/ws/demo-orders?step={step}",
+        additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie('console')}"},
     )
 
 
@@ -29,10 +38,10 @@ async def check_frame(client: EnvelopeClient, name: str, passed: bool) -> dict[s
             return frame
 
 
-async def test_the_versions_console_passes_its_check_and_the_page_shows_it(live_app) -> None:
+async def test_the_versions_console_passes_its_check_and_the_page_shows_it(app) -> None:
     step = CATALOG.step("initialize-handshake/versions")
     assert step is not None and step.console is not None
-    client = await connect(live_app, step.slug)
+    client = await connect(app, step.slug)
     try:
         await client.recv_type("state")
         await client.send_text(step.console.message)  # exactly what the editor starts with
@@ -41,17 +50,15 @@ async def test_the_versions_console_passes_its_check_and_the_page_shows_it(live_
         assert "'1999-01-01'" in frame["reason"] and "'2025-11-25'" in frame["reason"]
     finally:
         await client.close()
-    page = httpx.get(
-        live_app.base + step.url, cookies={COOKIE: live_app.learner_cookie("console")}, timeout=30
-    )
+    page = httpx.get(app.base + step.url, cookies={COOKIE: app.learner_cookie("console")}, timeout=30)
     soup = BeautifulSoup(page.text, "html.parser")
     assert soup.select_one('li.check[data-check="version-counter-offer"]')["data-passed"] == "true"
 
 
-async def test_initialized_check_fails_with_a_reason_then_passes(live_app) -> None:
+async def test_initialized_check_fails_with_a_reason_then_passes(app) -> None:
     step = CATALOG.step("initialize-handshake/initialized")
     assert step is not None and step.console is not None
-    client = await connect(live_app, step.slug)
+    client = await connect(app, step.slug)
     try:
         await client.recv_type("state")
         await client.send_text(step.console.message)

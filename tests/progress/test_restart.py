@@ -1,4 +1,4 @@
-"""Progress is kept on disk: it survives stopping and starting the real app."""
+"""Progress is kept on disk: it survives stopping the app and starting it again on the same data folder."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from bs4 import BeautifulSoup
 
 from app.protocol import messages
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.procs import wait_until
 from tests.support.wsclient import EnvelopeClient
 
@@ -18,7 +18,7 @@ STEP = "initialize-handshake/versions"
 
 def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with AppProcess(data, warm_pool_size=1) as first, first.client() as client:
+    with ServedApp(data, warm_pool_size=1) as first, first.client() as client:
         client.post("/api/identity").raise_for_status()  # an identity, as a console page asks
         assert client.get(f"/course/{STEP}").status_code == 200
         cookie = client.cookies[COOKIE]
@@ -30,7 +30,7 @@ def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
         # The pass is recorded off the event loop, moments after its frame.
         assert wait_until(lambda: client.get("/api/progress").json()["steps"][STEP]["checks"] != {}, 30)
 
-    with AppProcess(data, warm_pool_size=1) as second:
+    with ServedApp(data, warm_pool_size=1) as second:
         with second.client(cookies={COOKIE: cookie}) as client:
             progress = client.get("/api/progress").json()
             assert progress["display_name"] == "Ada"
@@ -45,7 +45,7 @@ def test_progress_survives_an_app_restart(tmp_path: Path) -> None:
             assert "right" in soup.select_one("form#quiz-unknown-revision .quiz-verdict")["class"]
 
 
-async def pass_the_versions_check(app: AppProcess, cookie: str) -> None:
+async def pass_the_versions_check(app: ServedApp, cookie: str) -> None:
     client = await EnvelopeClient.connect(
         f"{app.ws_base}/ws/demo-orders?step={STEP}", additional_headers={"Cookie": f"{COOKIE}={cookie}"}
     )

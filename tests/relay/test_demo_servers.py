@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.protocol import messages
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.wsclient import McpClient
 
 META = messages.envelope()
@@ -18,12 +18,12 @@ CLIENT_INFO = {"name": "t", "version": "1"}
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("demo-relay"), warm_pool_size=1) as app:
+    with ServedApp(tmp_path_factory.mktemp("demo-relay"), warm_pool_size=1) as app:
         yield app
 
 
 async def session(
-    app: AppProcess, server: str, capabilities: dict | None = None, version: str = "2025-11-25"
+    app: ServedApp, server: str, capabilities: dict | None = None, version: str = "2025-11-25"
 ) -> McpClient:
     client = await McpClient.connect(f"{app.ws_base}/ws/{server}")
     opening, done = messages.handshake(1, version, capabilities=capabilities, client_info=CLIENT_INFO)
@@ -41,7 +41,7 @@ async def until_result(client: McpClient, id_: Any) -> tuple[dict, list[dict]]:
     return message, before
 
 
-async def test_assistant_uses_roots_only_when_declared(app: AppProcess) -> None:
+async def test_assistant_uses_roots_only_when_declared(app: ServedApp) -> None:
     declared = await session(app, "demo-assistant", {"roots": {}})
     try:
         await declared.start_tool(2, "find_itineraries")
@@ -69,7 +69,7 @@ async def test_assistant_uses_roots_only_when_declared(app: AppProcess) -> None:
         await undeclared.close()
 
 
-async def test_inventory_announces_a_changed_tool_list(app: AppProcess) -> None:
+async def test_inventory_announces_a_changed_tool_list(app: ServedApp) -> None:
     client = await session(app, "demo-inventory")
     try:
         await client.start_tool(2, "open_returns_desk")
@@ -84,7 +84,7 @@ async def test_inventory_announces_a_changed_tool_list(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_monitor_notifies_subscribers_and_reports_progress_only_when_asked(app: AppProcess) -> None:
+async def test_monitor_notifies_subscribers_and_reports_progress_only_when_asked(app: ServedApp) -> None:
     client = await session(app, "demo-monitor")
     try:
         uri = "sensor://greenhouse/temperature"
@@ -110,7 +110,7 @@ async def test_monitor_notifies_subscribers_and_reports_progress_only_when_asked
         await client.close()
 
 
-async def test_legacy_counter_offers_its_only_revision(app: AppProcess) -> None:
+async def test_legacy_counter_offers_its_only_revision(app: ServedApp) -> None:
     client = await McpClient.connect(f"{app.ws_base}/ws/demo-legacy")
     try:
         reply = await client.call(1, "initialize", messages.initialize(client_info=CLIENT_INFO)["params"])
@@ -119,7 +119,7 @@ async def test_legacy_counter_offers_its_only_revision(app: AppProcess) -> None:
         await client.close()  # a client that needs 2025-11-25 disconnects
 
 
-async def test_stateless_discover_and_refusals(app: AppProcess) -> None:
+async def test_stateless_discover_and_refusals(app: ServedApp) -> None:
     client = await McpClient.connect(f"{app.ws_base}/ws/demo-stateless")
     try:
         found = await client.call(1, "server/discover", {"_meta": META})
@@ -135,7 +135,7 @@ async def test_stateless_discover_and_refusals(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_flaky_stray_response_passes_through_unchanged(app: AppProcess) -> None:
+async def test_flaky_stray_response_passes_through_unchanged(app: ServedApp) -> None:
     client = await session(app, "demo-flaky")
     try:
         await client.start_tool(2, "unknown_id")

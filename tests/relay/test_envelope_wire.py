@@ -8,17 +8,17 @@ import time
 import httpx
 import pytest
 
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.wsclient import EnvelopeClient, init_request
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("envelope-app")) as app:
+    with ServedApp(tmp_path_factory.mktemp("envelope-app")) as app:
         yield app
 
 
-async def connect(app: AppProcess, server: str = "demo-orders", query: str = "", learner: str | None = None,
+async def connect(app: ServedApp, server: str = "demo-orders", query: str = "", learner: str | None = None,
                   subprotocol: str | None = "playground.v1") -> EnvelopeClient:  # fmt: skip
     headers = {"Cookie": f"playground_learner={learner}"} if learner else None
     return await EnvelopeClient.connect(
@@ -28,7 +28,7 @@ async def connect(app: AppProcess, server: str = "demo-orders", query: str = "",
 
 @pytest.mark.parametrize("subprotocol", ["playground.v1", None])
 async def test_state_then_sent_and_received_paired_with_round_trip(
-    app: AppProcess, subprotocol: str | None
+    app: ServedApp, subprotocol: str | None
 ) -> None:
     client = await connect(app, subprotocol=subprotocol)
     try:
@@ -51,7 +51,7 @@ async def test_state_then_sent_and_received_paired_with_round_trip(
         await client.close()
 
 
-async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess) -> None:
+async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: ServedApp) -> None:
     client = await connect(app, learner=app.learner_cookie("a"))
     try:
         session = (await client.recv_type("state"))["session"]
@@ -86,7 +86,7 @@ async def test_bad_input_gets_a_relay_error_and_nothing_is_sent(app: AppProcess)
         await client.close()
 
 
-async def test_a_console_frame_of_many_values_is_not_read_and_the_console_goes_on(app: AppProcess) -> None:
+async def test_a_console_frame_of_many_values_is_not_read_and_the_console_goes_on(app: ServedApp) -> None:
     # 3.7 MiB of `[],[],...` beside the frame's type, under the 4 MiB frame cap: parsing it took the web
     # process 92 ms, so ten a second from one console took almost a core.
     client = await connect(app, learner=app.learner_cookie("many-values"))
@@ -105,7 +105,7 @@ async def test_a_console_frame_of_many_values_is_not_read_and_the_console_goes_o
         await client.close()
 
 
-async def test_findings_explain_the_message(app: AppProcess) -> None:
+async def test_findings_explain_the_message(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.recv_type("state")
@@ -128,7 +128,7 @@ async def test_findings_explain_the_message(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_counter_offer_is_explained(app: AppProcess) -> None:
+async def test_counter_offer_is_explained(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.recv_type("state")
@@ -140,7 +140,7 @@ async def test_counter_offer_is_explained(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_non_json_server_line_stderr_and_exit(app: AppProcess) -> None:
+async def test_non_json_server_line_stderr_and_exit(app: ServedApp) -> None:
     client = await connect(app, server="demo-flaky")
     try:
         await client.recv_type("state")
@@ -164,7 +164,7 @@ async def test_non_json_server_line_stderr_and_exit(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_restart_gives_a_fresh_server(app: AppProcess) -> None:
+async def test_restart_gives_a_fresh_server(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.recv_type("state")
@@ -181,7 +181,7 @@ async def test_restart_gives_a_fresh_server(app: AppProcess) -> None:
 
 
 async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_reads_it(
-    app: AppProcess,
+    app: ServedApp,
 ) -> None:
     first = await connect(app, learner=app.learner_cookie("a"))
     state = await first.recv_type("state")
@@ -219,7 +219,8 @@ async def test_reconnect_within_grace_finds_the_transcript_and_only_its_owner_re
         await again.close()
 
 
-async def test_whole_replays_and_exports_in_a_loop_wait_their_turn(app: AppProcess) -> None:
+@pytest.mark.slow  # the replay pace, on the real clock
+async def test_whole_replays_and_exports_in_a_loop_wait_their_turn(app: ServedApp) -> None:
     # Sending 1.5 MiB of a transcript back costs what reading it did, and is paced the same way (1 MiB
     # at once, then 1 MiB a second): unpaced, a client reconnecting in a loop for the whole replay
     # took the web process's core, and so did a loop of exports. Each still gets all of it.
@@ -260,7 +261,7 @@ async def test_whole_replays_and_exports_in_a_loop_wait_their_turn(app: AppProce
     assert took >= 3.2, f"three exports of 1.5 MiB in {took:.2f} s: not paced"
 
 
-async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> None:
+async def test_another_learner_cannot_take_over_a_session(app: ServedApp) -> None:
     first = await connect(app, learner=app.learner_cookie("a"))
     session = (await first.recv_type("state"))["session"]
     first.ws.transport.abort()
@@ -274,7 +275,7 @@ async def test_another_learner_cannot_take_over_a_session(app: AppProcess) -> No
 
 
 async def test_a_full_relay_sends_full_then_closes_1013(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(tmp_path, max_sessions=1, outside_class_share=1.0) as small:  # the global cap alone
+    with ServedApp(tmp_path, max_sessions=1, outside_class_share=1.0) as small:  # the global cap alone
         first = await connect(small)
         try:
             await first.recv_type("state")
@@ -287,7 +288,7 @@ async def test_a_full_relay_sends_full_then_closes_1013(tmp_path) -> None:  # no
             await first.close()
 
 
-async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: AppProcess) -> None:
+async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: ServedApp) -> None:
     first = await connect(app, learner=app.learner_cookie("a"))
     session = (await first.recv_type("state"))["session"]
     await first.close()  # close code 1000: the page was left on purpose
@@ -305,7 +306,7 @@ async def test_a_goodbye_ends_the_session_at_once_and_frees_its_place(app: AppPr
 
 
 async def test_odd_values_where_the_explanations_look_things_up_are_explained_not_fatal(
-    app: AppProcess,
+    app: ServedApp,
 ) -> None:
     # Each passes the relay's JSON-RPC checks and reaches the server; explaining it must not end the
     # connection (a list or an object cannot be looked up in a table of known values).
@@ -327,7 +328,7 @@ async def test_odd_values_where_the_explanations_look_things_up_are_explained_no
 # --- the console as an MCP Apps host (docs/websocket.md, "MCP Apps") ------------------------------
 
 
-async def test_app_messages_are_recorded_and_an_apps_call_goes_under_a_fresh_id(app: AppProcess) -> None:
+async def test_app_messages_are_recorded_and_an_apps_call_goes_under_a_fresh_id(app: ServedApp) -> None:
     learner = app.learner_cookie("apps")
     client = await connect(app, learner=learner)
     try:
@@ -367,7 +368,7 @@ async def test_app_messages_are_recorded_and_an_apps_call_goes_under_a_fresh_id(
         await client.close()
 
 
-async def test_the_host_frames_refuse_what_is_not_theirs(app: AppProcess) -> None:
+async def test_the_host_frames_refuse_what_is_not_theirs(app: ServedApp) -> None:
     client = await connect(app, learner=app.learner_cookie("apps-bad"))
     try:
         await client.recv_type("state")

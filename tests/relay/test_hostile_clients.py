@@ -19,7 +19,7 @@ from bs4 import BeautifulSoup
 from app.progress.sqlite import SQLiteProgressStore
 from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.procs import wait_until_async
 from tests.support.wsclient import EnvelopeClient, McpClient
 
@@ -35,7 +35,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):
                     outside_class_share=0.5, max_messages_per_10s=LIMIT, max_restarts_per_min=2,
                     transcript_max_bytes=20_000, reconnect_grace_s=1.0,
                     new_sessions_per_min=NEW_PER_MIN)  # fmt: skip
-    with AppProcess(tmp_path_factory.mktemp("hostile"), **settings) as app:
+    with ServedApp(tmp_path_factory.mktemp("hostile"), **settings) as app:
         yield app
 
 
@@ -46,14 +46,14 @@ def headers(address: str, cookie: str | None = None) -> dict[str, str]:
     return out
 
 
-def mint(app: AppProcess, address: str) -> str:
+def mint(app: ServedApp, address: str) -> str:
     """A fresh learner identity, as a console's page gets one before it opens a WebSocket."""
     reply = app.post("/api/identity", headers={"X-Forwarded-For": address})
     reply.raise_for_status()
     return reply.cookies[COOKIE]
 
 
-async def test_cookieless_and_forged_cookie_clients_share_their_address_cap(app: AppProcess) -> None:
+async def test_cookieless_and_forged_cookie_clients_share_their_address_cap(app: ServedApp) -> None:
     url = app.ws_base + "/ws/demo-orders"
     address = "198.51.100.1"
     held = [await McpClient.connect(url, additional_headers=headers(address)) for _ in range(2)]
@@ -71,7 +71,7 @@ async def test_cookieless_and_forged_cookie_clients_share_their_address_cap(app:
             await client.close()
 
 
-async def test_minted_identities_cannot_lock_out_a_class_member(app: AppProcess) -> None:
+async def test_minted_identities_cannot_lock_out_a_class_member(app: ServedApp) -> None:
     url = app.ws_base + "/ws/demo-orders"
     address = "198.51.100.3"
     consoles = []
@@ -108,7 +108,7 @@ async def test_minted_identities_cannot_lock_out_a_class_member(app: AppProcess)
             await console.close()
 
 
-async def test_a_flood_is_answered_then_closed_and_others_keep_their_answers(app: AppProcess) -> None:
+async def test_a_flood_is_answered_then_closed_and_others_keep_their_answers(app: ServedApp) -> None:
     flooder = await EnvelopeClient.connect(f"{app.ws_base}/ws/demo-orders?step={STEP}",
                                            additional_headers=headers("198.51.100.5"))  # fmt: skip
     bystander = await McpClient.connect(
@@ -145,7 +145,7 @@ def padded_ping(id_: int, size: int) -> str:
     )
 
 
-async def test_big_messages_are_read_at_the_sessions_pace_and_nobody_else_waits(app: AppProcess) -> None:
+async def test_big_messages_are_read_at_the_sessions_pace_and_nobody_else_waits(app: ServedApp) -> None:
     # Eight valid 512 KiB messages, 4 MiB, from one client at once. The default pace reads a second's
     # worth (1 MiB) at once, then 1 MiB a second: the eighth is read 2.5 s after the first at the
     # earliest. Each is answered; another client is answered meanwhile.
@@ -170,7 +170,7 @@ async def test_big_messages_are_read_at_the_sessions_pace_and_nobody_else_waits(
         await bystander.close()
 
 
-async def test_reconnecting_does_not_reset_the_pace(app: AppProcess) -> None:
+async def test_reconnecting_does_not_reset_the_pace(app: ServedApp) -> None:
     # Four 768 KiB messages leave the session 2 MiB past its first second's worth: whatever comes
     # next is read 2 s after the first at the earliest, on this connection or on the next.
     address = "198.51.100.52"
@@ -200,7 +200,7 @@ async def sender_sends(client: McpClient, texts: list[str]) -> None:
 
 
 async def test_a_message_of_too_many_values_is_refused_unread_in_both_modes_and_each_goes_on(
-    app: AppProcess,
+    app: ServedApp,
 ) -> None:
     # 20,000 empty arrays: 60 KB, and a tenth of what a 1 MiB frame of them would cost the relay to read.
     many = json.dumps(
@@ -236,7 +236,7 @@ async def test_a_message_of_too_many_values_is_refused_unread_in_both_modes_and_
         await client.close()
 
 
-async def test_restarts_have_their_own_smaller_budget(app: AppProcess) -> None:
+async def test_restarts_have_their_own_smaller_budget(app: ServedApp) -> None:
     console = await EnvelopeClient.connect(
         app.ws_base + "/ws/demo-orders", additional_headers=headers("198.51.100.7")
     )
@@ -259,7 +259,7 @@ async def test_restarts_have_their_own_smaller_budget(app: AppProcess) -> None:
         await console.close()
 
 
-async def test_a_transcript_keeps_to_its_byte_budget(app: AppProcess) -> None:
+async def test_a_transcript_keeps_to_its_byte_budget(app: ServedApp) -> None:
     cookie = mint(app, "198.51.100.8")
     console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
                                            additional_headers=headers("198.51.100.8", cookie))  # fmt: skip
@@ -281,7 +281,7 @@ async def test_a_transcript_keeps_to_its_byte_budget(app: AppProcess) -> None:
 
 
 @pytest.mark.slow  # the grace timer, on the real clock
-async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes(app: AppProcess) -> None:
+async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes(app: ServedApp) -> None:
     address = "198.51.100.9"
     cookie = mint(app, address)
     console = await EnvelopeClient.connect(
@@ -301,12 +301,12 @@ async def test_a_dropped_connection_ends_its_server_when_the_grace_period_passes
     assert live == live_before - 1
 
 
-def live_sessions(app: AppProcess) -> int:
+def live_sessions(app: ServedApp) -> int:
     return httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
 
 
-async def test_opening_and_closing_in_a_loop_is_refused_past_the_rate(app: AppProcess) -> None:
-    """Each new session starts a sandboxed server: one client opening and closing as fast as it can (1300
+async def test_opening_and_closing_in_a_loop_is_refused_past_the_rate(app: ServedApp) -> None:
+    """Each new session starts a server: one client opening and closing as fast as it can (1300
     sessions in 10 s before this limit) took the machine's CPU from every other learner."""
     url = app.ws_base + "/ws/demo-orders"
     address = "198.51.100.40"
@@ -346,7 +346,7 @@ async def test_opening_and_closing_in_a_loop_is_refused_past_the_rate(app: AppPr
 @pytest.fixture(scope="module")
 def strict_app(tmp_path_factory: pytest.TempPathFactory):
     """No trusted proxy, and few new identities per address."""
-    with AppProcess(tmp_path_factory.mktemp("strict"), trusted_proxies=[], new_learners_per_address=3,
+    with ServedApp(tmp_path_factory.mktemp("strict"), trusted_proxies=[], new_learners_per_address=3,
                     warm_pool_size=1) as app:  # fmt: skip
         yield app
 
@@ -369,7 +369,7 @@ def test_new_identities_per_address_are_limited_and_forwarded_for_is_ignored_fro
     assert httpx.get(strict_app.base + "/static/style.css", timeout=30).status_code == 200
 
 
-def test_an_unsigned_cookie_is_no_identity_even_for_a_known_learner(app: AppProcess) -> None:
+def test_an_unsigned_cookie_is_no_identity_even_for_a_known_learner(app: ServedApp) -> None:
     old = "an-old-learner-id-0123456789"
     store = SQLiteProgressStore(app.data_dir / PROGRESS_DB)
     store.open()

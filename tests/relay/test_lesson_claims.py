@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.lessons import course
 from tests.support.wsclient import EnvelopeClient, McpClient
 
@@ -24,7 +24,7 @@ def step():
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("lesson-claims"), warm_pool_size=1) as app:
+    with ServedApp(tmp_path_factory.mktemp("lesson-claims"), warm_pool_size=1) as app:
         yield app
 
 

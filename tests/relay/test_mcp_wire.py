@@ -11,7 +11,7 @@ import websockets
 
 from app.protocol import messages
 from tests.support import seed003
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.wsclient import McpClient
 
 NEST = 5_000  # past the parser's depth, within the values a message may hold (10,000)
@@ -67,16 +67,16 @@ def app(tmp_path_factory: pytest.TempPathFactory):
     # Every raw client here comes from 127.0.0.1 without a learner cookie: one owner, by address,
     # whose cap the twenty-at-once test needs raised, as its rate of new sessions (this module opens
     # about a hundred in a minute or two).
-    with AppProcess(tmp_path_factory.mktemp("relay-app"), max_sessions_per_learner=25,
+    with ServedApp(tmp_path_factory.mktemp("relay-app"), max_sessions_per_learner=25,
                     new_sessions_per_min=1000) as app:  # fmt: skip
         yield app
 
 
-async def connect(app: AppProcess, server: str = "demo-orders", **kwargs) -> McpClient:
+async def connect(app: ServedApp, server: str = "demo-orders", **kwargs) -> McpClient:
     return await McpClient.connect(f"{app.ws_base}/ws/{server}", **kwargs)
 
 
-async def test_seed_003_transcript_through_the_relay(app: AppProcess) -> None:
+async def test_seed_003_transcript_through_the_relay(app: ServedApp) -> None:
     client = await connect(app)
     try:
         assert client.ws.subprotocol == "mcp"
@@ -93,7 +93,7 @@ async def test_seed_003_transcript_through_the_relay(app: AppProcess) -> None:
 
 @pytest.mark.parametrize("name,frame,code", BAD_FRAMES, ids=[b[0] for b in BAD_FRAMES])
 async def test_bad_frame_gets_exactly_one_error_and_the_session_goes_on(
-    app: AppProcess, name: str, frame: str | bytes, code: int
+    app: ServedApp, name: str, frame: str | bytes, code: int
 ) -> None:
     client = await connect(app)
     try:
@@ -110,7 +110,7 @@ async def test_bad_frame_gets_exactly_one_error_and_the_session_goes_on(
         await client.close()
 
 
-async def test_parse_error_says_where(app: AppProcess) -> None:
+async def test_parse_error_says_where(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.send('{\n  "jsonrpc": "2.0",\n  "id": 1\n  "method": "ping"\n}')
@@ -121,7 +121,7 @@ async def test_parse_error_says_where(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_invalid_request_keeps_a_valid_id(app: AppProcess) -> None:
+async def test_invalid_request_keeps_a_valid_id(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.send('{"jsonrpc":"2.0","id":"abc","method":"ping","params":[1]}')
@@ -132,7 +132,7 @@ async def test_invalid_request_keeps_a_valid_id(app: AppProcess) -> None:
         await client.close()
 
 
-async def test_oversize_message_is_refused_and_the_session_goes_on(app: AppProcess) -> None:
+async def test_oversize_message_is_refused_and_the_session_goes_on(app: ServedApp) -> None:
     client = await connect(app, max_size=None)
     try:
         big = json.dumps(
@@ -147,7 +147,7 @@ async def test_oversize_message_is_refused_and_the_session_goes_on(app: AppProce
         await client.close()
 
 
-def test_a_frame_over_the_hard_cap_is_closed_1009(app: AppProcess) -> None:
+def test_a_frame_over_the_hard_cap_is_closed_1009(app: ServedApp) -> None:
     # Only the frame's header is sent, announcing 5 MiB: the server must refuse it from the header
     # alone. (Sending the 5 MiB races the server's close: a reset can swallow the close frame.)
     import base64
@@ -176,14 +176,14 @@ def test_a_frame_over_the_hard_cap_is_closed_1009(app: AppProcess) -> None:
         assert struct.unpack("!H", frame[2:4])[0] == 1009
 
 
-async def test_invalid_utf8_in_a_text_frame_is_closed_1007(app: AppProcess) -> None:
+async def test_invalid_utf8_in_a_text_frame_is_closed_1007(app: ServedApp) -> None:
     client = await connect(app)
     await client.ws.send(b'{"jsonrpc":"2.0","id":1,"method":"\xff"}', text=True)
     code, _ = await client.closed()
     assert code == 1007
 
 
-async def test_multiline_and_line_separator_messages_are_forwarded_intact(app: AppProcess) -> None:
+async def test_multiline_and_line_separator_messages_are_forwarded_intact(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.initialize()
@@ -200,7 +200,7 @@ async def test_multiline_and_line_separator_messages_are_forwarded_intact(app: A
         await client.close()
 
 
-async def test_notifications_get_no_reply_even_unknown_ones(app: AppProcess) -> None:
+async def test_notifications_get_no_reply_even_unknown_ones(app: ServedApp) -> None:
     client = await connect(app)
     try:
         await client.initialize()
@@ -211,7 +211,7 @@ async def test_notifications_get_no_reply_even_unknown_ones(app: AppProcess) -> 
         await client.close()
 
 
-async def test_a_foreign_origin_is_refused(app: AppProcess) -> None:
+async def test_a_foreign_origin_is_refused(app: ServedApp) -> None:
     with pytest.raises(websockets.InvalidStatus) as refused:
         await connect(app, origin="http://evil.example")
     assert refused.value.response.status_code == 403
@@ -219,13 +219,13 @@ async def test_a_foreign_origin_is_refused(app: AppProcess) -> None:
     await client.close()
 
 
-async def test_an_unknown_server_is_refused_with_404(app: AppProcess) -> None:
+async def test_an_unknown_server_is_refused_with_404(app: ServedApp) -> None:
     with pytest.raises(websockets.InvalidStatus) as refused:
         await connect(app, server="no-such-server")
     assert refused.value.response.status_code == 404
 
 
-async def test_server_exit_closes_1011_with_the_status(app: AppProcess) -> None:
+async def test_server_exit_closes_1011_with_the_status(app: ServedApp) -> None:
     client = await connect(app, server="demo-flaky")
     await client.initialize()
     await client.start_tool(2, "crash", status=7)
@@ -234,7 +234,7 @@ async def test_server_exit_closes_1011_with_the_status(app: AppProcess) -> None:
     assert "exited with status 7" in reason
 
 
-async def test_server_initiated_requests_pass_both_ways(app: AppProcess) -> None:
+async def test_server_initiated_requests_pass_both_ways(app: ServedApp) -> None:
     client = await connect(app, server="demo-assistant")
     try:
         opening, done = messages.handshake(
@@ -254,7 +254,7 @@ async def test_server_initiated_requests_pass_both_ways(app: AppProcess) -> None
         await client.close()
 
 
-async def test_twenty_sessions_at_once(app: AppProcess) -> None:
+async def test_twenty_sessions_at_once(app: ServedApp) -> None:
     async def one(i: int) -> str:
         client = await connect(app)  # no cookie: each connection is its own learner
         try:
@@ -268,7 +268,7 @@ async def test_twenty_sessions_at_once(app: AppProcess) -> None:
 
 
 async def test_rate_limit_answers_with_an_error_and_keeps_the_session(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(tmp_path, max_messages_per_10s=5) as small:
+    with ServedApp(tmp_path, max_messages_per_10s=5) as small:
         client = await McpClient.connect(small.ws_base + "/ws/demo-orders")
         try:
             for i in range(5):
@@ -282,7 +282,7 @@ async def test_rate_limit_answers_with_an_error_and_keeps_the_session(tmp_path) 
 
 
 async def test_a_full_relay_refuses_the_handshake_with_503(tmp_path) -> None:  # noqa: ANN001
-    with AppProcess(tmp_path, max_sessions=1, outside_class_share=1.0) as small:  # the global cap alone
+    with ServedApp(tmp_path, max_sessions=1, outside_class_share=1.0) as small:  # the global cap alone
         first = await McpClient.connect(small.ws_base + "/ws/demo-orders")
         try:
             with pytest.raises(websockets.InvalidStatus) as refused:

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.protocol.jsonrpc import Frame, FrameError, parse_client_text
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.wsclient import McpClient
 
 LIMIT = 1024 * 1024
@@ -69,17 +69,18 @@ def test_every_text_is_a_frame_or_an_error_and_never_raises(text: str) -> None:
 def app(tmp_path_factory: pytest.TempPathFactory):
     # One session per generated frame, all from 127.0.0.1 without a cookie (one owner): more than a
     # minute's default of new sessions, so that rate is raised by name with the message rate.
-    with AppProcess(tmp_path_factory.mktemp("props"), max_messages_per_10s=100_000,
+    with ServedApp(tmp_path_factory.mktemp("props"), max_messages_per_10s=100_000,
                     new_sessions_per_min=10_000) as app:  # fmt: skip
         yield app
 
 
+@pytest.mark.slow  # 60 examples over the live relay
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(frames())
 # Rare in the generated frames, so always tried: a client's response to a request nobody made.
 @example('{"id": 0, "result": {}, "jsonrpc": "2.0"}')
 @example('{"id": "x", "error": {"code": -1, "message": "no"}, "jsonrpc": "2.0"}')
-def test_over_the_live_relay_never_silence_never_a_dead_session(app: AppProcess, text: str) -> None:
+def test_over_the_live_relay_never_silence_never_a_dead_session(app: ServedApp, text: str) -> None:
     expected = parse_client_text(text, LIMIT)
 
     async def exchange() -> None:

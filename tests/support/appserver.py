@@ -49,16 +49,11 @@ def learner_id_of(cookie: str) -> str:
     return cookie.rpartition(".")[0]
 
 
-class AppProcess:
-    def __init__(self, data_dir: Path, **settings: object) -> None:
-        self.port = free_port()
-        self.data_dir = data_dir
-        self.host = str(settings.pop("host")) if "host" in settings else None  # --host, not a setting
-        self.settings = settings
-        self.proc: subprocess.Popen | None = None
-        self._learners: dict[str, str] = {}
-        self.log_path = data_dir / f"app-{self.port}.log"
-        self.uid_base = int(settings.pop("uid_base", 1_000_000 + self.port * 1000))  # type: ignore[call-overload]
+class Pages:
+    """What a test does as a visitor of an app served on `self.port`: pages, APIs, WebSockets."""
+
+    port: int
+    _learners: dict[str, str]
 
     @property
     def base(self) -> str:
@@ -67,39 +62,6 @@ class AppProcess:
     @property
     def ws_base(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
-        env["PLAYGROUND_DATA_DIR"] = str(self.data_dir)
-        # Each test app gets its own uid range, so apps running side by side never share a uid.
-        env["PLAYGROUND_UID_BASE"] = str(self.uid_base)
-        for key, value in self.settings.items():
-            env[f"PLAYGROUND_{key.upper()}"] = value if isinstance(value, str) else json.dumps(value)
-        env["PYTHONPATH"] = str(ROOT)
-        return env
-
-    def start(self) -> AppProcess:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        host = ["--host", self.host] if self.host else []
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "--port", str(self.port), *host],
-            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        log.close()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        with httpx.Client(timeout=2, verify=TLS) as probe:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"the app exited with {self.proc.returncode}:\n{self.log()}")
-                try:
-                    if probe.get(self.base + "/healthz").status_code == 200:
-                        return self
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.05)  # polling with a deadline, not a fixed wait
-        self.stop()
-        raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
 
     def client(self, **kwargs: Any) -> httpx.Client:
         """An HTTP client that acts as a page of this site does: its state changes carry this site's
@@ -141,6 +103,53 @@ class AppProcess:
         from app.web.learner import COOKIE
 
         return {"Cookie": f"{COOKIE}={self.learner_cookie(learner)}"}
+
+
+class AppProcess(Pages):
+    """`python -m app` as a subprocess: the sandbox, root's drop, every layer as deployed."""
+
+    def __init__(self, data_dir: Path, **settings: object) -> None:
+        self.port = free_port()
+        self.data_dir = data_dir
+        self.host = str(settings.pop("host")) if "host" in settings else None  # --host, not a setting
+        self.settings = settings
+        self.proc: subprocess.Popen | None = None
+        self._learners: dict[str, str] = {}
+        self.log_path = data_dir / f"app-{self.port}.log"
+        self.uid_base = int(settings.pop("uid_base", 1_000_000 + self.port * 1000))  # type: ignore[call-overload]
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+        env["PLAYGROUND_DATA_DIR"] = str(self.data_dir)
+        # Each test app gets its own uid range, so apps running side by side never share a uid.
+        env["PLAYGROUND_UID_BASE"] = str(self.uid_base)
+        for key, value in self.settings.items():
+            env[f"PLAYGROUND_{key.upper()}"] = value if isinstance(value, str) else json.dumps(value)
+        env["PYTHONPATH"] = str(ROOT)
+        return env
+
+    def start(self) -> AppProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        host = ["--host", self.host] if self.host else []
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app", "--port", str(self.port), *host],
+            cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        with httpx.Client(timeout=2, verify=TLS) as probe:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"the app exited with {self.proc.returncode}:\n{self.log()}")
+                try:
+                    if probe.get(self.base + "/healthz").status_code == 200:
+                        return self
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)  # polling with a deadline, not a fixed wait
+        self.stop()
+        raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
 
     def log(self) -> str:
         try:

@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 from app.config import Settings
 from app.web.state import PROGRESS_DB
 from tests.support.appserver import AppProcess
-from tests.support.inprocess import InProcessApp
+from tests.support.inprocess import InProcessApp, ServedApp
 from tests.support.wsclient import EnvelopeClient
 
 TOKEN = "instructor-token-for-credential-tests"
@@ -23,8 +23,8 @@ LIMIT = 3
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("credentials"), instructor_token=TOKEN, warm_pool_size=1,
-                    failed_attempts_per_address=LIMIT) as app:  # fmt: skip
+    with ServedApp(tmp_path_factory.mktemp("credentials"), instructor_token=TOKEN, warm_pool_size=1,
+                   failed_attempts_per_address=LIMIT) as app:  # fmt: skip
         yield app
 
 
@@ -41,7 +41,7 @@ def where(n: int) -> dict[str, str]:
     return {"X-Forwarded-For": f"203.0.113.{n}"}
 
 
-def rows(app: AppProcess | InProcessApp, table: str) -> int:
+def rows(app: ServedApp | InProcessApp, table: str) -> int:
     with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
         return db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
@@ -76,14 +76,14 @@ def test_wrong_tokens_are_throttled_per_address(site: InProcessApp) -> None:
         assert other.post("/instructor/login", data={"token": "guess"}).status_code == 401
 
 
-def class_code(app: AppProcess | InProcessApp, name: str) -> str:
+def class_code(app: ServedApp | InProcessApp, name: str) -> str:
     with app.client(headers={"Authorization": f"Bearer {TOKEN}", **where(250)}) as teacher:
         made = teacher.post("/instructor/classes", data={"name": name})
         page = BeautifulSoup(teacher.get(made.headers["location"]).text, "html.parser")
         return page.select_one("[data-join-code]").get_text()
 
 
-def resume_code_of(app: AppProcess | InProcessApp, address: dict[str, str]) -> str:
+def resume_code_of(app: ServedApp | InProcessApp, address: dict[str, str]) -> str:
     """A learner's resume code, as they read it on /resume (after a first action made them a learner)."""
     with app.client(headers=address) as learner:
         learner.post("/api/identity")
@@ -215,7 +215,7 @@ def test_quiz_attempts_are_capped_but_the_first_right_one_is_kept(site: InProces
     assert len(kept) <= 6 and kept[0] == (1,)
 
 
-async def test_codes_and_session_ids_stay_out_of_the_log(app: AppProcess) -> None:
+async def test_codes_and_session_ids_stay_out_of_the_log(app: ServedApp) -> None:
     httpx.get(app.base + "/resume/SECRETCODE9", headers=where(10), timeout=30)
     httpx.get(app.base + "/api/sessions/secret-session-id/transcript", timeout=30)
     console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders?session=another-secret-id&last_seq=0",

@@ -12,7 +12,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.wsclient import init_request
 
 LESSONS = Path(__file__).resolve().parents[1] / "fixtures" / "build_lessons"
@@ -22,11 +22,11 @@ ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("traffic"), lessons_dir=str(LESSONS), warm_pool_size=1) as app:
+    with ServedApp(tmp_path_factory.mktemp("traffic"), lessons_dir=str(LESSONS), warm_pool_size=1) as app:
         yield app
 
 
-def page(app: AppProcess, name: str) -> httpx.Client:
+def page(app: ServedApp, name: str) -> httpx.Client:
     return app.client(cookies={COOKIE: app.learner_cookie(name)})
 
 
@@ -36,7 +36,7 @@ def traffic(browser: httpx.Client, endpoint: dict, **params: object) -> dict:
     return reply.json()
 
 
-async def test_an_sdk_clients_traffic_shows_its_http_exchanges_and_messages(app: AppProcess) -> None:
+async def test_an_sdk_clients_traffic_shows_its_http_exchanges_and_messages(app: ServedApp) -> None:
     with page(app, "watcher") as browser:
         endpoint = browser.post("/api/endpoints", json={"server": "demo-orders"}).json()
         async with (
@@ -62,7 +62,7 @@ async def test_an_sdk_clients_traffic_shows_its_http_exchanges_and_messages(app:
     assert "cookie" not in str(after["exchanges"]).lower()  # no credential is ever kept
 
 
-def test_a_steps_http_checks_pass_on_a_raw_clients_traffic_and_are_recorded(app: AppProcess) -> None:
+def test_a_steps_http_checks_pass_on_a_raw_clients_traffic_and_are_recorded(app: ServedApp) -> None:
     with page(app, "checker") as browser:
         browser.get(f"/course/{STEP}")  # seen
         endpoint = browser.post("/api/endpoints", json={"server": "demo-orders"}).json()
@@ -95,7 +95,7 @@ def test_a_steps_http_checks_pass_on_a_raw_clients_traffic_and_are_recorded(app:
                         "http-stream-opened": True}  # fmt: skip
 
 
-def test_the_step_page_shows_the_panel_with_its_checks(app: AppProcess) -> None:
+def test_the_step_page_shows_the_panel_with_its_checks(app: ServedApp) -> None:
     from bs4 import BeautifulSoup
 
     with page(app, "reader") as browser:

@@ -8,7 +8,6 @@ import asyncio
 import json
 import re
 import socket
-import struct
 import time
 
 import httpx
@@ -19,7 +18,7 @@ from mcp.types import CreateMessageResult, TextContent
 
 from app.relay.session import LINE_BYTES, READ_BYTES_PER_S, UNHEARD_BYTES
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.procs import wait_until, wait_until_async
 from tests.support.wsclient import EnvelopeClient, init_request, tool_call
 
@@ -29,13 +28,11 @@ DEADLINE_S = 30.0
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(
-        tmp_path_factory.mktemp("endpoints"), warm_pool_size=1, max_sessions_per_learner=3
-    ) as app:
+    with ServedApp(tmp_path_factory.mktemp("endpoints"), warm_pool_size=1, max_sessions_per_learner=3) as app:
         yield app
 
 
-def make_endpoint(app: AppProcess, server: str = "demo-orders", browser: httpx.Client | None = None) -> dict:
+def make_endpoint(app: ServedApp, server: str = "demo-orders", browser: httpx.Client | None = None) -> dict:
     if browser is None:
         with app.client() as fresh:
             fresh.get("/")
@@ -45,7 +42,7 @@ def make_endpoint(app: AppProcess, server: str = "demo-orders", browser: httpx.C
     return made.json()
 
 
-def live_sessions(app: AppProcess) -> int:
+def live_sessions(app: ServedApp) -> int:
     return httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
 
 
@@ -56,7 +53,7 @@ def initialize(url: str) -> str:
     return reply.headers["Mcp-Session-Id"]
 
 
-async def test_the_python_sdk_client_uses_an_endpoint_and_ends_its_session(app: AppProcess) -> None:
+async def test_the_python_sdk_client_uses_an_endpoint_and_ends_its_session(app: ServedApp) -> None:
     endpoint = make_endpoint(app)
     assert endpoint["url"].startswith(app.base + "/mcp/") and endpoint["expires_at"] > time.time()
     before = live_sessions(app)
@@ -78,7 +75,7 @@ async def test_the_python_sdk_client_uses_an_endpoint_and_ends_its_session(app: 
         time.sleep(0.05)
 
 
-async def test_the_servers_own_requests_reach_an_sdk_client(app: AppProcess) -> None:
+async def test_the_servers_own_requests_reach_an_sdk_client(app: ServedApp) -> None:
     endpoint = make_endpoint(app, "demo-assistant")
     asked: list[str] = []
 
@@ -97,7 +94,7 @@ async def test_the_servers_own_requests_reach_an_sdk_client(app: AppProcess) -> 
     assert "written by test-model: Walk the old town." in call.content[0].text
 
 
-def test_the_transports_rules(app: AppProcess) -> None:
+def test_the_transports_rules(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
     assert httpx.post(url, json=ping, headers=ACCEPT, timeout=30).status_code == 400  # no session id yet
@@ -130,7 +127,7 @@ def test_the_transports_rules(app: AppProcess) -> None:
     assert httpx.post(url, json={**ping, "id": 6}, headers=headers, timeout=30).status_code == 404
 
 
-def test_bad_input_gets_a_jsonrpc_error_and_the_session_goes_on(app: AppProcess) -> None:
+def test_bad_input_gets_a_jsonrpc_error_and_the_session_goes_on(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     session = initialize(url)
     headers = {"Accept": "application/json", "Mcp-Session-Id": session, "Content-Type": "application/json"}
@@ -142,7 +139,7 @@ def test_bad_input_gets_a_jsonrpc_error_and_the_session_goes_on(app: AppProcess)
     assert fine.status_code == 200 and fine.json() == {"jsonrpc": "2.0", "id": 10, "result": {}}
 
 
-def test_origin_token_and_ownership(app: AppProcess) -> None:
+def test_origin_token_and_ownership(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     foreign = httpx.post(
         url, json=init_request(), headers={**ACCEPT, "Origin": "https://evil.example"}, timeout=30
@@ -171,7 +168,7 @@ def test_origin_token_and_ownership(app: AppProcess) -> None:
     assert "/mcp/…" in app.log_path.read_text() and url.rsplit("/", 1)[1] not in app.log_path.read_text()
 
 
-async def test_endpoint_sessions_count_against_the_owners_cap(app: AppProcess) -> None:
+async def test_endpoint_sessions_count_against_the_owners_cap(app: ServedApp) -> None:
     with app.client() as browser:
         browser.post("/api/identity")  # as the console's page does before it opens a WebSocket
         cookie = browser.cookies["playground_learner"]
@@ -189,7 +186,7 @@ async def test_endpoint_sessions_count_against_the_owners_cap(app: AppProcess) -
             httpx.delete(endpoint["url"], headers={"Mcp-Session-Id": session}, timeout=30)
 
 
-async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app: AppProcess) -> None:
+async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app: ServedApp) -> None:
     from mcp import Client
 
     endpoint = make_endpoint(app)
@@ -202,7 +199,7 @@ async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app:
     assert live_sessions(app) == before + 1  # one instance served every stateless request
 
 
-def test_stateless_headers_must_say_what_the_body_says(app: AppProcess) -> None:
+def test_stateless_headers_must_say_what_the_body_says(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -231,7 +228,7 @@ def test_stateless_headers_must_say_what_the_body_says(app: AppProcess) -> None:
     assert "shipped" in fine.json()["result"]["content"][0]["text"]
 
 
-def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) -> None:
+def test_an_oversize_body_is_refused_and_the_session_goes_on(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     session = initialize(url)
     headers = {"Accept": "application/json", "Mcp-Session-Id": session, "Content-Type": "application/json"}
@@ -248,7 +245,7 @@ def test_an_oversize_body_is_refused_and_the_session_goes_on(app: AppProcess) ->
 
 
 @pytest.mark.slow  # the client read pace, on the real clock
-async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppProcess) -> None:
+async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: ServedApp) -> None:
     # Eight valid 512 KiB pings sent at once on one session: each waits for its turn before it is read
     # (1 MiB at once, then 1 MiB a second), so the last is answered 2.5 s after the first at the
     # earliest. Every one is answered, and another session's ping meanwhile.
@@ -292,72 +289,7 @@ async def test_big_requests_side_by_side_are_read_at_the_sessions_pace(app: AppP
     assert took >= 2.8, f"two looks at 1.5 MiB of traffic in {took:.2f} s: not paced"
 
 
-def test_requests_waiting_their_turn_hold_no_bodies_and_may_give_up(app: AppProcess) -> None:
-    # 40 requests of 512 KiB, each sent whole at once on a connection of its own: all but the first
-    # few wait their turn. Read at once and then kept waiting, they grew the web process by 25 MiB
-    # (60 of 1 MiB: 128 MiB); each is now read in its turn (12 MiB, the session's transcript and
-    # uvicorn's 64 KiB of each body included), and answered.
-    url = make_endpoint(app)["url"]
-    session = initialize(url)
-    pad = {"_meta": {"pad": "x" * 524_288}}
-    pid = app.proc.pid
-    assert pid is not None
-    with open(f"/proc/{pid}/clear_refs", "w") as out:
-        out.write("5")  # the peak resident size starts again from now
-    before = _rss_mib(pid, "VmRSS")
-    sockets = []
-    try:
-        for n in range(100, 140):
-            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping", "params": pad}).encode()
-            sockets.append(_raw_post(url, session, body, len(body)))
-        answers = [_raw_response(sock) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-    grown = _rss_mib(pid, "VmHWM") - before
-    assert [json.loads(body)["id"] for status, body in answers] == list(range(100, 140))
-    assert grown < 18, f"the web process grew {grown} MiB while requests waited"  # 25 when read at once
-
-    # A client that gives up while its request waits (it declares 3 MiB: past the first second's
-    # worth, whatever is left of it): part of the body, then a reset. Nothing breaks, and the session
-    # answers after it.
-    with _raw_post(url, session, b'{"jsonrpc": "2.0", "id": 7, ' + b" " * 100_000, 3 * 1024 * 1024) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    headers = {"Accept": "application/json", "Mcp-Session-Id": session}
-    ping = httpx.post(url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=headers, timeout=60)
-    assert ping.json() == {"jsonrpc": "2.0", "id": 3, "result": {}}  # after the given-up request's turn
-    assert "Traceback" not in app.log() and "Exception in ASGI" not in app.log()
-
-
-def _raw_post(url: str, session: str, body: bytes, length: int) -> socket.socket:
-    """A POST to `url` on a connection of its own, `body` sent whole (of the `length` declared)."""
-    target = httpx.URL(url)
-    sock = socket.create_connection((target.host, target.port), timeout=60)
-    head = (f"POST {target.raw_path.decode()} HTTP/1.1\r\nHost: {target.host}:{target.port}\r\n"
-            f"Content-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: {session}\r\n"
-            f"Content-Length: {length}\r\n\r\n")  # fmt: skip
-    sock.sendall(head.encode() + body)
-    return sock
-
-
-def _raw_response(sock: socket.socket) -> tuple[int, bytes]:
-    """The status and body of the one response on `sock`."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, "the connection closed before a response"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "the connection closed within a response"
-        body += chunk
-    return int(lines[0].split()[1]), body
-
-
-async def test_an_id_still_waiting_for_its_answer_is_not_taken_by_another_request(app: AppProcess) -> None:
+async def test_an_id_still_waiting_for_its_answer_is_not_taken_by_another_request(app: ServedApp) -> None:
     # Two requests with one id would share one answer: the second is refused, the first is answered.
     with app.client() as browser:
         browser.get("/")
@@ -387,12 +319,7 @@ async def test_an_id_still_waiting_for_its_answer_is_not_taken_by_another_reques
         assert later.json() == {"jsonrpc": "2.0", "id": 5, "result": {}}  # answered ids may come again
 
 
-def _rss_mib(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        return next(int(line.split()[1]) // 1024 for line in status if line.startswith(field))
-
-
-def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app: AppProcess) -> None:
+def test_a_body_of_too_many_values_is_refused_unread_and_the_session_goes_on(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     session = initialize(url)
     headers = {"Accept": "application/json", "Mcp-Session-Id": session, "Content-Type": "application/json"}
@@ -423,14 +350,15 @@ for line in sys.stdin:
 NOTIFIER_LINE_BYTES = 2100  # about: its notification, 2000 "n"s in a JSON-RPC message
 
 
-def server_messages(app: AppProcess) -> int:
+def server_messages(app: ServedApp) -> int:
     text = httpx.get(app.base + "/metrics", timeout=30).text
     found = re.search(r'^playground_relay_messages_total\{direction="server"\} (\S+)$', text, re.MULTILINE)
     assert found, "the relay's message counter"
     return int(float(found.group(1)))
 
 
-def test_an_sse_client_that_reads_nothing_holds_back_its_server_not_the_web_process(app: AppProcess) -> None:
+@pytest.mark.slow  # the server read pace, on the real clock
+def test_an_sse_client_that_reads_nothing_holds_back_its_server_not_the_web_process(app: ServedApp) -> None:
     # Before, every notification was kept for the response stream: the web process grew 3 MiB a second
     # for as long as the server wrote, and on after the client had gone.
     with app.client(cookies={COOKIE: app.learner_cookie("slow-reader")}) as browser:
@@ -487,7 +415,7 @@ def padded(id_: int, method: str) -> dict:
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": {"_meta": {"pad": "x" * 786_432}}}
 
 
-def test_requests_past_the_rate_limit_get_429_with_their_id(app: AppProcess) -> None:
+def test_requests_past_the_rate_limit_get_429_with_their_id(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     session = initialize(url)  # the initialize counts too
     headers = {"Accept": "application/json", "Mcp-Session-Id": session}
@@ -514,7 +442,7 @@ def test_requests_past_the_rate_limit_get_429_with_their_id(app: AppProcess) -> 
     assert took >= 1.9, f"4 x 768 KiB refused in {took:.2f} s: not paced"
 
 
-def test_requests_naming_no_session_are_counted_and_paced_per_endpoint(app: AppProcess) -> None:
+def test_requests_naming_no_session_are_counted_and_paced_per_endpoint(app: ServedApp) -> None:
     # Before there is a session, an endpoint's requests are read under its own rate limit and pace:
     # unlimited, one client posting 1 MiB initialize bodies back to back took 82% of the web process.
     limited_url, paced_url, other_url = (make_endpoint(app)["url"] for _ in range(3))

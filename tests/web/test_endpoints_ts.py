@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.oauthflow import protected_endpoint
 
 CLIENT = Path(__file__).resolve().parents[1] / "ts" / "client.mjs"
@@ -27,13 +27,13 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(
+    with ServedApp(
         tmp_path_factory.mktemp("endpoints-ts"), warm_pool_size=1, max_endpoints_per_learner=10
     ) as app:
         yield app
 
 
-def run_client(app: AppProcess, server: str) -> dict:
+def run_client(app: ServedApp, server: str) -> dict:
     with app.client() as browser:
         browser.get("/")
         url = browser.post("/api/endpoints", json={"server": server}).json()["url"]
@@ -43,21 +43,21 @@ def run_client(app: AppProcess, server: str) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_typescript_sdk_client_drives_demo_orders(app: AppProcess) -> None:
+def test_the_typescript_sdk_client_drives_demo_orders(app: ServedApp) -> None:
     seen = run_client(app, "demo-orders")
     assert seen["version"] == "2025-11-25" and seen["server"]["name"] == "demo-orders" and seen["sessionId"]
     assert seen["tools"] == ["show_order", "get_order_status"] and '"status": "shipped"' in seen["call"]
     assert seen["resource"].startswith("Refunds above") and seen["prompt"] == 1 and seen["ping"] == {}
 
 
-def test_a_sampling_request_reaches_the_typescript_client(app: AppProcess) -> None:
+def test_a_sampling_request_reaches_the_typescript_client(app: ServedApp) -> None:
     seen = run_client(app, "demo-assistant")
     assert seen["asked"] == ["Suggest a one-day trip in Lisbon."]
     assert seen["call"] == "Trip idea for Lisbon, written by ts-test-model: Walk the old town."
 
 
 def test_the_typescript_sdk_client_is_authorized_and_steps_up_on_a_protected_endpoint(
-    app: AppProcess,
+    app: ServedApp,
 ) -> None:
     endpoint = protected_endpoint(app)
     cookie = app.learner_headers("owner")["Cookie"]

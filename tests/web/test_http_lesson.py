@@ -24,7 +24,7 @@ from mcp import Client
 
 from app.config import PROJECT_ROOT
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.lessons import course
 
 LESSON = "streamable-http"
@@ -36,7 +36,7 @@ CLIENT_TIMEOUT_S = 60.0
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("http-lesson"), warm_pool_size=1) as app:
+    with ServedApp(tmp_path_factory.mktemp("http-lesson"), warm_pool_size=1) as app:
         yield app
 
 
@@ -44,7 +44,7 @@ OnStep = Callable[[str, str], "Learner"]
 
 
 @pytest.fixture
-def on_step(app: AppProcess) -> Iterator[OnStep]:
+def on_step(app: ServedApp) -> Iterator[OnStep]:
     """A learner (by name) who opened a step and made an endpoint in its panel; browsers closed after."""
     made: list[Learner] = []
 
@@ -61,7 +61,7 @@ def on_step(app: AppProcess) -> Iterator[OnStep]:
 class Learner:
     """A learner on a step page: the step opened, an endpoint made in its panel, the checks polled."""
 
-    app: AppProcess
+    app: ServedApp
     name: str
     step: str
     browser: httpx.Client = field(init=False)

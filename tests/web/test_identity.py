@@ -1,4 +1,4 @@
-"""Learner identity: signed cookies, the client address behind proxies, and, against the real app as
+"""Learner identity: signed cookies, the client address behind proxies, and, against the served app as
 an attacker meets it, when an identity is made, what a cookie proves, and the places one address may
 hold across identities."""
 
@@ -12,8 +12,8 @@ from app.relay.rates import KeyedRate
 from app.web.client import TrustedProxies, resolve_address, resolve_https
 from app.web.learner import COOKIE, MINT_WINDOW_S, CookieSigner, new_id
 from app.web.state import PROGRESS_DB
-from tests.support.appserver import AppProcess, learner_id_of
-from tests.support.inprocess import InProcessApp
+from tests.support.appserver import learner_id_of
+from tests.support.inprocess import InProcessApp, ServedApp
 from tests.support.wsclient import EnvelopeClient
 
 STEP = "initialize-handshake/versions"
@@ -24,7 +24,7 @@ PER_ADDRESS = 3  # live consoles outside classes per address in the module's app
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
-    with AppProcess(tmp_path_factory.mktemp("identity"), warm_pool_size=1, new_learners_per_address=MINTS,
+    with ServedApp(tmp_path_factory.mktemp("identity"), warm_pool_size=1, new_learners_per_address=MINTS,
                     max_sessions_per_learner=2, max_sessions_per_address=PER_ADDRESS) as app:  # fmt: skip
         yield app
 
@@ -42,13 +42,13 @@ def where(n: int) -> dict[str, str]:
     return {"X-Forwarded-For": f"198.51.100.{n}"}
 
 
-def identity(app: AppProcess | InProcessApp, n: int) -> str:
+def identity(app: ServedApp | InProcessApp, n: int) -> str:
     """A new learner's signed cookie, made from an address of its own (each address's allowance of new
     identities is small here)."""
     return app.post("/api/identity", headers={"X-Forwarded-For": f"192.0.2.{n}"}).cookies[COOKIE]
 
 
-def learners(app: AppProcess | InProcessApp) -> int:
+def learners(app: ServedApp | InProcessApp) -> int:
     with sqlite3.connect(app.data_dir / PROGRESS_DB) as db:
         return db.execute("SELECT COUNT(*) FROM learners").fetchone()[0]
 
@@ -165,7 +165,7 @@ def test_a_bare_learner_id_is_no_identity(site: InProcessApp) -> None:
         assert learner_id_of(acted.cookies[COOKIE]) != bare  # an action makes a new identity instead
 
 
-async def test_one_address_cannot_take_every_place_across_identities(app: AppProcess) -> None:
+async def test_one_address_cannot_take_every_place_across_identities(app: ServedApp) -> None:
     """Before, identities were free to make: 33 of them x 4 consoles from one address took all 125
     visitors' places. Now one address holds at most PLAYGROUND_MAX_SESSIONS_PER_ADDRESS of them."""
     url = app.ws_base + "/ws/demo-orders"

@@ -1,7 +1,7 @@
 """Protected endpoints (MCP authorization): the official Python SDK client goes through the whole flow
-against the real app (401, Protected Resource Metadata, authorization server metadata, dynamic
-registration, the owner's consent, the code with PKCE, tokens, step-up on 403), and every refusal
-is checked from the attacker's side."""
+against the app on a real port (401, Protected Resource Metadata, authorization server metadata,
+dynamic registration, the owner's consent, the code with PKCE, tokens, step-up on 403), and every
+refusal is checked from the attacker's side."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from mcp.shared.auth import (
 )
 
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
 from tests.support.https_server import https_server, make_authority
+from tests.support.inprocess import ServedApp
 from tests.support.oauthflow import (
     REDIRECT,
     Memory,
@@ -51,8 +51,8 @@ def authority(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory, authority: tuple[Path, Path]) -> Iterator[AppProcess]:
-    with AppProcess(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50,
+def app(tmp_path_factory: pytest.TempPathFactory, authority: tuple[Path, Path]) -> Iterator[ServedApp]:
+    with ServedApp(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50,
                     client_documents_ca_file=str(authority[0])) as app:  # fmt: skip
         yield app
 
@@ -75,7 +75,7 @@ async def sdk_client(endpoint: dict, owner: Owner, storage: Memory, name: str,
         yield client
 
 
-async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(app: AppProcess) -> None:
+async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(app: ServedApp) -> None:
     endpoint = protected_endpoint(app)
     owner, storage = Owner(app), Memory()
     async with sdk_client(endpoint, owner, storage, "Test client") as client:
@@ -116,14 +116,14 @@ async def test_the_sdk_client_registers_is_allowed_and_steps_up_to_call_a_tool(a
     assert "/oauth/consent/…" in log and "resource=…" in log
 
 
-def flow(app: AppProcess, endpoint: dict, owner: str = "owner") -> list[dict]:
+def flow(app: ServedApp, endpoint: dict, owner: str = "owner") -> list[dict]:
     with app.client(cookies={COOKIE: app.learner_cookie(owner)}) as page:
         answer = page.get(f"/api/endpoints/{endpoint['id']}/auth")
     assert answer.status_code == 200, answer.text
     return answer.json()["events"]
 
 
-def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: AppProcess) -> None:
+def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: ServedApp) -> None:
     endpoint = protected_endpoint(app)
     refused = httpx.post(endpoint["url"], json=INITIALIZE, timeout=30)
     assert refused.status_code == 401
@@ -145,7 +145,7 @@ def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: AppProcess
     assert made_up.status_code == 401 and 'error="invalid_token"' in made_up.headers["www-authenticate"]
 
 
-def test_a_visitor_hammering_without_a_token_adds_one_step_to_the_flow_not_one_each(app: AppProcess) -> None:
+def test_a_visitor_hammering_without_a_token_adds_one_step_to_the_flow_not_one_each(app: ServedApp) -> None:
     endpoint = protected_endpoint(app)
     before = len(flow(app, endpoint))
     with httpx.Client(timeout=30) as visitor:
@@ -158,7 +158,7 @@ def test_a_visitor_hammering_without_a_token_adds_one_step_to_the_flow_not_one_e
 # --- the flow by hand, from the attacker's side ----------------------------------------------------
 
 
-def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app: AppProcess) -> None:
+def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     without = httpx.get(authorize_url(app, client, endpoint, None), timeout=30)
     assert without.status_code == 302 and "error=invalid_request" in without.headers["location"]
@@ -181,7 +181,7 @@ def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app
     assert works.status_code == 200, works.text
 
 
-def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: AppProcess) -> None:
+def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     refused = httpx.get(
         authorize_url(app, client, endpoint, pkce()[1], redirect="https://evil.example/cb"), timeout=30
@@ -189,7 +189,7 @@ def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: AppProcess) -
     assert refused.status_code == 400 and "evil.example" not in refused.headers.get("location", "")
 
 
-def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: AppProcess) -> None:
+def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     verifier, challenge = pkce()
     asked = httpx.get(authorize_url(app, client, endpoint, challenge), timeout=30)
@@ -212,7 +212,7 @@ def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: A
     assert elsewhere.status_code == 401 and 'error="invalid_token"' in elsewhere.headers["www-authenticate"]
 
 
-def test_a_read_token_gets_403_naming_the_scope_for_a_tool_call(app: AppProcess) -> None:
+def test_a_read_token_gets_403_naming_the_scope_for_a_tool_call(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     verifier, challenge = pkce()
     access = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()[
@@ -235,7 +235,7 @@ def test_a_read_token_gets_403_naming_the_scope_for_a_tool_call(app: AppProcess)
     )
 
 
-def test_the_client_routes_take_no_cookie_and_the_consent_form_no_other_site(app: AppProcess) -> None:
+def test_the_client_routes_take_no_cookie_and_the_consent_form_no_other_site(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     # Registration from another site's page works (no cookie counts there) and makes no identity.
     cross = httpx.post(app.base + "/register", json={"redirect_uris": [REDIRECT]},
@@ -248,14 +248,14 @@ def test_the_client_routes_take_no_cookie_and_the_consent_form_no_other_site(app
     assert forged.status_code == 403 and "code=" not in forged.headers.get("location", "")
 
 
-def test_a_denial_sends_access_denied_back_with_the_state(app: AppProcess) -> None:
+def test_a_denial_sends_access_denied_back_with_the_state(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     location = Owner(app).consent(authorize_url(app, client, endpoint, pkce()[1]), "deny")
     query = parse_qs(urlsplit(location).query)
     assert query["error"] == ["access_denied"] and query["state"] == ["s1"] and "code" not in query
 
 
-def test_refresh_rotates_and_revoking_ends_both_tokens(app: AppProcess) -> None:
+def test_refresh_rotates_and_revoking_ends_both_tokens(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app, method="client_secret_post")
     verifier, challenge = pkce()
     tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()
@@ -284,7 +284,7 @@ def test_refresh_rotates_and_revoking_ends_both_tokens(app: AppProcess) -> None:
     assert no_secret.status_code == 401  # a client with a secret must send it
 
 
-def test_a_public_client_revokes_with_its_client_id_alone(app: AppProcess) -> None:
+def test_a_public_client_revokes_with_its_client_id_alone(app: ServedApp) -> None:
     # Its own owner: each owner has a few consoles at most, and this test leaves one open.
     endpoint, client = protected_endpoint(app, owner="revoker"), register(app)  # auth method "none"
     verifier, challenge = pkce()
@@ -304,7 +304,7 @@ def test_a_public_client_revokes_with_its_client_id_alone(app: AppProcess) -> No
 
 
 def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume_code(
-    app: AppProcess,
+    app: ServedApp,
 ) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     verifier, challenge = pkce()
@@ -335,7 +335,7 @@ def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume
 
 
 def test_a_one_time_approval_code_answers_one_consent_in_another_browser_and_gives_it_nothing_else(
-    app: AppProcess,
+    app: ServedApp,
 ) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     consents = []
@@ -371,7 +371,7 @@ def test_a_one_time_approval_code_answers_one_consent_in_another_browser_and_giv
 
 
 async def test_a_client_named_by_its_metadata_document_is_allowed_without_registering(
-    app: AppProcess, authority: tuple[Path, Path]
+    app: ServedApp, authority: tuple[Path, Path]
 ) -> None:
     documents: dict[str, bytes] = {}
     with https_server(
@@ -396,7 +396,7 @@ async def test_a_client_named_by_its_metadata_document_is_allowed_without_regist
     assert asm["client_id_metadata_document_supported"] is True
 
 
-def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: AppProcess) -> None:
+def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: ServedApp) -> None:
     endpoint = protected_endpoint(app)
     with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
         made = page.post(f"/api/endpoints/{endpoint['id']}/clients",
@@ -433,7 +433,7 @@ def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: AppPro
     assert asked["detail"]["registration"] == "registered by the owner (pre-registration)"
 
 
-def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: AppProcess) -> None:
+def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: ServedApp) -> None:
     endpoint = protected_endpoint(app)
     scopes_url = f"/api/endpoints/{endpoint['id']}/scopes"
     with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:

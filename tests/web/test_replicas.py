@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
-from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.oauthflow import code_for, pkce, protected_endpoint, register, token_request
 
 TOKEN = "replica-token"
@@ -21,11 +21,11 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_server):  # noqa
     root = tmp_path_factory.mktemp("replicas")
     with postgres_server.fresh_database() as url:
         common = {"database_url": url, "instructor_token": TOKEN, "warm_pool_size": 1}
-        with AppProcess(root / "a", **common) as a, AppProcess(root / "b", **common) as b:
+        with ServedApp(root / "a", **common) as a, ServedApp(root / "b", **common) as b:
             yield a, b
 
 
-def test_two_replicas_share_progress_and_classes(replicas: tuple[AppProcess, AppProcess]) -> None:
+def test_two_replicas_share_progress_and_classes(replicas: tuple[ServedApp, ServedApp]) -> None:
     a, b = replicas
     with a.client() as teacher:
         teacher.post("/instructor/login", data={"token": TOKEN})
@@ -49,7 +49,7 @@ def test_two_replicas_share_progress_and_classes(replicas: tuple[AppProcess, App
 
 
 def test_an_authorization_begun_on_one_replica_finishes_and_is_used_on_the_other(
-    replicas: tuple[AppProcess, AppProcess],
+    replicas: tuple[ServedApp, ServedApp],
 ) -> None:
     a, b = replicas
     endpoint = protected_endpoint(a)
