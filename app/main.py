@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from app.config import PROJECT_ROOT, Settings
+from app.course.catalog import Catalog
 from app.demos import load_registry
 from app.sandbox.process import ProcessSource
 from app.web import (
@@ -43,12 +44,19 @@ from app.web.state import AppState
 log = logging.getLogger("app")
 
 
-def create_app(settings: Settings | None = None, process_source: ProcessSource | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    process_source: ProcessSource | None = None,
+    catalog: Catalog | None = None,
+) -> FastAPI:
     """The app for `settings`. With a `process_source`, sessions run its processes instead of the
-    sandbox's (tests only: /healthz then reports every sandbox layer off)."""
+    sandbox's (tests only: /healthz then reports every sandbox layer off); with a `catalog`, the
+    lessons are these, already parsed, not those of `settings.lessons_dir` (tests only)."""
     settings = settings or Settings()
     demos = load_registry(settings.extra_demo_modules)
     state = AppState(settings=settings, demos=demos, process_source=process_source)
+    if catalog is not None:
+        state.catalog = catalog
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

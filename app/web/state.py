@@ -61,7 +61,9 @@ class AppState:
     identity: Identity | None = None
     ready: bool = False
     instructor_token: str | None = None
-    catalog: Catalog = field(default_factory=Catalog)  # empty until start() loads lessons/
+    # Empty until start() loads lessons/, unless given parsed (create_app(catalog=...)): in-process
+    # tests build many apps over the same lessons.
+    catalog: Catalog = field(default_factory=Catalog)
     progress: ProgressStore = field(init=False)
     metrics: Metrics = field(default_factory=Metrics)
     throttle: FailureThrottle = field(init=False)  # wrong secrets, per kind and client address
@@ -121,7 +123,8 @@ class AppState:
         s = self.settings
         # Lessons first: a bad file stops the app before any server process starts.
         try:
-            self.catalog = Catalog.load(s.lessons_dir, servers=self.demos.keys())
+            if not self.catalog.lessons:
+                self.catalog = Catalog.load(s.lessons_dir, servers=self.demos.keys())
         except LessonError as exc:
             print(f"Refusing to start: a lesson file is wrong: {exc}", file=sys.stderr, flush=True)
             raise

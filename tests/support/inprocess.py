@@ -23,13 +23,21 @@ from starlette.testclient import TestClient
 from app import logs
 from app.__main__ import server_config
 from app.config import Settings
+from app.course.catalog import Catalog
 from app.demos import load_registry
 from app.main import create_app
 from tests.support.appserver import START_TIMEOUT_S, STOP_TIMEOUT_S, Pages, free_port
+from tests.support.lessons import LESSONS, course
 from tests.support.plainproc import PlainSource
 
 BASE = "http://127.0.0.1:8000"  # a loopback name: the Host rule (app/web/guard.py) accepts it
 _ports = itertools.count(40000)  # each client its own source port, on one loopback address
+
+
+def parsed_lessons(settings: Settings) -> Catalog | None:
+    """The course parsed once per test process, for an app over lessons/ (half a second a parse);
+    None for another folder, which the app parses itself."""
+    return course() if settings.lessons_dir.resolve() == LESSONS.resolve() else None
 
 
 class SharedClient(TestClient):
@@ -53,7 +61,9 @@ class InProcessApp:
         self.settings = Settings(data_dir=data_dir, **settings)
         demos = load_registry(self.settings.extra_demo_modules)
         self.source = PlainSource({name: demo.module for name, demo in demos.items() if demo.module})
-        self.app = create_app(self.settings, process_source=self.source)
+        self.app = create_app(
+            self.settings, process_source=self.source, catalog=parsed_lessons(self.settings)
+        )
         self.base = BASE
         self._lifespan = TestClient(self.app, base_url=BASE)
         self._clients: list[SharedClient] = []
@@ -140,7 +150,9 @@ class ServedApp(Pages):
         self.settings = Settings(data_dir=data_dir, port=self.port, **settings)
         demos = load_registry(self.settings.extra_demo_modules)
         self.source = PlainSource({name: demo.module for name, demo in demos.items() if demo.module})
-        self.app = create_app(self.settings, process_source=self.source)
+        self.app = create_app(
+            self.settings, process_source=self.source, catalog=parsed_lessons(self.settings)
+        )
         self._config = server_config(self.app, self.settings)
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
