@@ -137,6 +137,9 @@ async def test_the_largest_instance_is_ended_and_told_why_while_a_small_one_stil
     assert usage(app.parent) < (BUDGET_MB * MIB) // 2  # type: ignore[attr-defined]  # the memory came back
 
 
+# The warning says what the kernel did, in the run's summary; it is no failure (the suite's filter
+# makes every other warning one).
+@pytest.mark.filterwarnings("default:the kernel ended the smaller instance too")
 async def test_the_largest_instance_goes_first_not_the_one_that_asks_last(app: AppProcess) -> None:
     """A large idle instance and a smaller one that takes its memory after it: together past the budget,
     each alone well within it. The OOM killer ends the largest, though the smaller one asked last.
