@@ -1,5 +1,5 @@
 """What one TCP connection may hold before the app sees a request, and how many one address may hold
-(app/web/connections.py), tried from the attacker's side against the real app.
+(app/web/connections.py), tried from the attacker's side against the app on a real uvicorn.
 
 Clients here come from several loopback addresses (127.0.0.0/8 is all this machine's), so that one
 address can be over its cap while another is served. Loopback is a trusted proxy by default, so
@@ -7,6 +7,7 @@ these apps trust nobody, unless a test says otherwise."""
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -18,8 +19,8 @@ import pytest
 
 from app.web.client import ClientMiddleware, TrustedProxies, address_key, client_key
 from app.web.connections import ConnectionLimits, Connections, RequestPacing
-from tests.support.appserver import AppProcess
 from tests.support.clocks import FrozenClock
+from tests.support.inprocess import ServedApp
 from tests.support.procs import wait_until
 from tests.support.wsclient import McpClient
 
@@ -31,32 +32,32 @@ DEADLINE_S = 30.0
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApp]:
     """Short time-outs, default caps."""
-    with AppProcess(tmp_path_factory.mktemp("quick"), warm_pool_size=1, trusted_proxies=[],
-                    request_head_timeout_s=HEAD_TIMEOUT_S, request_body_idle_s=BODY_IDLE_S,
-                    max_request_head_bytes=16384) as app:  # fmt: skip
+    with ServedApp(tmp_path_factory.mktemp("quick"), warm_pool_size=1, trusted_proxies=[],
+                   request_head_timeout_s=HEAD_TIMEOUT_S, request_body_idle_s=BODY_IDLE_S,
+                   max_request_head_bytes=16384) as app:  # fmt: skip
         yield app
 
 
 @pytest.fixture(scope="module")
-def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApp]:
     """Small caps, time-outs far longer than any test here (so only the caps close connections)."""
-    with AppProcess(tmp_path_factory.mktemp("capped"), warm_pool_size=1, trusted_proxies=["127.0.0.10"],
-                    max_connections=12, max_connections_per_address=8,
-                    request_head_timeout_s=600) as app:  # fmt: skip
+    with ServedApp(tmp_path_factory.mktemp("capped"), warm_pool_size=1, trusted_proxies=["127.0.0.10"],
+                   max_connections=12, max_connections_per_address=8,
+                   request_head_timeout_s=600) as app:  # fmt: skip
         yield app
 
 
 @pytest.fixture(scope="module")
-def paced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
+def paced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApp]:
     """A slow pace for each address's requests: 20 a second past a first 200."""
-    with AppProcess(tmp_path_factory.mktemp("paced"), warm_pool_size=1, trusted_proxies=["127.0.0.30"],
-                    requests_per_s_per_address=REQUESTS_PER_S, max_sessions_per_learner=12) as app:  # fmt: skip
+    with ServedApp(tmp_path_factory.mktemp("paced"), warm_pool_size=1, trusted_proxies=["127.0.0.30"],
+                   requests_per_s_per_address=REQUESTS_PER_S, max_sessions_per_learner=12) as app:  # fmt: skip
         yield app
 
 
-def connect(app: AppProcess, source: str) -> socket.socket:
+def connect(app: ServedApp, source: str) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=DEADLINE_S, source_address=(source, 0))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
@@ -81,7 +82,7 @@ def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1]) if response.startswith(b"HTTP/1.1 ") else 0
 
 
-def get(app: AppProcess, source: str, path: str = "/healthz", headers: str = "") -> bytes:
+def get(app: ServedApp, source: str, path: str = "/healthz", headers: str = "") -> bytes:
     """A whole GET on a connection of its own from `source`, and everything the server says to it."""
     with connect(app, source) as sock:
         sock.sendall(
@@ -106,7 +107,7 @@ def one_response(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def metric(app: AppProcess, name: str) -> float:
+def metric(app: ServedApp, name: str) -> float:
     text = httpx.get(app.base + "/metrics", timeout=DEADLINE_S).text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
@@ -119,7 +120,8 @@ def rss_mib(pid: int) -> int:
 # --- time-outs and head size ---------------------------------------------------------------------
 
 
-def test_connections_that_never_send_a_request_are_closed_silently(quick: AppProcess) -> None:
+@pytest.mark.slow  # the head time-out, on the real clock
+def test_connections_that_never_send_a_request_are_closed_silently(quick: ServedApp) -> None:
     began = time.monotonic()
     sockets = [connect(quick, "127.0.0.3") for _ in range(20)]
     try:
@@ -132,7 +134,8 @@ def test_connections_that_never_send_a_request_are_closed_silently(quick: AppPro
     assert metric(quick, 'playground_connections_cut_total{phase="head"}') >= 20
 
 
-def test_a_head_sent_a_byte_at_a_time_is_cut_with_408_however_busy(quick: AppProcess) -> None:
+@pytest.mark.slow  # the head time-out, on the real clock
+def test_a_head_sent_a_byte_at_a_time_is_cut_with_408_however_busy(quick: ServedApp) -> None:
     # Slowloris: every byte comes well within any idle time, the head never ends.
     with connect(quick, "127.0.0.3") as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
@@ -148,10 +151,9 @@ def test_a_head_sent_a_byte_at_a_time_is_cut_with_408_however_busy(quick: AppPro
     assert HEAD_TIMEOUT_S * 0.9 <= time.monotonic() - began < DEADLINE_S
 
 
-def test_a_huge_request_line_or_header_is_refused_with_431_unread(quick: AppProcess) -> None:
+def test_a_huge_request_line_or_header_is_refused_with_431_unread(quick: ServedApp) -> None:
     # Before: uvicorn gathered a 200 MB URL (the web process grew 290 MB and spent 50 s of CPU on it).
-    pid = quick.proc.pid
-    assert pid is not None
+    pid = os.getpid()  # the app is served in this process; the client here sends from one small buffer
     before = rss_mib(pid)
     for start in (b"GET /", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: "):
         with connect(quick, "127.0.0.4") as sock:
@@ -174,7 +176,8 @@ def test_a_huge_request_line_or_header_is_refused_with_431_unread(quick: AppProc
     assert status_of(get(quick, "127.0.0.4", headers=f"X-Pad: {'p' * 12000}\r\n")) == 200
 
 
-def test_a_kept_alive_connection_is_served_again_and_timed_again(quick: AppProcess) -> None:
+@pytest.mark.slow  # the head time-out, on the real clock
+def test_a_kept_alive_connection_is_served_again_and_timed_again(quick: ServedApp) -> None:
     with connect(quick, "127.0.0.5") as sock:
         for _ in range(3):
             sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{quick.port}\r\n\r\n".encode())
@@ -186,7 +189,7 @@ def test_a_kept_alive_connection_is_served_again_and_timed_again(quick: AppProce
     assert time.monotonic() - began >= HEAD_TIMEOUT_S * 0.9
 
 
-def _put_name(app: AppProcess, source: str, body: bytes, length: int) -> socket.socket:
+def _put_name(app: ServedApp, source: str, body: bytes, length: int) -> socket.socket:
     sock = connect(app, source)
     sock.sendall(
         f"PUT /api/progress/name HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nOrigin: {app.base}\r\n"
@@ -196,7 +199,8 @@ def _put_name(app: AppProcess, source: str, body: bytes, length: int) -> socket.
     return sock
 
 
-def test_a_stalled_body_is_cut_and_a_slow_one_is_not(quick: AppProcess) -> None:
+@pytest.mark.slow  # the body's idle time-out, on the real clock
+def test_a_stalled_body_is_cut_and_a_slow_one_is_not(quick: ServedApp) -> None:
     body = b'{"display_name": "' + b"n" * 40 + b'"}'
     # Half the body, then nothing: closed once it has stalled for the idle time, with no answer and
     # nothing in the error log (the app saw a client that left).
@@ -219,7 +223,7 @@ def test_a_stalled_body_is_cut_and_a_slow_one_is_not(quick: AppProcess) -> None:
 
 
 @contextmanager
-def held(app: AppProcess, source: str, count: int) -> Iterator[list[socket.socket]]:
+def held(app: ServedApp, source: str, count: int) -> Iterator[list[socket.socket]]:
     """`count` connections from `source`, kept open (and sending nothing) until the block ends."""
     sockets = []
     try:
@@ -232,18 +236,18 @@ def held(app: AppProcess, source: str, count: int) -> Iterator[list[socket.socke
             sock.close()
 
 
-def refused(app: AppProcess, source: str) -> bool:
+def refused(app: ServedApp, source: str) -> bool:
     """A new connection from `source` is closed at once with a 503."""
     with connect(app, source) as sock:
         said = until_closed(sock)  # no request sent: only a refusal is answered before one comes
     return status_of(said) == 503 and b"Too many connections" in said
 
 
-def open_connections(app: AppProcess) -> float:
+def open_connections(app: ServedApp) -> float:
     return metric(app, "playground_connections_open")
 
 
-def test_one_address_holds_its_cap_and_no_more_and_others_still_get_in(capped: AppProcess) -> None:
+def test_one_address_holds_its_cap_and_no_more_and_others_still_get_in(capped: ServedApp) -> None:
     assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
     with held(capped, "127.0.0.7", 8) as mine:
         assert refused(capped, "127.0.0.7")
@@ -256,7 +260,7 @@ def test_one_address_holds_its_cap_and_no_more_and_others_still_get_in(capped: A
     assert metric(capped, 'playground_connections_refused_total{reason="address"}') >= 2
 
 
-def test_the_total_counts_every_address_and_refusals_are_logged_once_a_minute(capped: AppProcess) -> None:
+def test_the_total_counts_every_address_and_refusals_are_logged_once_a_minute(capped: ServedApp) -> None:
     assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)  # the tests before have let go
     with held(capped, "127.0.0.11", 8), held(capped, "127.0.0.12", 4):
         assert wait_until(lambda: refused(capped, "127.0.0.13"), DEADLINE_S)  # the 13th, from anyone
@@ -267,7 +271,7 @@ def test_the_total_counts_every_address_and_refusals_are_logged_once_a_minute(ca
     assert capped.log().count("connection(s) over") <= 2  # one line a minute: this test's, the one before
 
 
-async def test_a_websocket_counts_while_open_and_is_counted_out_when_it_closes(capped: AppProcess) -> None:
+async def test_a_websocket_counts_while_open_and_is_counted_out_when_it_closes(capped: ServedApp) -> None:
     assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
     clients = [await McpClient.connect(f"{capped.ws_base}/ws/demo-orders", local_addr=("127.0.0.14", 0))
                for _ in range(2)]  # fmt: skip
@@ -283,7 +287,7 @@ async def test_a_websocket_counts_while_open_and_is_counted_out_when_it_closes(c
     assert wait_until(lambda: open_connections(capped) <= 1, DEADLINE_S)
 
 
-def test_a_trusted_proxy_is_not_capped_per_address(capped: AppProcess) -> None:
+def test_a_trusted_proxy_is_not_capped_per_address(capped: ServedApp) -> None:
     # 127.0.0.10 is this app's proxy: its clients are all behind it, and the proxy caps them. The
     # total still counts its connections: 11 of them (and the look at /metrics is the 12th), then
     # one more, and the next is over the total.
@@ -297,7 +301,7 @@ def test_a_trusted_proxy_is_not_capped_per_address(capped: AppProcess) -> None:
 # --- each address's requests, paced -----------------------------------------------------------------
 
 
-def in_a_row(app: AppProcess, source: str, count: int, extra: str = "") -> float:
+def in_a_row(app: ServedApp, source: str, count: int, extra: str = "") -> float:
     """`count` GETs of /healthz one after another on one connection from `source`; the seconds they
     took. (Not pipelined: uvicorn loses pipelined requests that span two reads, paced or not.)"""
     began = time.monotonic()
@@ -309,7 +313,8 @@ def in_a_row(app: AppProcess, source: str, count: int, extra: str = "") -> float
     return time.monotonic() - began
 
 
-def test_one_address_flooding_requests_is_paced_and_others_are_not(paced: AppProcess) -> None:
+@pytest.mark.slow  # the request pace, on the real clock
+def test_one_address_flooding_requests_is_paced_and_others_are_not(paced: ServedApp) -> None:
     burst, extra = int(REQUESTS_PER_S * 10), 60
     paced_before = metric(paced, "playground_requests_paced_total")
     with ThreadPoolExecutor(1) as flooding:
@@ -329,7 +334,7 @@ def test_one_address_flooding_requests_is_paced_and_others_are_not(paced: AppPro
     assert metric(paced, "playground_requests_paced_total") - paced_before >= (extra - given_back) * 0.8
 
 
-def spend_burst(app: AppProcess, source: str) -> float:
+def spend_burst(app: ServedApp, source: str) -> float:
     """Leave `source` no request to spare: its first 10 seconds' worth in a row, then a second's worth
     at a time until one is paced; when the last of them was answered. The pace gives back
     REQUESTS_PER_S a second meanwhile, and on a busy machine the burst alone took long enough to give
@@ -345,7 +350,8 @@ def spend_burst(app: AppProcess, source: str) -> float:
         count = int(REQUESTS_PER_S)
 
 
-async def test_a_websocket_handshake_waits_its_turn_and_then_works(paced: AppProcess) -> None:
+@pytest.mark.slow  # the request pace, on the real clock
+async def test_a_websocket_handshake_waits_its_turn_and_then_works(paced: ServedApp) -> None:
     # From the moment the burst is spent, the pace gives back REQUESTS_PER_S a second: 10 handshakes
     # take at least 9 of those turns.
     began = spend_burst(paced, "127.0.0.23")
@@ -362,7 +368,7 @@ async def test_a_websocket_handshake_waits_its_turn_and_then_works(paced: AppPro
 
 
 @pytest.mark.slow  # the request pace, on the real clock
-def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_pace(paced: AppProcess) -> None:
+def test_behind_a_trusted_proxy_each_forwarded_address_has_its_own_pace(paced: ServedApp) -> None:
     burst = int(REQUESTS_PER_S * 10)
     flooding = "X-Forwarded-For: 198.51.100.1\r\n"
     took = in_a_row(paced, "127.0.0.30", burst + 40, flooding)

@@ -14,6 +14,7 @@ import websockets
 from app.logs import JsonFormatter, configure
 from app.web.wsprotocol import QuietLog
 from tests.support.appserver import AppProcess
+from tests.support.inprocess import ServedApp
 from tests.support.procs import processes_in_uid_range, wait_until
 from tests.support.wsclient import McpClient
 
@@ -62,7 +63,7 @@ def test_an_unknown_log_format_is_refused_clearly() -> None:
 
 def test_a_session_logs_its_start_and_end_once_and_a_refused_handshake_still_logs(tmp_path: Path) -> None:
     """The relay's two lines per session, not uvicorn's and websockets' three more per connection."""
-    with AppProcess(tmp_path, warm_pool_size=1) as app:
+    with ServedApp(tmp_path, warm_pool_size=1) as app:
 
         async def visit() -> None:
             client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
