@@ -9,11 +9,10 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
-from app.config import PROJECT_ROOT
-from app.course.catalog import Catalog
 from app.course.models import Step
+from tests.support.lessons import course
 
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+CATALOG = course()
 LESSON = CATALOG.lesson("initialize-handshake")
 assert LESSON is not None and len(LESSON.steps) >= 3
 # Pages are asserted through what the catalog holds, never the lessons' prose: a lesson's

@@ -10,14 +10,13 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
-from app.config import PROJECT_ROOT
 from app.course import checks
-from app.course.catalog import Catalog
 from app.course.models import LessonError
 from app.course.parser import parse_lesson
 from app.course.spec import SpecSections, parse_ref, sections
+from tests.support.lessons import course
 
-CATALOG = Catalog.load(PROJECT_ROOT / "lessons")
+CATALOG = course()
 TABLE = sections()
 
 LESSON = """\
