@@ -16,7 +16,6 @@ from bs4 import BeautifulSoup
 
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
-from tests.support.inprocess import ServedApp
 from tests.support.wsclient import EnvelopeClient
 
 TOKEN = "fleet-instructor-token"
@@ -32,8 +31,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_server):  # noqa
     with postgres_server.fresh_database() as url:
         common = {"database_url": url, "instructor_token": TOKEN, "warm_pool_size": 1,
                   "replica_silence_s": SILENCE_S, "max_sessions_per_learner": 3}  # fmt: skip
-        # A is the real app, for the test that kills its process; B is served in this process.
-        with AppProcess(root / "a", **common) as a, ServedApp(root / "b", **common) as b:
+        with AppProcess(root / "a", **common) as a, AppProcess(root / "b", **common) as b:
             yield a, b
 
 
