@@ -347,7 +347,7 @@ async def test_opening_and_closing_in_a_loop_is_refused_past_the_rate(app: Serve
 def strict_app(tmp_path_factory: pytest.TempPathFactory):
     """No trusted proxy, and few new identities per address."""
     with ServedApp(tmp_path_factory.mktemp("strict"), trusted_proxies=[], new_learners_per_address=3,
-                    warm_pool_size=1) as app:  # fmt: skip
+                   warm_pool_size=1) as app:  # fmt: skip
         yield app
 
 

@@ -68,7 +68,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):
     # whose cap the twenty-at-once test needs raised, as its rate of new sessions (this module opens
     # about a hundred in a minute or two).
     with ServedApp(tmp_path_factory.mktemp("relay-app"), max_sessions_per_learner=25,
-                    new_sessions_per_min=1000) as app:  # fmt: skip
+                   new_sessions_per_min=1000) as app:  # fmt: skip
         yield app
 
 

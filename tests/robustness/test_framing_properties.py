@@ -70,7 +70,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):
     # One session per generated frame, all from 127.0.0.1 without a cookie (one owner): more than a
     # minute's default of new sessions, so that rate is raised by name with the message rate.
     with ServedApp(tmp_path_factory.mktemp("props"), max_messages_per_10s=100_000,
-                    new_sessions_per_min=10_000) as app:  # fmt: skip
+                   new_sessions_per_min=10_000) as app:  # fmt: skip
         yield app
 
 

@@ -25,7 +25,7 @@ PER_ADDRESS = 3  # live consoles outside classes per address in the module's app
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory):
     with ServedApp(tmp_path_factory.mktemp("identity"), warm_pool_size=1, new_learners_per_address=MINTS,
-                    max_sessions_per_learner=2, max_sessions_per_address=PER_ADDRESS) as app:  # fmt: skip
+                   max_sessions_per_learner=2, max_sessions_per_address=PER_ADDRESS) as app:  # fmt: skip
         yield app
 
 

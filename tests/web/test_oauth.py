@@ -53,7 +53,7 @@ def authority(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory, authority: tuple[Path, Path]) -> Iterator[ServedApp]:
     with ServedApp(tmp_path_factory.mktemp("oauth"), warm_pool_size=0, max_endpoints_per_learner=50,
-                    client_documents_ca_file=str(authority[0])) as app:  # fmt: skip
+                   client_documents_ca_file=str(authority[0])) as app:  # fmt: skip
         yield app
 
 
