@@ -5,6 +5,7 @@ real-time test; the relay's own tests run the same timers on an injected clock."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,18 +15,23 @@ from tests.support.inprocess import ServedApp
 from tests.support.wsclient import McpClient
 
 
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedApp]:
+    with ServedApp(tmp_path_factory.mktemp("idle"), idle_timeout_s=1.0) as app:
+        yield app
+
+
 @pytest.mark.slow  # the idle timer, on the real clock
-def test_an_idle_session_is_reaped(tmp_path: Path) -> None:
-    with ServedApp(tmp_path, idle_timeout_s=1.0) as app:
-
-        async def idle() -> tuple[int | None, str]:
-            client = await McpClient.connect(app.ws_base + "/ws/demo-orders")
-            await client.initialize()
-            return await client.closed(timeout=60)
-
-        code, reason = asyncio.run(idle())
-    assert code == 1000
-    assert "without a message" in reason
+@pytest.mark.parametrize("stalled", [False, True], ids=["idle", "server-stalled"])
+async def test_a_session_silent_both_ways_is_ended(quiet: ServedApp, stalled: bool) -> None:
+    # A server that never answers a tool call keeps the session no more alive than an idle client.
+    server = "demo-flaky" if stalled else "demo-orders"
+    client = await McpClient.connect(f"{quiet.ws_base}/ws/{server}")
+    await client.initialize()
+    if stalled:
+        await client.start_tool(2, "slow_reply", seconds=10)
+    code, reason = await client.closed(timeout=60)
+    assert code == 1000 and "without a message" in reason
 
 
 @pytest.mark.slow  # the longest-session timer, on the real clock
@@ -49,17 +55,3 @@ def test_a_busy_session_still_ends_at_the_longest_session_time(tmp_path: Path) -
         code, reason = asyncio.run(busy())
     assert code == 1000
     assert "longest session time" in reason
-
-
-@pytest.mark.slow  # the idle timer, on the real clock
-def test_a_stalled_server_is_reaped_as_idle(tmp_path: Path) -> None:
-    with ServedApp(tmp_path, idle_timeout_s=1.0) as small:
-
-        async def stall() -> tuple[int | None, str]:
-            client = await McpClient.connect(small.ws_base + "/ws/demo-flaky")
-            await client.initialize()
-            await client.start_tool(2, "slow_reply", seconds=10)
-            return await client.closed(timeout=60)
-
-        code, reason = asyncio.run(stall())
-    assert code == 1000 and "without a message" in reason
