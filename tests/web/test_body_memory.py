@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -19,7 +20,7 @@ SAME_SITE_JSON = {"Sec-Fetch-Site": "same-origin", "Content-Type": "application/
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory):
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppProcess]:
     with AppProcess(tmp_path_factory.mktemp("bodies"), warm_pool_size=1) as app:
         yield app
 
@@ -38,6 +39,7 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read(app: AppProcess) -> 
     # 64 MiB of `[],[],...` for a name: before the limit, the route read all of it and parsed it, for
     # 5 s of the web process's time and 1.7 GiB at its peak.
     pid = app.proc.pid
+    assert pid is not None
     _peak_rss_reset(pid)
     before = _rss_mib(pid, "VmRSS")
     data = b"[" + b"[]," * (64 * 2**20 // 3) + b"[]]"
@@ -65,8 +67,7 @@ def test_requests_waiting_their_turn_hold_no_bodies_and_may_give_up(app: AppProc
     pad = {"_meta": {"pad": "x" * 524_288}}
     pid = app.proc.pid
     assert pid is not None
-    with open(f"/proc/{pid}/clear_refs", "w") as out:
-        out.write("5")  # the peak resident size starts again from now
+    _peak_rss_reset(pid)
     before = _rss_mib(pid, "VmRSS")
     sockets = []
     try:

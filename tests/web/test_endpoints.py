@@ -18,6 +18,7 @@ from mcp.types import CreateMessageResult, TextContent
 
 from app.relay.session import LINE_BYTES, READ_BYTES_PER_S, UNHEARD_BYTES
 from app.web.learner import COOKIE
+from tests.support.appserver import Pages
 from tests.support.inprocess import ServedApp
 from tests.support.procs import wait_until, wait_until_async
 from tests.support.wsclient import EnvelopeClient, init_request, tool_call
@@ -32,7 +33,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         yield app
 
 
-def make_endpoint(app: ServedApp, server: str = "demo-orders", browser: httpx.Client | None = None) -> dict:
+def make_endpoint(app: Pages, server: str = "demo-orders", browser: httpx.Client | None = None) -> dict:
     if browser is None:
         with app.client() as fresh:
             fresh.get("/")
