@@ -54,9 +54,9 @@ def create_app(
     lessons are these, already parsed, not those of `settings.lessons_dir` (tests only)."""
     settings = settings or Settings()
     demos = load_registry(settings.extra_demo_modules)
-    state = AppState(settings=settings, demos=demos, process_source=process_source)
-    if catalog is not None:
-        state.catalog = catalog
+    state = AppState(
+        settings=settings, demos=demos, process_source=process_source, catalog=catalog or Catalog()
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

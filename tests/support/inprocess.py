@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 import uvicorn
+from fastapi import FastAPI
 from starlette.testclient import TestClient
 
 from app import logs
 from app.__main__ import server_config
 from app.config import Settings
-from app.course.catalog import Catalog
 from app.demos import load_registry
 from app.main import create_app
 from tests.support.appserver import START_TIMEOUT_S, STOP_TIMEOUT_S, Pages, free_port
@@ -34,10 +34,16 @@ BASE = "http://127.0.0.1:8000"  # a loopback name: the Host rule (app/web/guard.
 _ports = itertools.count(40000)  # each client its own source port, on one loopback address
 
 
-def parsed_lessons(settings: Settings) -> Catalog | None:
-    """The course parsed once per test process, for an app over lessons/ (half a second a parse);
-    None for another folder, which the app parses itself."""
-    return course() if settings.lessons_dir.resolve() == LESSONS.resolve() else None
+def build(data_dir: Path, **settings: Any) -> tuple[Settings, PlainSource, FastAPI]:
+    """The app for `settings` over plain subprocesses (every demo server of its registry), its data
+    folder made, and the course parsed once per test process when it reads lessons/ (half a second a
+    parse; another folder the app parses itself)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    built = Settings(data_dir=data_dir, **settings)
+    demos = load_registry(built.extra_demo_modules)
+    source = PlainSource({name: demo.module for name, demo in demos.items() if demo.module})
+    catalog = course() if built.lessons_dir.resolve() == LESSONS.resolve() else None
+    return built, source, create_app(built, process_source=source, catalog=catalog)
 
 
 class SharedClient(TestClient):
@@ -56,14 +62,8 @@ class InProcessApp:
     the same either way."""
 
     def __init__(self, data_dir: Path, **settings: Any) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
-        self.settings = Settings(data_dir=data_dir, **settings)
-        demos = load_registry(self.settings.extra_demo_modules)
-        self.source = PlainSource({name: demo.module for name, demo in demos.items() if demo.module})
-        self.app = create_app(
-            self.settings, process_source=self.source, catalog=parsed_lessons(self.settings)
-        )
+        self.settings, self.source, self.app = build(data_dir, **settings)
         self.base = BASE
         self._lifespan = TestClient(self.app, base_url=BASE)
         self._clients: list[SharedClient] = []
@@ -143,16 +143,10 @@ class ServedApp(Pages):
     are not about the sandbox or the process itself."""
 
     def __init__(self, data_dir: Path, **settings: Any) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
         self.data_dir = data_dir
         self.port = free_port()
         self._learners: dict[str, str] = {}
-        self.settings = Settings(data_dir=data_dir, port=self.port, **settings)
-        demos = load_registry(self.settings.extra_demo_modules)
-        self.source = PlainSource({name: demo.module for name, demo in demos.items() if demo.module})
-        self.app = create_app(
-            self.settings, process_source=self.source, catalog=parsed_lessons(self.settings)
-        )
+        self.settings, self.source, self.app = build(data_dir, port=self.port, **settings)
         self._config = server_config(self.app, self.settings)
         self._server = uvicorn.Server(self._config)
         self._thread: threading.Thread | None = None
@@ -161,7 +155,7 @@ class ServedApp(Pages):
         self._log = logging.FileHandler(self.log_path, encoding="utf-8", delay=True)
         self._log.setFormatter(logs.TextFormatter())
         # The tests' own clients log in this thread; the app logs in its server's thread (and its
-        # executors'), as its own process would.
+        # executors'), as its own process would. Two apps served side by side share their records.
         self._log.addFilter(lambda record: record.thread != threading.main_thread().ident)
         self._root_level = logging.getLogger().level
 
