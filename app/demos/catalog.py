@@ -44,7 +44,7 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from app.demos.stdio import serving
+from app.demos.stdio import lowlevel, serving
 from app.protocol import messages
 
 INFO = {
@@ -372,7 +372,7 @@ _LISTS: dict[str, Callable[..., Awaitable[Any]]] = {
     "prompts/list": _prompts,
 }
 for _method, _handler in _LISTS.items():
-    server._lowlevel_server.add_request_handler(_method, PaginatedRequestParams, _handler)
+    lowlevel(server).add_request_handler(_method, PaginatedRequestParams, _handler)
 
 # --- Each session gets only what its revision has ------------------------------------------------
 # The SDK sends the newest fields to every handshake revision. This catalog, like a careful server,
@@ -429,7 +429,7 @@ async def _by_revision(ctx: ServerRequestContext[Any], call_next: CallNext) -> H
     return result
 
 
-server._lowlevel_server.middleware.append(_by_revision)
+server.middleware.append(_by_revision)
 
 # Requests the fork server sends once before forking, so every instance starts warm.
 WARM_UP = [

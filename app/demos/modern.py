@@ -44,7 +44,7 @@ from mcp_types import (
 )
 from pydantic import BaseModel, Field
 
-from app.demos.stdio import serving
+from app.demos.stdio import lowlevel, serving
 from app.protocol import messages
 
 INFO = {
@@ -155,7 +155,7 @@ class HonestListen(ListenHandler):
         return SubscriptionsListenResult(_meta=meta)
 
 
-server._lowlevel_server.add_request_handler(  # no public route to replace MCPServer's handler
+lowlevel(server).add_request_handler(  # no public route to replace MCPServer's handler
     "subscriptions/listen", SubscriptionsListenRequestParams, HonestListen(bus)
 )
 

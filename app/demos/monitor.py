@@ -22,7 +22,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from app.demos.stdio import serving
+from app.demos.stdio import lowlevel, serving
 
 INFO = {
     "name": "demo-monitor",
@@ -125,7 +125,7 @@ async def _set_level(ctx: ServerRequestContext, params: SetLevelRequestParams) -
 
 # MCPServer has no decorators for these; registering them also makes the server declare
 # resources.subscribe and logging in initialize (the SDK derives capabilities from handlers).
-_lowlevel = server._lowlevel_server
+_lowlevel = lowlevel(server)
 _lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, _subscribe)
 _lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, _unsubscribe)
 _lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, _set_level)

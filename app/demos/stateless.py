@@ -13,11 +13,10 @@ from typing import Annotated
 import anyio
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.runner import _serve_modern_stream
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
 
-from app.demos.stdio import stdio_streams, untraced
+from app.demos.stdio import lowlevel, serve_stateless, stdio_streams, untraced
 
 INFO = {
     "name": "demo-stateless",
@@ -92,15 +91,11 @@ def serve() -> None:
     """Serve MCP 2026-07-28 on this process's stdin and stdout (the sandbox calls this)."""
     # ctx.info is logging, deprecated in 2026-07-28 itself; the SDK's warning would reach stderr.
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    lowlevel = untraced(server)._lowlevel_server
+    inner = lowlevel(untraced(server))
 
     async def main() -> None:
-        # The SDK's dual-era loop would let a first `initialize` lock the connection into the handshake
-        # era; this server serves the modern loop from the first line, so initialize gets -32022.
-        async with stdio_streams() as (read_stream, write_stream), lowlevel.lifespan(lowlevel) as state:
-            await _serve_modern_stream(
-                lowlevel, read_stream, write_stream, lifespan_state=state, raise_exceptions=False
-            )
+        async with stdio_streams() as (read_stream, write_stream), inner.lifespan(inner) as state:
+            await serve_stateless(inner, read_stream, write_stream, state)
 
     anyio.run(main)
 

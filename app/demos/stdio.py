@@ -14,6 +14,12 @@ that is not a pipe, socket or terminal (a file, say) is served by the SDK's own 
 Also: `MCPServer.run()` builds its initialize options without `NotificationOptions`, so `listChanged`
 is always false; a demo that sends list-changed notifications passes them here to declare them. And
 the demos serve without the SDK's OpenTelemetry middleware (`untraced`).
+
+This is the one module of ours that reaches past the SDK's public API, where SDK 2.3 has no public
+route: `lowlevel()` (the low-level server inside MCPServer, as its own `run_stdio_async` uses it),
+`untraced()` (the tracing middleware's class, in a private module) and `serve_stateless()` (the SDK's
+loop for 2026-07-28 alone). mcp is pinned exactly in pyproject.toml, and tests/demos/test_stdio.py
+fails at once on an SDK that lacks what these use.
 """
 
 from __future__ import annotations
@@ -26,10 +32,12 @@ import sys
 import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from mcp.server._otel import OpenTelemetryMiddleware
-from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
+from mcp.server.runner import _serve_modern_stream
 from mcp.server.stdio import stdio_server
 
 # The relay never forwards a message over its own limit (1 MiB by default); this only bounds a
@@ -121,6 +129,20 @@ async def stdio_streams() -> AsyncIterator[tuple]:
         yield streams
 
 
+def lowlevel(server: MCPServer) -> Server:
+    """The low-level server inside `server`: for handlers of methods MCPServer has no decorator for,
+    initialize options that declare notifications, and serving streams of our own."""
+    return server._lowlevel_server
+
+
+async def serve_stateless(server: Server, read_stream: Any, write_stream: Any, lifespan_state: Any) -> None:
+    """Serve 2026-07-28 only, from the first line: the SDK's public loop (`Server.run`) lets a first
+    `initialize` lock the connection into the handshake era, where this answers it with -32022."""
+    await _serve_modern_stream(
+        server, read_stream, write_stream, lifespan_state=lifespan_state, raise_exceptions=False
+    )
+
+
 def untraced(server: MCPServer) -> MCPServer:
     """`server` without the SDK's OpenTelemetry middleware, which SDK 2.3 puts first on every server.
 
@@ -129,8 +151,7 @@ def untraced(server: MCPServer) -> MCPServer:
     per tools/call (bench/profile.py). The SDK's own comment names removing it as the way to opt out.
     Idempotent: the fork server's warm-up and the serving code both call it, so they run one path.
     """
-    lowlevel = server._lowlevel_server
-    lowlevel.middleware = [m for m in lowlevel.middleware if not isinstance(m, OpenTelemetryMiddleware)]
+    server.middleware[:] = [m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)]
     return server
 
 
@@ -143,16 +164,16 @@ def serving(server: MCPServer, notifications: NotificationOptions | None = None,
     once, in the fork server: built in each instance, the initialize options would copy some 35 of
     its pages as it starts. Its registrations must come before.
     """
-    lowlevel = untraced(server)._lowlevel_server  # no public route to the initialize options in SDK 2.3
+    inner = lowlevel(untraced(server))
     options = (
-        lowlevel.create_initialization_options()
+        inner.create_initialization_options()
         if notifications is None
-        else lowlevel.create_initialization_options(notifications)
+        else inner.create_initialization_options(notifications)
     )
 
     async def main() -> None:
         async with stdio_streams() as (read_stream, write_stream):
-            await lowlevel.run(read_stream, write_stream, options)
+            await inner.run(read_stream, write_stream, options)
 
     def serve() -> None:
         """Serve MCP on this process's stdin and stdout (the sandbox calls this)."""

@@ -17,7 +17,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-from app.demos.stdio import untraced
+from app.demos.stdio import lowlevel, untraced
 from app.protocol import messages
 
 DEFAULT_MESSAGES: list[dict[str, Any]] = [
@@ -62,10 +62,10 @@ class _Conversation:
 async def _exercise(server: MCPServer, messages: list[dict[str, Any]]) -> list[str]:
     talk = _Conversation(messages)
     # Serving drops the tracing middleware (app/demos/stdio.py); the warm-up runs the same path.
-    lowlevel = untraced(server)._lowlevel_server  # as MCPServer.run_stdio_async, with real stdio
+    inner = lowlevel(untraced(server))  # as MCPServer.run_stdio_async, with real stdio
     with anyio.move_on_after(WARM_UP_TIMEOUT_S):
         async with stdio_server(stdin=talk.lines(), stdout=talk) as (read, write):  # type: ignore[arg-type]
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            await inner.run(read, write, inner.create_initialization_options())
     return talk.replies
 
 

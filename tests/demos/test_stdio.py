@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import inspect
 import json
 import os
 import subprocess
 import sys
 
+from mcp.server import Server, runner
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import MCPServer
 
 from app.demos import stdio
 from app.protocol import messages
 from app.protocol.lineclient import LineClient, StreamClosed
+from tests.support.pins import pinned
 from tests.support.stdio import ROOT, StdioServer
 
 HANDSHAKE = messages.handshake(1, client_info={"name": "t", "version": "1"})
@@ -99,7 +103,7 @@ def test_the_demos_serve_without_the_sdks_tracing_middleware() -> None:
 
 def test_untraced_drops_only_the_tracing_middleware() -> None:
     server = MCPServer("t")
-    middleware = server._lowlevel_server.middleware
+    middleware = server.middleware
 
     async def ours(ctx, call_next):  # noqa: ANN001, ANN202
         return await call_next(ctx)
@@ -107,5 +111,24 @@ def test_untraced_drops_only_the_tracing_middleware() -> None:
     middleware.append(ours)
     assert any(isinstance(m, OpenTelemetryMiddleware) for m in middleware)  # the SDK's default
     kept = [m for m in middleware if not isinstance(m, OpenTelemetryMiddleware)]
-    assert stdio.untraced(stdio.untraced(server))._lowlevel_server.middleware == kept
+    assert stdio.untraced(stdio.untraced(server)).middleware == kept
+    assert stdio.lowlevel(server).middleware == kept  # the list the low-level server runs
     assert ours in kept and len(kept) >= 2  # the SDK's other middleware stays too
+
+
+def test_the_sdk_reached_into_is_the_one_pinned_and_has_what_is_used() -> None:
+    # An upgrade must come here first: app/demos/stdio.py reaches these by name.
+    version = importlib.metadata.version("mcp")
+    assert version == pinned("mcp"), (
+        f"mcp {version} is installed, {pinned('mcp')} pinned: re-check app/demos/stdio.py"
+    )
+    server = MCPServer("t")
+    inner = stdio.lowlevel(server)
+    assert isinstance(inner, Server) and inner.name == "t"
+    assert inner.middleware is server.middleware
+    assert isinstance(server.middleware[0], OpenTelemetryMiddleware)
+    for method in ("add_request_handler", "create_initialization_options", "run", "lifespan"):
+        assert callable(getattr(inner, method, None)), f"the SDK's low-level Server has no {method}"
+    parameters = inspect.signature(runner._serve_modern_stream).parameters
+    assert list(parameters)[:3] == ["server", "read_stream", "write_stream"], list(parameters)
+    assert {"lifespan_state", "raise_exceptions"} <= set(parameters), list(parameters)

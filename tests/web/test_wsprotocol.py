@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import re
 import time
-import tomllib
 
 import pytest
 import uvicorn
@@ -18,8 +16,8 @@ import uvloop
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
-from app.config import PROJECT_ROOT
 from app.web.wsprotocol import LOST, USED, HttpProtocol, WebSocketProtocol
+from tests.support.pins import pinned
 
 ROUNDS = 20  # of each way a connection ends
 UPGRADE = (
@@ -101,20 +99,10 @@ def test_without_the_mend_upgraded_connections_are_left_for_the_collector() -> N
     assert uvloop.run(connections_left_for_the_collector(HttpToolsProtocol, WebSocketProtocol)) >= 3 * ROUNDS
 
 
-def pinned_uvicorn() -> str:
-    pyproject = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
-    for requirement in pyproject["project"]["dependencies"]:
-        if found := re.fullmatch(r"uvicorn(\[[a-z,]+\])?==([0-9.]+)", requirement.replace(" ", "")):
-            return found[2]
-    raise AssertionError(
-        "pyproject.toml does not pin uvicorn to one version (app/web/wsprotocol.py bends it)"
-    )
-
-
 def test_the_uvicorn_bent_is_the_one_pinned_and_has_what_is_used() -> None:
     # An upgrade must come here first: app/web/wsprotocol.py reads and overrides these by name.
-    assert uvicorn.__version__ == pinned_uvicorn(), (
-        f"uvicorn {uvicorn.__version__} is installed, {pinned_uvicorn()} pinned: re-check app/web/wsprotocol.py"
+    assert uvicorn.__version__ == pinned("uvicorn"), (
+        f"uvicorn {uvicorn.__version__} is installed, {pinned('uvicorn')} pinned: re-check app/web/wsprotocol.py"
     )
     missing = [
         f"{cls.__name__}.{name}" for cls, names in USED.items() for name in names if not hasattr(cls, name)
