@@ -13,13 +13,11 @@ Lines in and out: `write_line()` sends one line to stdin; `read_line()` returns 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import signal
 from typing import IO
 
-from app.protocol import messages
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
 from app.workspace import Program
@@ -34,20 +32,10 @@ STOP_TERM_TIMEOUT_S = 3.0
 STOP_KILL_TIMEOUT_S = 5.0
 # Read stderr in pieces of this size; a learner sees it line by line.
 STDERR_CHUNK = 8192
-# The id of the ping that proves an instance serves (Instance.answers_ping).
-PING_ID = "playground-ready"
 
 
 def _decode(raw: bytes) -> str:
     return raw.removesuffix(b"\r").decode("utf-8", errors="replace")
-
-
-def _answers(line: str, request_id: str) -> bool:
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(message, dict) and message.get("id") == request_id and "method" not in message
 
 
 def pipe_end(fd: int, mode: str, loop: asyncio.AbstractEventLoop) -> IO[bytes]:
@@ -161,24 +149,6 @@ class Instance:
                 f"The server wrote more than {self.max_output_bytes} bytes in this session; it was ended."
             )
         return _decode(raw.rstrip(b"\n"))
-
-    async def answers_ping(self, timeout_s: float) -> bool:
-        """Whether the server answers a ping within `timeout_s` (MCP allows one before `initialize`).
-        Any answer counts, an error too: demo-stateless wants `_meta` on every request. What the server
-        writes before its answer belongs to no session and is dropped; none of it is charged to the
-        session that gets the instance."""
-        counted = self.output_bytes
-        try:
-            async with asyncio.timeout(timeout_s):
-                await self.write_line(json.dumps(messages.request(PING_ID, "ping")))
-                while (line := await self.read_line()) is not None:
-                    if _answers(line, PING_ID):
-                        return True
-        except (TimeoutError, SandboxError):
-            pass
-        finally:
-            self.output_bytes = counted
-        return False
 
     async def read_stderr(self) -> str | None:
         """The next stderr line (long lines in pieces), or None at end."""

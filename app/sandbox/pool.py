@@ -27,9 +27,6 @@ REFILL_RETRY_S = 2.0
 # A refill waits this long, so that its spawn does not compete for the CPU with the first messages
 # of the learner who just took a warm instance (measured: it made their first reply slower).
 REFILL_DELAY_S = 0.02
-# A forked instance answers in milliseconds; a plain one (no fork server) imports the SDK first, on a
-# machine that may be busy.
-READY_TIMEOUT_S = 30.0
 # Uids beyond live and warm instances: an instance being stopped still holds its uid.
 UID_SLACK = 16
 
@@ -202,31 +199,19 @@ class InstancePool:
             task.add_done_callback(self._tasks.discard)
 
     async def _add_warm(self, server: str) -> None:
-        instance: Instance | None = None
         try:
             # The instance just taken is serving its learner's first messages: let those go first,
             # and any instances being started for learners waiting now.
             await asyncio.sleep(REFILL_DELAY_S)
             await self._no_one_waiting.wait()
+            # Nothing is written to a warm instance before its learner's first message: the SDK's server
+            # takes its protocol era from the first message it reads, so even a ping would lock it into the
+            # handshake era, and the learner's 2026-07-28 requests would be refused (-32600).
             instance = await self._start_instance(server)
-            # Warm means serving: an instance joins the pool once it has answered a ping, so no learner
-            # gets one that is still starting or broke as it started, and its first reply comes sooner
-            # (the ping has already made the pages a reply touches the instance's own).
-            if not await instance.answers_ping(READY_TIMEOUT_S):
-                raise SandboxError(
-                    f"it did not answer a ping within {READY_TIMEOUT_S:g} s", reason="not_serving"
-                )
         except SandboxError as exc:
             log.warning("warm pool: could not start %s: %s", server, exc.log_message)
-            if instance is not None:
-                await instance.stop(now=True)
-                self._recycle_uid(instance)
             await asyncio.sleep(REFILL_RETRY_S)
             return
-        except asyncio.CancelledError:  # the pool is closing
-            if instance is not None:
-                instance.kill()
-            raise
         finally:
             self._refilling[server] -= 1
         if self._closing:
