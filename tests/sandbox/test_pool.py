@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 
 import pytest
 
+from app.protocol import messages
 from app.sandbox import pool as pool_module
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
@@ -22,6 +24,30 @@ async def wait_for(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("first", ["initialize", "server/discover"])
+async def test_a_warm_instance_hears_its_learners_first_message_first(first: str) -> None:
+    """The SDK's server takes its protocol era from the first message it reads: a warm instance must
+    not have read any before its learner's, whichever era that learner speaks."""
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=4,
+                        pool_sizes={SERVER: 1}, uid_base=312_000, max_line_bytes=1 << 20,
+                        max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    instance = None
+    try:
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        instance = await pool.acquire(SERVER)
+        message = messages.initialize(7) if first == "initialize" else messages.discover(7)
+        await instance.write_line(json.dumps(message))
+        line = await asyncio.wait_for(instance.read_line(), 30)
+        assert line is not None
+        reply = json.loads(line)
+        assert reply["id"] == 7 and "result" in reply, reply
+    finally:
+        if instance is not None:
+            await pool.release(instance)
+        await pool.stop()
 
 
 async def test_refills_wait_while_someone_waits_for_an_instance(monkeypatch: pytest.MonkeyPatch) -> None:
