@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 
 import httpx
@@ -50,8 +51,6 @@ async def test_a_manual_clock_wakes_a_sleeper_only_once_advanced_past_its_deadli
 
 
 def test_a_served_app_logs_only_its_own_records_and_stops_its_thread(tmp_path: Path) -> None:
-    import threading
-
     from tests.support.inprocess import ServedApp
 
     with ServedApp(tmp_path) as app, httpx.Client(base_url=app.base, timeout=30) as client:

@@ -53,6 +53,7 @@ class Pages:
     """What a test does as a visitor of an app served on `self.port`: pages, APIs, WebSockets."""
 
     port: int
+    log_path: Path
     _learners: dict[str, str]
 
     @property
@@ -104,6 +105,13 @@ class Pages:
 
         return {"Cookie": f"{COOKIE}={self.learner_cookie(learner)}"}
 
+    def log(self) -> str:
+        """The end of what the app has logged (nothing yet: empty)."""
+        try:
+            return self.log_path.read_text(errors="replace")[-8000:]
+        except OSError:
+            return ""
+
 
 class AppProcess(Pages):
     """`python -m app` as a subprocess: the sandbox, root's drop, every layer as deployed."""
@@ -150,12 +158,6 @@ class AppProcess(Pages):
                 time.sleep(0.05)  # polling with a deadline, not a fixed wait
         self.stop()
         raise RuntimeError(f"the app did not answer /healthz in {START_TIMEOUT_S} s:\n{self.log()}")
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-8000:]
-        except OSError:
-            return ""
 
     def stop(self, sig: int = signal.SIGTERM) -> int | None:
         if self.proc is None:

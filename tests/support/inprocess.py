@@ -174,10 +174,7 @@ class ServedApp(Pages):
     def log(self) -> str:
         """What the app logged while it ran, as `python -m app` writes it."""
         self._log.flush()
-        try:
-            return self.log_path.read_text(errors="replace")[-8000:]
-        except FileNotFoundError:  # nothing logged yet
-            return ""
+        return super().log()
 
     def start(self) -> ServedApp:
         root = logging.getLogger()

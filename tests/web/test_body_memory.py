@@ -36,8 +36,8 @@ def _rss_mib(pid: int, field: str) -> int:
 
 
 def test_a_body_past_the_limit_is_refused_before_it_is_read(app: AppProcess) -> None:
-    # 64 MiB of `[],[],...` for a name: before the limit, the route read all of it and parsed it, for
-    # 5 s of the web process's time and 1.7 GiB at its peak.
+    # 64 MiB of `[],[],...` for a name: read and parsed whole, it would take 5 s of the web process's
+    # time and 1.7 GiB at its peak.
     pid = app.proc.pid
     assert pid is not None
     _peak_rss_reset(pid)
@@ -59,8 +59,8 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read(app: AppProcess) -> 
 
 def test_requests_waiting_their_turn_hold_no_bodies_and_may_give_up(app: AppProcess) -> None:
     # 40 requests of 512 KiB, each sent whole at once on a connection of its own: all but the first
-    # few wait their turn. Read at once and then kept waiting, they grew the web process by 25 MiB
-    # (60 of 1 MiB: 128 MiB); each is now read in its turn (12 MiB, the session's transcript and
+    # few wait their turn. Read at once and then kept waiting, they would grow the web process by
+    # 25 MiB (60 of 1 MiB: 128 MiB); each is read in its turn (12 MiB, the session's transcript and
     # uvicorn's 64 KiB of each body included), and answered.
     url = make_endpoint(app)["url"]
     session = initialize(url)
@@ -80,7 +80,7 @@ def test_requests_waiting_their_turn_hold_no_bodies_and_may_give_up(app: AppProc
             sock.close()
     grown = _rss_mib(pid, "VmHWM") - before
     assert [json.loads(body)["id"] for status, body in answers] == list(range(100, 140))
-    assert grown < 18, f"the web process grew {grown} MiB while requests waited"  # 25 when read at once
+    assert grown < 18, f"the web process grew {grown} MiB while requests waited"  # 25 if read at once
 
     # A client that gives up while its request waits (it declares 3 MiB: past the first second's
     # worth, whatever is left of it): part of the body, then a reset. Nothing breaks, and the session

@@ -360,8 +360,8 @@ def server_messages(app: ServedApp) -> int:
 
 @pytest.mark.slow  # the server read pace, on the real clock
 def test_an_sse_client_that_reads_nothing_holds_back_its_server_not_the_web_process(app: ServedApp) -> None:
-    # Before, every notification was kept for the response stream: the web process grew 3 MiB a second
-    # for as long as the server wrote, and on after the client had gone.
+    # Kept for the response stream, every notification would grow the web process 3 MiB a second for
+    # as long as the server writes, and on after the client has gone.
     with app.client(cookies={COOKIE: app.learner_cookie("slow-reader")}) as browser:
         browser.get("/")
         assert browser.put("/api/workspace/server.py", content=NOTIFIER).status_code == 200
