@@ -14,6 +14,7 @@ import pytest
 from app.web.guard import SITE_BODY_BYTES
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
+from tests.web.test_connections import one_response
 from tests.web.test_endpoints import initialize, make_endpoint
 
 SAME_SITE_JSON = {"Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}
@@ -74,12 +75,12 @@ def test_requests_waiting_their_turn_hold_no_bodies_and_may_give_up(app: AppProc
         for n in range(100, 140):
             body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ping", "params": pad}).encode()
             sockets.append(_raw_post(url, session, body, len(body)))
-        answers = [_raw_response(sock) for sock in sockets]
+        bodies = [one_response(sock).partition(b"\r\n\r\n")[2] for sock in sockets]
     finally:
         for sock in sockets:
             sock.close()
     grown = _rss_mib(pid, "VmHWM") - before
-    assert [json.loads(body)["id"] for status, body in answers] == list(range(100, 140))
+    assert [json.loads(body)["id"] for body in bodies] == list(range(100, 140))
     assert grown < 18, f"the web process grew {grown} MiB while requests waited"  # 25 if read at once
 
     # A client that gives up while its request waits (it declares 3 MiB: past the first second's
@@ -102,20 +103,3 @@ def _raw_post(url: str, session: str, body: bytes, length: int) -> socket.socket
             f"Content-Length: {length}\r\n\r\n")  # fmt: skip
     sock.sendall(head.encode() + body)
     return sock
-
-
-def _raw_response(sock: socket.socket) -> tuple[int, bytes]:
-    """The status and body of the one response on `sock`."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, "the connection closed before a response"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    length = next(int(line.split(":", 1)[1]) for line in lines if line.lower().startswith("content-length:"))
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "the connection closed within a response"
-        body += chunk
-    return int(lines[0].split()[1]), body
