@@ -186,6 +186,16 @@ class Settings(BaseSettings):
         4,
         description="Sandboxed demo-orders instances kept started ahead of demand (other servers keep one).",
     )
+    warm_pool_growth: int = Field(
+        48,
+        ge=0,
+        description=(
+            "Most instances the warm pools may keep beyond their sizes, all servers together: each "
+            "learner who finds a pool empty (a class opening its consoles at once) grows it by one, "
+            "and a grown pool goes back to its size after 10 minutes in which nobody takes from it. "
+            "About 4 MiB each while idle; 0 keeps every pool at its size."
+        ),
+    )
     idle_timeout_s: float = Field(600.0, description="A session silent this long (both ways) is ended.")
     max_session_s: float = Field(4 * 3600.0, description="Longest a session may live, busy or not.")
     run_time_limit_s: float = Field(

@@ -13,9 +13,6 @@ import time
 
 import httpx
 
-from app.config import Settings
-from app.demos import load_registry
-from app.web.state import warm_pool_sizes
 from bench.cold import ColdServer
 from bench.stats import sandbox_total, uss_bytes
 from tests.support.appserver import AppProcess
@@ -25,20 +22,16 @@ MIB = 1024 * 1024
 SETTLE_TIMEOUT_S = 60.0
 
 
-def full_pool_sizes(app: AppProcess) -> dict[str, int]:
-    """The pools' full sizes with the default settings (/healthz names every server, my-server with 0)."""
-    names = httpx.get(app.base + "/healthz", timeout=10).json()["warm_pool"]
-    return {name: 0 for name in names} | warm_pool_sizes(Settings(), load_registry())
-
-
-async def pools_full(app: AppProcess, sizes: dict[str, int], live: int | None = None) -> None:
-    """Wait (with a deadline) until every warm pool is back at `sizes`, and its instances serving;
-    with `live`, also until that many sessions are live (0: the last ones have ended)."""
+async def pools_full(app: AppProcess, live: int | None = None) -> None:
+    """Wait (with a deadline) until every warm pool holds what it is keeping (its size, or more after
+    a burst grew it), and its instances serving; with `live`, also until that many sessions are live
+    (0: the last ones have ended)."""
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     async with httpx.AsyncClient(base_url=app.base, timeout=10) as http:
         while True:
             health = (await http.get("/healthz")).json()
-            if health["warm_pool"] == sizes and live in (None, health["sessions"]["live"]):
+            full = health["warm_pool"] == health["warm_pool_target"]
+            if full and live in (None, health["sessions"]["live"]):
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError("the warm pools did not refill, or the sessions did not end")
@@ -50,8 +43,7 @@ async def pools_full(app: AppProcess, sizes: dict[str, int], live: int | None = 
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     count = 10 if quick else 20
-    sizes = full_pool_sizes(app)
-    await pools_full(app, sizes)
+    await pools_full(app)
     before = sandbox_total(app.uid_base, uss_bytes)
     clients = []
     for _ in range(count):
@@ -59,7 +51,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         await client.initialize()
         await client.tool(2, "get_order_status", order_id="123456")  # a session that has done some work
         clients.append(client)
-    await pools_full(app, sizes)
+    await pools_full(app)
     ours = (sandbox_total(app.uid_base, uss_bytes) - before) / count
     await asyncio.gather(*(c.close() for c in clients))
 

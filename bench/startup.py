@@ -9,14 +9,15 @@ import statistics
 import time
 
 from bench.cold import ColdServer
-from bench.memory import full_pool_sizes, pools_full
+from bench.memory import pools_full
 from bench.stats import summary
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import McpClient, init_request
 
 BURST = 50
 # Bursts, each after the pools have refilled; the median is the figure, as one burst is one sample
-# of a noisy host.
+# of a noisy host. The first finds demo-orders' pool at its size and grows it (PLAYGROUND_WARM_POOL_GROWTH);
+# the others find it grown, as a class's next burst does: the first is shown on a line of its own.
 BURSTS = 3
 
 
@@ -43,14 +44,13 @@ async def burst(url: str) -> float:
 
 async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
     url = app.ws_base + "/ws/demo-orders"
-    full = full_pool_sizes(app)
     ours = []
     for _ in range(20 if quick else 60):
         ours.append(await first_reply(url))
         await asyncio.sleep(0.05)  # let the warm pool refill, as between two learners arriving
     bursts = []
     for _ in range(1 if quick else BURSTS):
-        await pools_full(app, full, live=0)  # the last burst's sessions ended, its refills done
+        await pools_full(app, live=0)  # the last burst's sessions ended, its refills done
         bursts.append(await burst(url))
     burst_s = statistics.median(bursts)
     cold = []
@@ -74,6 +74,7 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
         "cold_first_reply_ms": ms(cold_s),
         "burst_50_s": burst_s,
         "bursts_50_s": bursts,
+        "first_burst_50_s": bursts[0],
         "cold_burst_50_s": cold_burst_s,
     }
     table = [
@@ -90,5 +91,6 @@ async def run(app: AppProcess, quick: bool) -> tuple[dict, list]:
             f"{cold_burst_s:.1f} s cold",
             "<= 0.35 s",
         ),
+        ("the first of them, pools at their sizes", f"{bursts[0]:.2f} s", "", ""),
     ]
     return figures, table

@@ -29,6 +29,9 @@ REFILL_RETRY_S = 2.0
 REFILL_DELAY_S = 0.02
 # Uids beyond live and warm instances: an instance being stopped still holds its uid.
 UID_SLACK = 16
+# A grown pool goes back to its size once nobody has taken one of its instances for this long: the
+# class that grew it has moved on (the same time as a silent session's end, by default).
+SETTLE_S = 600.0
 
 
 def raise_open_file_limit(wanted: int) -> int:
@@ -41,11 +44,48 @@ def raise_open_file_limit(wanted: int) -> int:
     return soft
 
 
+class WarmTargets:
+    """How many warm instances each server's pool keeps: its size, plus one for each learner who found
+    it empty lately (a class opening its consoles together), from a budget (`growth`) that every server
+    shares. A pool's extra goes once `settle_s` has passed without anyone taking one of its instances."""
+
+    def __init__(self, sizes: dict[str, int], growth: int, settle_s: float = SETTLE_S) -> None:
+        self.sizes = sizes
+        self.growth = max(growth, 0)
+        self.settle_s = settle_s
+        self.extra: dict[str, int] = defaultdict(int)
+        self._last_taken: dict[str, float] = {}
+
+    def target(self, server: str) -> int:
+        return self.sizes.get(server, 0) + self.extra[server]
+
+    @property
+    def grown(self) -> int:
+        return sum(self.extra.values())
+
+    def taken(self, server: str, now: float, *, warm: bool, room: bool = True) -> None:
+        """A learner took an instance of `server` (`warm`: from its pool, else started for them);
+        `room`: the instances' memory leaves room for more warm ones."""
+        self._last_taken[server] = now
+        # A server kept without a pool (size 0: the instructor's choice) does not grow one.
+        if not warm and room and self.sizes.get(server, 0) > 0 and self.grown < self.growth:
+            self.extra[server] += 1
+
+    def settle_in(self, server: str, now: float) -> float | None:
+        """Seconds until `server`'s extra is due to go (0: now), or None when it has none."""
+        if not self.extra[server]:
+            return None
+        return max(self._last_taken.get(server, now) + self.settle_s - now, 0.0)
+
+    def settle(self, server: str) -> None:
+        self.extra[server] = 0
+
+
 class InstancePool:
     """One per app. `acquire(server)` gives a started instance; `release(instance)` ends it.
 
     `capacity` is the most instances handed out at once (the relay admits no more); the uid range
-    is sized for those, the warm pools and some slack.
+    is sized for those, the warm pools, what they may grow by (`growth`, WarmTargets) and some slack.
     """
 
     def __init__(
@@ -61,15 +101,18 @@ class InstancePool:
         max_line_bytes: int,
         max_output_bytes: int,
         rootless: bool = False,
+        growth: int = 0,
+        settle_s: float = SETTLE_S,
     ) -> None:
         self.servers = servers
         self.capacity = capacity
         self.pool_sizes = pool_sizes
+        self.targets = WarmTargets(pool_sizes, growth, settle_s)
         self.max_line_bytes = max_line_bytes
         self.max_output_bytes = max_output_bytes
-        pool_total = sum(pool_sizes.values())
+        most_warm = sum(pool_sizes.values()) + self.targets.growth
         # One uid per instance, live or warm; the range's first uid is for the start-up probe.
-        self.uid_range = range(uid_base + 1, uid_base + 1 + capacity + pool_total + UID_SLACK)
+        self.uid_range = range(uid_base + 1, uid_base + 1 + capacity + most_warm + UID_SLACK)
         self._free_uids = deque(self.uid_range)
         self.launcher = Launcher(limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base,
                                  rootless=rootless, uid_range=range(uid_base, self.uid_range.stop))  # fmt: skip
@@ -82,6 +125,7 @@ class InstancePool:
         self._no_one_waiting = asyncio.Event()
         self._no_one_waiting.set()
         self._tasks: set[asyncio.Task] = set()
+        self._settle_timers: dict[str, asyncio.TimerHandle] = {}
         self._closing = False
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -100,6 +144,8 @@ class InstancePool:
     async def stop(self) -> None:
         """End every instance (graceful shutdown), then the fork server."""
         self._closing = True
+        for timer in self._settle_timers.values():
+            timer.cancel()
         for task in list(self._tasks):
             task.cancel()
         instances = list(self._out) + [i for pool in self._pools.values() for i in pool]
@@ -128,6 +174,7 @@ class InstancePool:
                 f"There is no server named {server!r}.", reason="unknown_server", status_code=404
             )
         instance = self._take_warm(server) if source is None else None  # a learner's own file: never warm
+        warm = instance is not None
         if instance is None:
             self._starting_for_someone += 1
             self._no_one_waiting.clear()
@@ -138,7 +185,10 @@ class InstancePool:
                 if not self._starting_for_someone:
                     self._no_one_waiting.set()
         if source is None:
+            now = asyncio.get_running_loop().time()
+            self.targets.taken(server, now, warm=warm, room=warm or self._room_to_grow())
             self._refill(server)
+            self._arm_settle(server)
         self._out.add(instance)
         return instance
 
@@ -179,6 +229,18 @@ class InstancePool:
             raise
         return instance
 
+    def _room_to_grow(self) -> bool:
+        """Warm instances must not take the memory a learner's console needs: a pool grows only while
+        every instance together uses less than half of their budget (where there is one)."""
+        gauge = self.launcher.memory
+        if gauge is None:
+            return True
+        try:
+            used = gauge.usage_bytes()
+        except (OSError, ValueError):  # unreadable for a moment: do not grow on a guess
+            return False
+        return used is None or used < gauge.limit_bytes // 2
+
     def _recycle_uid(self, instance: Instance) -> None:
         # A uid is reused only once its instance has exited: every process under it is gone then
         # (the server is PID 1 of its namespace, whose exit ends everything in it; without that
@@ -191,7 +253,7 @@ class InstancePool:
     def _refill(self, server: str) -> None:
         if self._closing:
             return
-        want = self.pool_sizes.get(server, 0) - len(self._pools[server]) - self._refilling[server]
+        want = self.targets.target(server) - len(self._pools[server]) - self._refilling[server]
         for _ in range(max(want, 0)):
             self._refilling[server] += 1
             task = asyncio.create_task(self._add_warm(server), name=f"warm-{server}")
@@ -214,10 +276,50 @@ class InstancePool:
             return
         finally:
             self._refilling[server] -= 1
-        if self._closing:
+        if self._closing or len(self._pools[server]) >= self.targets.target(server):  # settled meanwhile
             await instance.stop(now=True)
+            self._recycle_uid(instance)
             return
         self._pools[server].append(instance)
 
+    def _arm_settle(self, server: str) -> None:
+        """Make sure a grown pool goes back to its size in time (see WarmTargets)."""
+        loop = asyncio.get_running_loop()
+        due = self.targets.settle_in(server, loop.time())
+        if due is None or self._closing:
+            return
+        timer = self._settle_timers.get(server)
+        if timer is not None and not timer.cancelled() and timer.when() <= loop.time() + due:
+            return  # it fires first, and looks again then
+        if timer is not None:
+            timer.cancel()
+        self._settle_timers[server] = loop.call_later(due, self._settle_due, server)
+
+    def _settle_due(self, server: str) -> None:
+        self._settle_timers.pop(server, None)
+        due = self.targets.settle_in(server, asyncio.get_running_loop().time())
+        if due is None or self._closing:
+            return
+        if due > 0:  # taken from since the timer was set: look again then
+            self._arm_settle(server)
+            return
+        self.targets.settle(server)
+        pool = self._pools[server]
+        surplus = [pool.pop() for _ in range(max(len(pool) - self.targets.target(server), 0))]
+        if surplus:
+            log.info("warm pool: %s back to %d (stopping %d)", server, len(pool), len(surplus))
+            task = asyncio.create_task(self._stop_surplus(surplus), name=f"settle-{server}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _stop_surplus(self, instances: list[Instance]) -> None:
+        await asyncio.gather(*(i.stop(now=True) for i in instances), return_exceptions=True)
+        for instance in instances:
+            self._recycle_uid(instance)
+
     def pool_size(self, server: str) -> int:
         return len(self._pools[server])
+
+    def pool_target(self, server: str) -> int:
+        """How many warm instances of `server` the pool is keeping now (its size, or more: WarmTargets)."""
+        return self.targets.target(server)

@@ -198,6 +198,7 @@ class AppState:
             extra_modules=s.extra_demo_modules,
             capacity=s.max_sessions,
             pool_sizes=warm_pool_sizes(s, self.demos),
+            growth=s.warm_pool_growth,
             uid_base=s.uid_base,
             max_line_bytes=s.server_max_line_bytes,
             max_output_bytes=s.server_max_output_bytes,
@@ -251,6 +252,9 @@ class AppState:
     def warm_pool_size(self, server: str) -> int:
         return self.pool.pool_size(server) if self.pool is not None else 0
 
+    def warm_pool_target(self, server: str) -> int:
+        return self.pool.pool_target(server) if self.pool is not None else 0
+
     def _bind_metrics(self) -> None:
         sessions = self.sessions
         assert sessions is not None
@@ -291,6 +295,7 @@ class AppState:
                 "max_outside_classes": admission.caps.outside_classes,
             },  # fmt: skip
             "warm_pool": {name: self.warm_pool_size(name) for name in self.demos},
+            "warm_pool_target": {name: self.warm_pool_target(name) for name in self.demos},
             "servers": list(self.demos),
         }
 

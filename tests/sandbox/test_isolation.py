@@ -56,18 +56,21 @@ async def test_every_instance_is_confined_as_the_host_sees_it(
     # test_an_instance_is_confined_before_it_is_reported_spawned.)
     processes: list = []
     warm: dict[str, int] = {}
+    kept: dict[str, int] = {}  # what each pool is keeping: its size, or more once a burst grew it
 
     def settled() -> bool:
-        warm.update(httpx.get(probe_app.base + "/healthz", timeout=30).json()["warm_pool"])
+        health = httpx.get(probe_app.base + "/healthz", timeout=30).json()
+        warm.update(health["warm_pool"])
+        kept.update(health["warm_pool_target"])
         processes[:] = processes_in_uid_range(*uid_range(probe_app))
         return (
-            warm.get("test-probe") == 1
+            warm.get("test-probe") == kept.get("test-probe")
             and len(processes) == 1 + sum(warm.values())
             and all(proc.status.get("Seccomp") == "2" for proc in processes)
         )
 
     await wait_until_async(settled, timeout=60.0, interval=0.05)
-    assert warm.get("test-probe") == 1, warm  # the probe's pool refilled after its take
+    assert warm.get("test-probe") == kept.get("test-probe") >= 1, warm  # refilled after its take
     assert len(processes) == 1 + sum(warm.values()), (warm, processes)  # the probe's server, the pools
     own_net, own_mnt = os.readlink("/proc/self/ns/net"), os.readlink("/proc/self/ns/mnt")
     for proc in processes:

@@ -13,6 +13,7 @@ from app.protocol import messages
 from app.sandbox import pool as pool_module
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
+from tests.support.procs import processes_in_uid_range
 
 SERVER = "demo-orders"
 
@@ -86,4 +87,62 @@ async def test_refills_wait_while_someone_waits_for_an_instance(monkeypatch: pyt
     finally:
         for instance in taken:
             await pool.release(instance)
+        await pool.stop()
+
+
+def sandboxed(pool: InstancePool) -> int:
+    return len(processes_in_uid_range(pool.uid_range.start, pool.uid_range.stop))
+
+
+async def test_a_burst_grows_the_pool_and_the_pool_settles_back_to_its_size() -> None:
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+                        pool_sizes={SERVER: 1}, growth=2, settle_s=1.0, uid_base=314_000,
+                        max_line_bytes=1 << 20, max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    taken: list = []
+    try:
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(4))))  # 3 found none warm
+        assert pool.pool_target(SERVER) == 3  # grown by 2, its budget, not by 3
+        await wait_for(lambda: pool.pool_size(SERVER) == 3)
+        for instance in taken:
+            await pool.release(instance)
+        taken = []
+        # Nobody takes from it for settle_s: it stops what it holds beyond its size.
+        await wait_for(lambda: pool.pool_target(SERVER) == 1 and pool.pool_size(SERVER) == 1)
+        await wait_for(lambda: sandboxed(pool) == 1)
+        # The budget is back: the next burst grows it again, and its instances start.
+        taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(3))))
+        assert pool.pool_target(SERVER) == 3
+        await wait_for(lambda: pool.pool_size(SERVER) == 3)
+    finally:
+        for instance in taken:
+            await pool.release(instance)
+        await pool.stop()
+
+
+class NearlyFull:
+    """The instances' memory gauge (cgroups.MemoryGauge) reading 60% of the budget used."""
+
+    limit_bytes = 1 << 30
+
+    def usage_bytes(self) -> int:
+        return self.limit_bytes * 6 // 10
+
+
+async def test_a_pool_does_not_grow_into_memory_that_learners_need() -> None:
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+                        pool_sizes={SERVER: 1}, growth=8, uid_base=316_000, max_line_bytes=1 << 20,
+                        max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    pool.launcher.memory = NearlyFull()  # type: ignore[assignment]
+    taken: list = []
+    try:
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(4))))
+        assert pool.pool_target(SERVER) == 1
+    finally:
+        for instance in taken:
+            await pool.release(instance)
+        pool.launcher.memory = None
         await pool.stop()
