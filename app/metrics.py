@@ -23,6 +23,8 @@ class Metrics:
         self.live_sessions = Gauge("playground_live_sessions", "Demo-server sessions live now.", registry=r)
         self.warm_pool = Gauge("playground_warm_pool", "Sandboxed instances started ahead of demand.", ["server"],
                                registry=r)  # fmt: skip
+        self.warm_pool_target = Gauge("playground_warm_pool_target", "Warm instances each pool is keeping: "
+                                      "its size, or more after a burst grew it.", ["server"], registry=r)  # fmt: skip
         self.sessions_started = Counter(
             "playground_sessions_started", "Sessions started.", ["server"], registry=r
         )

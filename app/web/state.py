@@ -262,6 +262,7 @@ class AppState:
         self.metrics.connections_open.set_function(lambda: self.connections.open)
         for name in self.demos:
             self.metrics.warm_pool.labels(name).set_function(partial(self.warm_pool_size, name))
+            self.metrics.warm_pool_target.labels(name).set_function(partial(self.warm_pool_target, name))
         for layer, why in self.sandbox_layers().items():
             self.metrics.sandbox_layer.labels(layer).set(1 if why == "ok" else 0)
 

@@ -209,6 +209,8 @@ async def test_metrics_move_when_sessions_start_and_end(app: AppProcess) -> None
         assert metric(app, "playground_relay_messages_total", '{direction="client"}') == messages + 1
         assert metric(app, "playground_relay_errors_total", '{code="-32700"}') == errors + 1
         assert metric(app, "playground_session_start_seconds_count") >= 1
+        # What demo-orders' pool keeps: its size (1 here), or more once a burst has grown it.
+        assert metric(app, "playground_warm_pool_target", '{server="demo-orders"}') >= 1
     finally:
         await client.close()
 
