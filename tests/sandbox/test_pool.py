@@ -94,7 +94,10 @@ def sandboxed(pool: InstancePool) -> int:
     return len(processes_in_uid_range(pool.uid_range.start, pool.uid_range.stop))
 
 
-async def test_a_burst_grows_the_pool_and_the_pool_settles_back_to_its_size() -> None:
+async def test_a_burst_grows_the_pool_and_the_pool_settles_back_to_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 0.1)  # well within settle_s below
     pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
                         pool_sizes={SERVER: 1}, growth=2, settle_s=1.0, uid_base=314_000,
                         max_line_bytes=1 << 20, max_output_bytes=1 << 20)  # fmt: skip
@@ -145,4 +148,35 @@ async def test_a_pool_does_not_grow_into_memory_that_learners_need() -> None:
         for instance in taken:
             await pool.release(instance)
         pool.launcher.memory = None
+        await pool.stop()
+
+
+async def test_what_a_burst_grows_starts_only_once_the_burst_is_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The instances beyond the pool's size are for a later burst: started at once, they would take
+    the CPU from the first messages of the burst that grew the pool."""
+    monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 3600.0)  # this burst is never over, here
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+                        pool_sizes={SERVER: 1}, growth=2, uid_base=318_000, max_line_bytes=1 << 20,
+                        max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    taken: list = []
+    try:
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        spawns: list[int] = []
+        real_spawn = pool.launcher.spawn
+
+        async def spawn(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            spawns.append(len(spawns))
+            return await real_spawn(*args, **kwargs)
+
+        monkeypatch.setattr(pool.launcher, "spawn", spawn)
+        taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(4))))  # 3 started for them
+        assert pool.pool_target(SERVER) == 3
+        # Every refill is released at the same moment (once none is waiting): by the time the one
+        # that brings the pool back to its size has started, any other not held back has asked too.
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        assert len(spawns) == 3 + 1, spawns
+    finally:
+        for instance in taken:
+            await pool.release(instance)
         await pool.stop()

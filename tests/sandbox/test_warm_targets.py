@@ -49,3 +49,10 @@ def test_a_grown_pool_settles_once_nobody_has_taken_from_it_for_a_while() -> Non
     assert targets.settle_in("demo-orders", 1000.0) is None
     targets.taken("demo-tasks", 1000.0, warm=False)  # the budget it gave back is there for others
     assert targets.grown == 1
+
+
+def test_it_knows_how_long_ago_a_server_was_last_taken_from() -> None:
+    targets = WarmTargets(SIZES, growth=48)
+    assert targets.since_taken("demo-orders", 50.0) == float("inf")
+    targets.taken("demo-orders", 50.0, warm=True)
+    assert targets.since_taken("demo-orders", 52.5) == 2.5
