@@ -302,21 +302,16 @@ class InstancePool:
         return asyncio.get_running_loop().time()
 
     def _arm_settle(self, server: str) -> None:
-        """Make sure a grown pool goes back to its size in time (see WarmTargets)."""
-        loop = asyncio.get_running_loop()
-        due = self.targets.settle_in(server, loop.time())
-        if due is None or self._closing:
+        """Make sure a grown pool goes back to its size in time (see WarmTargets). A timer already set
+        fires no later than this one would, and looks again then."""
+        due = self.targets.settle_in(server, self._now())
+        if due is None or self._closing or server in self._settle_timers:
             return
-        timer = self._settle_timers.get(server)
-        if timer is not None and not timer.cancelled() and timer.when() <= loop.time() + due:
-            return  # it fires first, and looks again then
-        if timer is not None:
-            timer.cancel()
-        self._settle_timers[server] = loop.call_later(due, self._settle_due, server)
+        self._settle_timers[server] = asyncio.get_running_loop().call_later(due, self._settle_due, server)
 
     def _settle_due(self, server: str) -> None:
-        self._settle_timers.pop(server, None)
-        due = self.targets.settle_in(server, asyncio.get_running_loop().time())
+        del self._settle_timers[server]
+        due = self.targets.settle_in(server, self._now())
         if due is None or self._closing:
             return
         if due > 0:  # taken from since the timer was set: look again then
