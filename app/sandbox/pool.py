@@ -7,6 +7,7 @@ are the relay's (app/relay/sessions.py and admission.py).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import resource
@@ -127,7 +128,10 @@ class InstancePool:
         self.launcher = Launcher(limits=limits, sandbox=sandbox, extra_modules=extra_modules, uid_probe=uid_base,
                                  rootless=rootless, uid_range=range(uid_base, self.uid_range.stop))  # fmt: skip
         self._pools: dict[str, deque[Instance]] = defaultdict(deque)
-        self._refilling: dict[str, int] = defaultdict(int)
+        self._refilling: dict[str, int] = defaultdict(int)  # refills under way, waiting or starting
+        self._spawning: dict[str, int] = defaultdict(int)  # refills starting their instance
+        # Set and cleared at once on every take: wakes the refills waiting for a burst to end.
+        self._taken: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self._out: set[Instance] = set()  # handed out and not yet released
         # Instances being started for someone waiting (no warm one was left): while any are, refills
         # wait, so a burst of arrivals is not slowed by spawns that nobody is waiting for.
@@ -196,6 +200,8 @@ class InstancePool:
                     self._no_one_waiting.set()
         if source is None:
             self.targets.taken(server, self._now(), warm=warm, room=warm or self._room_to_grow())
+            self._taken[server].set()
+            self._taken[server].clear()
             self._refill(server)
             self._arm_settle(server)
         self._out.add(instance)
@@ -262,29 +268,37 @@ class InstancePool:
     def _refill(self, server: str) -> None:
         if self._closing:
             return
-        coming = len(self._pools[server]) + self._refilling[server]
-        for place in range(coming, self.targets.target(server)):
+        want = self.targets.target(server) - len(self._pools[server]) - self._refilling[server]
+        for _ in range(max(want, 0)):
             self._refilling[server] += 1
-            grown = place >= self.pool_sizes.get(server, 0)  # beyond the pool's size: for a later burst
-            task = asyncio.create_task(self._add_warm(server, grown), name=f"warm-{server}")
+            task = asyncio.create_task(self._add_warm(server), name=f"warm-{server}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _add_warm(self, server: str, grown: bool = False) -> None:
-        """Start one warm instance of `server`; `grown`: one beyond the pool's size (WarmTargets)."""
+    async def _add_warm(self, server: str) -> None:
         try:
-            # The instance just taken is serving its learner's first messages: let those go first,
-            # and any instances being started for learners waiting now.
-            await asyncio.sleep(REFILL_DELAY_S)
-            await self._no_one_waiting.wait()
-            # One for a later burst waits until this one is over, whose first messages it would slow.
-            while grown and (quiet := GROWTH_QUIET_S - self.targets.since_taken(server, self._now())) > 0:
-                await asyncio.sleep(quiet)
+            while True:
+                # The instance just taken is serving its learner's first messages: let those go first,
+                # and any instances being started for learners waiting now.
+                await asyncio.sleep(REFILL_DELAY_S)
                 await self._no_one_waiting.wait()
+                if len(self._pools[server]) + self._spawning[server] < self.pool_sizes.get(server, 0):
+                    break  # the pool is below its size
+                # One beyond it is for a later burst: it waits until this one is over, whose first
+                # messages it would slow. A take meanwhile wakes it to look again.
+                quiet = GROWTH_QUIET_S - self.targets.since_taken(server, self._now())
+                if quiet <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._taken[server].wait(), quiet)
             # Nothing is written to a warm instance before its learner's first message: the SDK's server
             # takes its protocol era from the first message it reads, so even a ping would lock it into the
             # handshake era, and the learner's 2026-07-28 requests would be refused (-32600).
-            instance = await self._start_instance(server)
+            self._spawning[server] += 1
+            try:
+                instance = await self._start_instance(server)
+            finally:
+                self._spawning[server] -= 1
         except SandboxError as exc:
             log.warning("warm pool: could not start %s: %s", server, exc.log_message)
             await asyncio.sleep(REFILL_RETRY_S)

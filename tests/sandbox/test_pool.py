@@ -176,6 +176,12 @@ async def test_what_a_burst_grows_starts_only_once_the_burst_is_over(monkeypatch
         # that brings the pool back to its size has started, any other not held back has asked too.
         await wait_for(lambda: pool.pool_size(SERVER) == 1)
         assert len(spawns) == 3 + 1, spawns
+        # Arrivals go on (a churning burst): the pool still refills to its size at each take, while
+        # what the burst grew it by goes on waiting.
+        for round_ in range(2):
+            taken.append(await pool.acquire(SERVER))
+            await wait_for(lambda: pool.pool_size(SERVER) == 1)
+            assert len(spawns) == 3 + 1 + round_ + 1, spawns
     finally:
         for instance in taken:
             await pool.release(instance)
