@@ -130,7 +130,7 @@ class InstancePool:
         self._pools: dict[str, deque[Instance]] = defaultdict(deque)
         self._refilling: dict[str, int] = defaultdict(int)  # refills under way, waiting or starting
         self._spawning: dict[str, int] = defaultdict(int)  # refills starting their instance
-        # Set and cleared at once on every take: wakes the refills waiting for a burst to end.
+        # Refills waiting for a burst to end wait on these (_wake_refills).
         self._taken: dict[str, asyncio.Event] = defaultdict(asyncio.Event)
         self._out: set[Instance] = set()  # handed out and not yet released
         # Instances being started for someone waiting (no warm one was left): while any are, refills
@@ -200,8 +200,7 @@ class InstancePool:
                     self._no_one_waiting.set()
         if source is None:
             self.targets.taken(server, self._now(), warm=warm, room=warm or self._room_to_grow())
-            self._taken[server].set()
-            self._taken[server].clear()
+            self._wake_refills(server)
             self._refill(server)
             self._arm_settle(server)
         self._out.add(instance)
@@ -282,7 +281,10 @@ class InstancePool:
                 # and any instances being started for learners waiting now.
                 await asyncio.sleep(REFILL_DELAY_S)
                 await self._no_one_waiting.wait()
-                if len(self._pools[server]) + self._spawning[server] < self.pool_sizes.get(server, 0):
+                coming = len(self._pools[server]) + self._spawning[server]
+                if coming >= self.targets.target(server):
+                    return  # no longer wanted: the pool settled back meanwhile
+                if coming < self.pool_sizes.get(server, 0):
                     break  # the pool is below its size
                 # One beyond it is for a later burst: it waits until this one is over, whose first
                 # messages it would slow. A take meanwhile wakes it to look again.
@@ -311,6 +313,12 @@ class InstancePool:
             return
         self._pools[server].append(instance)
 
+    def _wake_refills(self, server: str) -> None:
+        """Wake the refills of `server` waiting for a burst to end, to look again (an Event set and
+        cleared at once wakes every waiter and keeps none of the later ones from waiting)."""
+        self._taken[server].set()
+        self._taken[server].clear()
+
     @staticmethod
     def _now() -> float:
         return asyncio.get_running_loop().time()
@@ -332,6 +340,7 @@ class InstancePool:
             self._arm_settle(server)
             return
         self.targets.settle(server)
+        self._wake_refills(server)  # those waiting for a burst to end are no longer wanted
         pool = self._pools[server]
         surplus = [pool.pop() for _ in range(max(len(pool) - self.targets.target(server), 0))]
         if surplus:

@@ -186,3 +186,33 @@ async def test_what_a_burst_grows_starts_only_once_the_burst_is_over(monkeypatch
         for instance in taken:
             await pool.release(instance)
         await pool.stop()
+
+
+async def test_a_pool_that_settles_before_its_growth_started_starts_none_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 3600.0)  # the growth waits past the settling
+    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
+                        pool_sizes={SERVER: 1}, growth=2, settle_s=0.5, uid_base=320_000,
+                        max_line_bytes=1 << 20, max_output_bytes=1 << 20)  # fmt: skip
+    await pool.start()
+    taken: list = []
+    try:
+        await wait_for(lambda: pool.pool_size(SERVER) == 1)
+        spawns: list[int] = []
+        real_spawn = pool.launcher.spawn
+
+        async def spawn(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            spawns.append(len(spawns))
+            return await real_spawn(*args, **kwargs)
+
+        monkeypatch.setattr(pool.launcher, "spawn", spawn)
+        taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(4))))
+        assert pool.pool_target(SERVER) == 3
+        await wait_for(lambda: pool.pool_target(SERVER) == 1 and not pool._refilling[SERVER])
+        assert pool.pool_size(SERVER) == 1
+        assert len(spawns) == 3 + 1, spawns  # the three started for learners, the one back to size
+    finally:
+        for instance in taken:
+            await pool.release(instance)
+        await pool.stop()
