@@ -97,9 +97,11 @@ def sandboxed(pool: InstancePool) -> int:
 async def test_a_burst_grows_the_pool_and_the_pool_settles_back_to_its_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 0.1)  # well within settle_s below
+    # The growth starts 0.1 s after the burst; the pool settles 4 s after it, time enough for a busy
+    # machine to start two instances first.
+    monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 0.1)
     pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
-                        pool_sizes={SERVER: 1}, growth=2, settle_s=1.0, uid_base=314_000,
+                        pool_sizes={SERVER: 1}, growth=2, settle_s=4.0, uid_base=314_000,
                         max_line_bytes=1 << 20, max_output_bytes=1 << 20)  # fmt: skip
     await pool.start()
     taken: list = []
