@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import time
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,13 @@ SERVER = "demo-orders"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the fork server gives each instance a uid")
 
 
+def one_server_pool(uid_base: int, **settings: Any) -> InstancePool:
+    """A pool of SERVER alone, one warm, sandboxed, for eight learners (`settings` change those)."""
+    given: dict[str, Any] = {"capacity": 8, "pool_sizes": {SERVER: 1}} | settings
+    return InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], uid_base=uid_base,
+                        max_line_bytes=1 << 20, max_output_bytes=1 << 20, **given)  # fmt: skip
+
+
 async def wait_for(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -31,9 +39,7 @@ async def wait_for(predicate, timeout: float = 30.0) -> None:  # noqa: ANN001
 async def test_a_warm_instance_hears_its_learners_first_message_first(first: str) -> None:
     """The SDK's server takes its protocol era from the first message it reads: a warm instance must
     not have read any before its learner's, whichever era that learner speaks."""
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=4,
-                        pool_sizes={SERVER: 1}, uid_base=312_000, max_line_bytes=1 << 20,
-                        max_output_bytes=1 << 20)  # fmt: skip
+    pool = one_server_pool(312_000, capacity=4)
     await pool.start()
     instance = None
     try:
@@ -55,9 +61,7 @@ async def test_refills_wait_while_someone_waits_for_an_instance(monkeypatch: pyt
     """A burst of arrivals empties the pool: the instances started for those waiting go first, and
     the pool refills only once none is waiting (its spawns would only slow theirs)."""
     monkeypatch.setattr(pool_module, "REFILL_DELAY_S", 0.0)  # so a refill not held back would run at once
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
-                        pool_sizes={SERVER: 1}, uid_base=310_000, max_line_bytes=1 << 20,
-                        max_output_bytes=1 << 20)  # fmt: skip
+    pool = one_server_pool(310_000)
     await pool.start()
     taken = []
     try:
@@ -90,6 +94,19 @@ async def test_refills_wait_while_someone_waits_for_an_instance(monkeypatch: pyt
         await pool.stop()
 
 
+def count_spawns(pool: InstancePool, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one whenever the pool asks its fork server for an instance."""
+    spawns: list[int] = []
+    real_spawn = pool.launcher.spawn
+
+    async def spawn(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        spawns.append(len(spawns))
+        return await real_spawn(*args, **kwargs)
+
+    monkeypatch.setattr(pool.launcher, "spawn", spawn)
+    return spawns
+
+
 def sandboxed(pool: InstancePool) -> int:
     return len(processes_in_uid_range(pool.uid_range.start, pool.uid_range.stop))
 
@@ -100,9 +117,7 @@ async def test_a_burst_grows_the_pool_and_the_pool_settles_back_to_its_size(
     # The growth starts 0.1 s after the burst; the pool settles 4 s after it, time enough for a busy
     # machine to start two instances first.
     monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 0.1)
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
-                        pool_sizes={SERVER: 1}, growth=2, settle_s=4.0, uid_base=314_000,
-                        max_line_bytes=1 << 20, max_output_bytes=1 << 20)  # fmt: skip
+    pool = one_server_pool(314_000, growth=2, settle_s=4.0)
     await pool.start()
     taken: list = []
     try:
@@ -136,9 +151,7 @@ class NearlyFull:
 
 
 async def test_a_pool_does_not_grow_into_memory_that_learners_need() -> None:
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
-                        pool_sizes={SERVER: 1}, growth=8, uid_base=316_000, max_line_bytes=1 << 20,
-                        max_output_bytes=1 << 20)  # fmt: skip
+    pool = one_server_pool(316_000, growth=8)
     await pool.start()
     pool.launcher.memory = NearlyFull()  # type: ignore[assignment]
     taken: list = []
@@ -157,21 +170,12 @@ async def test_what_a_burst_grows_starts_only_once_the_burst_is_over(monkeypatch
     """The instances beyond the pool's size are for a later burst: started at once, they would take
     the CPU from the first messages of the burst that grew the pool."""
     monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 3600.0)  # this burst is never over, here
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
-                        pool_sizes={SERVER: 1}, growth=2, uid_base=318_000, max_line_bytes=1 << 20,
-                        max_output_bytes=1 << 20)  # fmt: skip
+    pool = one_server_pool(318_000, growth=2)
     await pool.start()
     taken: list = []
     try:
         await wait_for(lambda: pool.pool_size(SERVER) == 1)
-        spawns: list[int] = []
-        real_spawn = pool.launcher.spawn
-
-        async def spawn(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            spawns.append(len(spawns))
-            return await real_spawn(*args, **kwargs)
-
-        monkeypatch.setattr(pool.launcher, "spawn", spawn)
+        spawns = count_spawns(pool, monkeypatch)
         taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(4))))  # 3 started for them
         assert pool.pool_target(SERVER) == 3
         # Every refill is released at the same moment (once none is waiting): by the time the one
@@ -194,21 +198,12 @@ async def test_a_pool_that_settles_before_its_growth_started_starts_none_of_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(pool_module, "GROWTH_QUIET_S", 3600.0)  # the growth waits past the settling
-    pool = InstancePool(servers=[SERVER], limits=Limits(), sandbox=True, extra_modules=[], capacity=8,
-                        pool_sizes={SERVER: 1}, growth=2, settle_s=0.5, uid_base=320_000,
-                        max_line_bytes=1 << 20, max_output_bytes=1 << 20)  # fmt: skip
+    pool = one_server_pool(320_000, growth=2, settle_s=0.5)
     await pool.start()
     taken: list = []
     try:
         await wait_for(lambda: pool.pool_size(SERVER) == 1)
-        spawns: list[int] = []
-        real_spawn = pool.launcher.spawn
-
-        async def spawn(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            spawns.append(len(spawns))
-            return await real_spawn(*args, **kwargs)
-
-        monkeypatch.setattr(pool.launcher, "spawn", spawn)
+        spawns = count_spawns(pool, monkeypatch)
         taken = list(await asyncio.gather(*(pool.acquire(SERVER) for _ in range(4))))
         assert pool.pool_target(SERVER) == 3
         await wait_for(lambda: pool.pool_target(SERVER) == 1 and not pool._refilling[SERVER])
