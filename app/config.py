@@ -191,9 +191,10 @@ class Settings(BaseSettings):
         ge=0,
         description=(
             "Most instances the warm pools may keep beyond their sizes, all servers together: each "
-            "learner who finds a pool empty (a class opening its consoles at once) grows it by one, "
-            "and a grown pool goes back to its size after 10 minutes in which nobody takes from it. "
-            "About 4 MiB each while idle; 0 keeps every pool at its size."
+            "learner who finds a pool empty (a class opening its consoles at once) grows it by one "
+            "while the servers use less than half of PLAYGROUND_MEMORY_BUDGET_MB; a grown pool goes back "
+            "to its size after 10 minutes in which nobody takes from it. About 4 MiB each while idle; 0 "
+            "keeps every pool at its size."
         ),
     )
     idle_timeout_s: float = Field(600.0, description="A session silent this long (both ways) is ended.")
