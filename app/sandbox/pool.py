@@ -62,8 +62,12 @@ class WarmTargets:
         self.extra: dict[str, int] = defaultdict(int)
         self._last_taken: dict[str, float] = {}
 
+    def size(self, server: str) -> int:
+        """The pool's own size, as configured."""
+        return self.sizes.get(server, 0)
+
     def target(self, server: str) -> int:
-        return self.sizes.get(server, 0) + self.extra[server]
+        return self.size(server) + self.extra[server]
 
     @property
     def grown(self) -> int:
@@ -74,7 +78,7 @@ class WarmTargets:
         `room`: the instances' memory leaves room for more warm ones."""
         self._last_taken[server] = now
         # A server kept without a pool (size 0: the instructor's choice) does not grow one.
-        if not warm and room and self.sizes.get(server, 0) > 0 and self.grown < self.growth:
+        if not warm and room and self.size(server) > 0 and self.grown < self.growth:
             self.extra[server] += 1
 
     def since_taken(self, server: str, now: float) -> float:
@@ -117,7 +121,6 @@ class InstancePool:
     ) -> None:
         self.servers = servers
         self.capacity = capacity
-        self.pool_sizes = pool_sizes
         self.targets = WarmTargets(pool_sizes, growth, settle_s)
         self.max_line_bytes = max_line_bytes
         self.max_output_bytes = max_output_bytes
@@ -284,7 +287,7 @@ class InstancePool:
                 coming = len(self._pools[server]) + self._spawning[server]
                 if coming >= self.targets.target(server):
                     return  # no longer wanted: the pool settled back meanwhile
-                if coming < self.pool_sizes.get(server, 0):
+                if coming < self.targets.size(server):
                     break  # the pool is below its size
                 # One beyond it is for a later burst: it waits until this one is over, whose first
                 # messages it would slow. A take meanwhile wakes it to look again.
