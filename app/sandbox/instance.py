@@ -32,6 +32,12 @@ STOP_TERM_TIMEOUT_S = 3.0
 STOP_KILL_TIMEOUT_S = 5.0
 # Read stderr in pieces of this size; a learner sees it line by line.
 STDERR_CHUNK = 8192
+# What the web process holds of a server's unread stdout: a reader stops reading its pipe at twice
+# its limit, the pipe fills, and a server writing faster than its session is paced waits in its
+# write. Far below the line cap on purpose: a buffer of twice the cap lets a flooding server run, and
+# the web process wake for each of its writes, for the whole 10 s a flood may go on (three times the
+# web process's CPU, bench/output_flood.py). A longer line is read in pieces of this size.
+STDOUT_BUFFER_BYTES = 64 * 1024
 
 
 def _decode(raw: bytes) -> str:
@@ -77,6 +83,7 @@ class Instance:
         self._stdout: asyncio.StreamReader | None = None
         self._stderr: asyncio.StreamReader | None = None
         self._transports: list[asyncio.BaseTransport] = []
+        self._stdout_pipe: asyncio.ReadTransport | None = None
 
     def poll(self) -> ExitStatus | None:
         return self._status
@@ -98,12 +105,11 @@ class Instance:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
         loop = asyncio.get_running_loop()
-        # One message per line and no line cap in the SDK: our own. asyncio measures a line against the
-        # limit without its separator, so the cap is the limit itself.
-        stdout = self._stdout = asyncio.StreamReader(limit=self.max_line_bytes)
+        stdout = self._stdout = asyncio.StreamReader(limit=STDOUT_BUFFER_BYTES)
         transport, _ = await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(stdout), pipe_end(out_r, "rb", loop)
         )
+        self._stdout_pipe = transport
         self._transports.append(transport)
         stderr = self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
         transport, _ = await loop.connect_read_pipe(
@@ -115,6 +121,11 @@ class Instance:
         )
         self._stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
         self.pending = None
+
+    @property
+    def stdout_held(self) -> bool:
+        """Whether the stdout pipe waits, unread, because the lines read from it fill the buffer."""
+        return self._stdout_pipe is not None and not self._stdout_pipe.is_reading()
 
     def _on_exit(self, status: ExitStatus) -> None:
         self._status = status
@@ -131,24 +142,41 @@ class Instance:
             raise SandboxError("The demo server has stopped.", reason="exited", status_code=410) from exc
 
     async def read_line(self) -> str | None:
-        """The next stdout line, decoded (bad UTF-8 shown as U+FFFD), or None at end of output."""
+        """The next stdout line, decoded (bad UTF-8 shown as U+FFFD), or None at end of output. One
+        message per line and no line cap in the SDK: `max_line_bytes` is ours, without the newline."""
         assert self._stdout is not None
-        try:
-            raw = await self._stdout.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial:
-                return None
-            raw = exc.partial  # the last line had no newline
-        except asyncio.LimitOverrunError as exc:
+        pieces: list[bytes] = []
+        size = 0
+        while True:
+            try:
+                raw = await self._stdout.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                if not exc.partial and not pieces:
+                    return None
+                raw = exc.partial  # the last line had no newline
+            except asyncio.LimitOverrunError as exc:  # longer than the buffer: take what it holds
+                raw = await self._stdout.readexactly(exc.consumed)
+                size += len(raw)
+                self._count_output(len(raw), size)
+                pieces.append(raw)
+                continue
+            size += len(raw)
+            self._count_output(len(raw), size - raw.endswith(b"\n"))
+            if pieces:
+                pieces.append(raw)
+                raw = b"".join(pieces)
+            return _decode(raw.rstrip(b"\n"))
+
+    def _count_output(self, read: int, line_bytes: int) -> None:
+        if line_bytes > self.max_line_bytes:
             raise OutputLimitError(
                 f"The server wrote a line longer than {self.max_line_bytes} bytes; the session was ended."
-            ) from exc
-        self.output_bytes += len(raw)
+            )
+        self.output_bytes += read
         if self.output_bytes > self.max_output_bytes:
             raise OutputLimitError(
                 f"The server wrote more than {self.max_output_bytes} bytes in this session; it was ended."
             )
-        return _decode(raw.rstrip(b"\n"))
 
     async def read_stderr(self) -> str | None:
         """The next stderr line (long lines in pieces), or None at end."""
