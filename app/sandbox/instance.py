@@ -20,6 +20,7 @@ from typing import IO
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
+from app.sandbox.lines import LineReader, LineTooLong
 from app.workspace import Program
 
 log = logging.getLogger(__name__)
@@ -30,13 +31,13 @@ STOP_STDIN_TIMEOUT_S = 2.0
 STOP_TERM_TIMEOUT_S = 3.0
 # SIGKILL cannot be caught; only a wedged kernel would take this long.
 STOP_KILL_TIMEOUT_S = 5.0
-# Read stderr in pieces of this size; a learner sees it line by line.
-STDERR_CHUNK = 8192
-# What the web process holds of a server's unread stdout: a reader stops reading its pipe at twice
-# its limit, the pipe fills, and a server writing faster than its session is paced waits in its
-# write. Far below the line cap on purpose: a buffer of twice the cap lets a flooding server run, and
-# the web process wake for each of its writes, for the whole 10 s a flood may go on (three times the
-# web process's CPU, bench/output_flood.py). A longer line is read in pieces of this size.
+# A learner sees stderr line by line; a longer line in pieces of this size. Also what is read of it
+# ahead of the session.
+STDERR_PIECE_BYTES = 32 * 1024
+# What the web process reads of a server's stdout ahead of its session (app/sandbox/lines.py). Far
+# below the line cap on purpose: a buffer the size of the cap let a flooding server run, and the web
+# process wake for each of its writes, for the whole 10 s a flood may go on (three times the web
+# process's CPU, bench/output_flood.py).
 STDOUT_BUFFER_BYTES = 64 * 1024
 
 
@@ -80,10 +81,9 @@ class Instance:
         self.exited = asyncio.Event()
         self._status: ExitStatus | None = None
         self._stdin: asyncio.StreamWriter | None = None
-        self._stdout: asyncio.StreamReader | None = None
-        self._stderr: asyncio.StreamReader | None = None
+        self._stdout: LineReader | None = None
+        self._stderr: LineReader | None = None
         self._transports: list[asyncio.BaseTransport] = []
-        self._stdout_pipe: asyncio.ReadTransport | None = None
 
     def poll(self) -> ExitStatus | None:
         return self._status
@@ -105,16 +105,11 @@ class Instance:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
         loop = asyncio.get_running_loop()
-        stdout = self._stdout = asyncio.StreamReader(limit=STDOUT_BUFFER_BYTES)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stdout), pipe_end(out_r, "rb", loop)
-        )
-        self._stdout_pipe = transport
+        stdout = self._stdout = LineReader(ahead=STDOUT_BUFFER_BYTES, max_line=self.max_line_bytes)
+        transport, _ = await loop.connect_read_pipe(lambda: stdout, pipe_end(out_r, "rb", loop))
         self._transports.append(transport)
-        stderr = self._stderr = asyncio.StreamReader(limit=STDERR_CHUNK * 4)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(stderr), pipe_end(err_r, "rb", loop)
-        )
+        stderr = self._stderr = LineReader(ahead=STDERR_PIECE_BYTES, max_line=STDERR_PIECE_BYTES, split=True)
+        transport, _ = await loop.connect_read_pipe(lambda: stderr, pipe_end(err_r, "rb", loop))
         self._transports.append(transport)
         w_transport, w_protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin, pipe_end(in_w, "wb", loop)
@@ -123,9 +118,9 @@ class Instance:
         self.pending = None
 
     @property
-    def stdout_held(self) -> bool:
-        """Whether the stdout pipe waits, unread, because the lines read from it fill the buffer."""
-        return self._stdout_pipe is not None and not self._stdout_pipe.is_reading()
+    def stdout(self) -> LineReader | None:
+        """The stdout pipe's reader, once started (what it has read, whether it holds the pipe)."""
+        return self._stdout
 
     def _on_exit(self, status: ExitStatus) -> None:
         self._status = status
@@ -145,51 +140,26 @@ class Instance:
         """The next stdout line, decoded (bad UTF-8 shown as U+FFFD), or None at end of output. One
         message per line and no line cap in the SDK: `max_line_bytes` is ours, without the newline."""
         assert self._stdout is not None
-        pieces: list[bytes] = []
-        size = 0
-        while True:
-            try:
-                raw = await self._stdout.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:
-                if not exc.partial and not pieces:
-                    return None
-                raw = exc.partial  # the last line had no newline
-            except asyncio.LimitOverrunError as exc:  # longer than the buffer: take what it holds
-                raw = await self._stdout.readexactly(exc.consumed)
-                size += len(raw)
-                self._count_output(len(raw), size)
-                pieces.append(raw)
-                continue
-            size += len(raw)
-            self._count_output(len(raw), size - raw.endswith(b"\n"))
-            if pieces:
-                pieces.append(raw)
-                raw = b"".join(pieces)
-            return _decode(raw.rstrip(b"\n"))
-
-    def _count_output(self, read: int, line_bytes: int) -> None:
-        if line_bytes > self.max_line_bytes:
+        try:
+            raw = await self._stdout.line()
+        except LineTooLong as exc:
             raise OutputLimitError(
                 f"The server wrote a line longer than {self.max_line_bytes} bytes; the session was ended."
-            )
-        self.output_bytes += read
+            ) from exc
+        if raw is None:
+            return None
+        self.output_bytes += len(raw) + 1
         if self.output_bytes > self.max_output_bytes:
             raise OutputLimitError(
                 f"The server wrote more than {self.max_output_bytes} bytes in this session; it was ended."
             )
+        return _decode(raw)
 
     async def read_stderr(self) -> str | None:
         """The next stderr line (long lines in pieces), or None at end."""
         assert self._stderr is not None
-        try:
-            raw = await self._stderr.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial:
-                return None
-            raw = exc.partial
-        except asyncio.LimitOverrunError:
-            raw = await self._stderr.read(STDERR_CHUNK)
-        return raw.rstrip(b"\n").decode("utf-8", errors="replace")
+        raw = await self._stderr.line()
+        return None if raw is None else raw.decode("utf-8", errors="replace")
 
     async def stop(self, now: bool = False) -> ExitStatus | None:
         """End the instance in stages; `now` skips the polite stage. Idempotent."""

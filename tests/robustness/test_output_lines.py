@@ -1,0 +1,164 @@
+"""A server's output read as lines (app/sandbox/lines.py), over a real pipe from a real writer
+process, on asyncio's loop and on uvloop (the web process's): whole lines up to the cap, pieces when
+asked, and what a hostile writer costs the reader: never a buffer beyond its size, never a read for
+each byte."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvloop
+
+from app.sandbox.instance import pipe_end
+from app.sandbox.lines import COALESCE_S, SMALL_READS, LineReader, LineTooLong
+
+RUNNERS = pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
+CAP = 256 * 1024
+PIPE_BYTES = 64 * 1024  # a pipe's default capacity on Linux
+STDIO_BUFFER_BYTES = 8192  # Python's buffer for a piped stdout: one write(2) of the writer
+
+
+class Writer:
+    """A Python process writing `source` to a pipe, and the LineReader reading that pipe."""
+
+    def __init__(self, source: str, reader: LineReader) -> None:
+        self.reader = reader
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        self.process = subprocess.Popen([sys.executable, "-c", source], stdout=write_end)
+        os.close(write_end)
+        self._read_end = read_end
+
+    async def __aenter__(self) -> Writer:
+        loop = asyncio.get_running_loop()
+        self.transport, _ = await loop.connect_read_pipe(
+            lambda: self.reader, pipe_end(self._read_end, "rb", loop)
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.transport.close()
+        self.process.kill()
+        self.process.wait()
+
+
+def in_loop(run: Callable[[Awaitable[Any]], Any], test: Callable[[], Awaitable[None]]) -> None:
+    run(test())
+
+
+LINES = f"""
+import sys
+sys.stdout.write("a" * 200_000 + "\\n")
+sys.stdout.write("b" * {CAP} + "\\n")
+sys.stdout.write("short\\r\\n")
+sys.stdout.write("c" * {CAP + 1} + "\\n")
+"""
+
+
+@RUNNERS
+def test_lines_come_whole_up_to_the_cap_and_a_byte_more_is_too_long(run: Callable) -> None:
+    async def test() -> None:
+        async with Writer(LINES, LineReader(ahead=64 * 1024, max_line=CAP)) as writer:
+            assert await writer.reader.line() == b"a" * 200_000  # longer than the buffer
+            assert await writer.reader.line() == b"b" * CAP  # the cap, without the newline
+            assert await writer.reader.line() == b"short\r"  # only the newline is the reader's
+            with pytest.raises(LineTooLong):
+                await writer.reader.line()
+
+    in_loop(run, test)
+
+
+@RUNNERS
+def test_the_last_line_without_a_newline_is_a_line_then_the_end(run: Callable) -> None:
+    async def test() -> None:
+        source = "import sys\nsys.stdout.write('first\\n\\nlast')"
+        async with Writer(source, LineReader(ahead=1024, max_line=CAP)) as writer:
+            assert [await writer.reader.line() for _ in range(4)] == [b"first", b"", b"last", None]
+            assert await writer.reader.line() is None  # and stays ended
+
+    in_loop(run, test)
+
+
+@RUNNERS
+def test_split_lines_come_in_pieces_of_the_cap(run: Callable) -> None:
+    async def test() -> None:
+        source = "import sys\nsys.stdout.write('0123456789abcdef\\nxy')"
+        async with Writer(source, LineReader(ahead=1024, max_line=8, split=True)) as writer:
+            pieces = [await writer.reader.line() for _ in range(4)]
+            assert pieces == [b"01234567", b"89abcdef", b"xy", None]
+
+    in_loop(run, test)
+
+
+def waiting_to_write(pid: int) -> bool:
+    """Whether the process sleeps in a write(2) to its stdout (its system call, from /proc)."""
+    import pyseccomp
+
+    write = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "write")
+    try:
+        number, fd, *_ = Path(f"/proc/{pid}/syscall").read_text().split()
+    except (OSError, ValueError):  # running: no arguments to show
+        return False
+    return number == str(write) and int(fd, 16) == 1
+
+
+def bytes_written(pid: int) -> int:
+    fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["wchar"])
+
+
+FLOOD = "import sys\nwhile True:\n    sys.stdout.write('x' * 99 + '\\n')\n"
+
+
+@RUNNERS
+def test_a_writer_faster_than_its_reader_waits_in_its_write(run: Callable) -> None:
+    """The reader takes one line and no more: the pipe is read until whole lines fill the buffer,
+    then not at all, and the writer waits on its full pipe. What left it: the buffer (and up to one
+    read, a pipeful, beyond it), the pipe, and one write of its own buffer."""
+
+    async def test() -> None:
+        ahead = 64 * 1024
+        async with Writer(FLOOD, LineReader(ahead=ahead, max_line=CAP)) as writer:
+            assert await writer.reader.line() == b"x" * 99
+            deadline = time.monotonic() + 30
+            while not (writer.reader.held and waiting_to_write(writer.process.pid)):
+                assert time.monotonic() < deadline, "the writer never waited in its write"
+                await asyncio.sleep(0.01)
+            written = bytes_written(writer.process.pid)
+            assert written <= ahead + 2 * PIPE_BYTES + STDIO_BUFFER_BYTES, written
+            for _ in range(2000):  # what was held is read as ever, and reading goes on
+                assert await writer.reader.line() == b"x" * 99
+            assert bytes_written(writer.process.pid) > written
+
+    in_loop(run, test)
+
+
+TRICKLE = """
+import os
+for _ in range(100_000):
+    os.write(1, b"x")
+os.write(1, b"\\n")
+"""
+
+
+@RUNNERS
+def test_a_line_trickling_in_a_byte_at_a_time_is_read_once_a_millisecond(run: Callable) -> None:
+    """Every write(2) of a byte would wake the reader for a read of its own (a server's partial line
+    is charged to no pace until it ends): after SMALL_READS of them, the pipe waits COALESCE_S
+    between reads, and the line still comes whole."""
+
+    async def test() -> None:
+        async with Writer(TRICKLE, LineReader(ahead=64 * 1024, max_line=CAP)) as writer:
+            began = time.monotonic()
+            assert await writer.reader.line() == b"x" * 100_000
+            took = time.monotonic() - began
+            assert writer.reader.reads <= SMALL_READS + took / COALESCE_S + 2, (writer.reader.reads, took)
+
+    in_loop(run, test)
