@@ -20,7 +20,7 @@ from typing import IO
 
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
-from app.sandbox.lines import LineReader, LineTooLong
+from app.sandbox.lines import LineReader, LineTooLong, LineWriter
 from app.workspace import Program
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Instance:
         self.pending: str | None = None
         self.exited = asyncio.Event()
         self._status: ExitStatus | None = None
-        self._stdin: asyncio.StreamWriter | None = None
+        self._stdin: LineWriter | None = None
         self._stdout: LineReader | None = None
         self._stderr: LineReader | None = None
         self._transports: list[asyncio.BaseTransport] = []
@@ -111,10 +111,8 @@ class Instance:
         stderr = self._stderr = LineReader(ahead=STDERR_PIECE_BYTES, max_line=STDERR_PIECE_BYTES, split=True)
         transport, _ = await loop.connect_read_pipe(lambda: stderr, pipe_end(err_r, "rb", loop))
         self._transports.append(transport)
-        w_transport, w_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, pipe_end(in_w, "wb", loop)
-        )
-        self._stdin = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
+        stdin = self._stdin = LineWriter()
+        await loop.connect_write_pipe(lambda: stdin, pipe_end(in_w, "wb", loop))
         self.pending = None
 
     @property
@@ -128,11 +126,10 @@ class Instance:
 
     async def write_line(self, line: str) -> None:
         """Write one message line to the server's stdin. Raises SandboxError once it has gone."""
-        if self._stdin is None or self._stdin.is_closing() or self._status is not None:
+        if self._stdin is None or self._stdin.closed or self._status is not None:
             raise SandboxError("The demo server has stopped.", reason="exited", status_code=410)
-        self._stdin.write(line.encode("utf-8") + b"\n")
         try:
-            await self._stdin.drain()
+            await self._stdin.write(line.encode("utf-8") + b"\n")
         except (ConnectionError, BrokenPipeError) as exc:
             raise SandboxError("The demo server has stopped.", reason="exited", status_code=410) from exc
 
@@ -208,7 +205,7 @@ class Instance:
             return False
 
     def _close_stdin(self) -> None:
-        if self._stdin is not None and not self._stdin.is_closing():
+        if self._stdin is not None:
             self._stdin.close()
 
     def _close_pipes(self) -> None:

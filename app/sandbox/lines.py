@@ -1,5 +1,6 @@
-"""A server's output pipe as lines, on asyncio's Protocol interface: read no further ahead of its
-reader than a small buffer, and without a wake-up for every tiny write.
+"""A server's pipes, on asyncio's protocol interface: its output as lines, read no further ahead of
+its reader than a small buffer and without a wake-up for every tiny write; its input, written at the
+pace it is read.
 
 Two costs of a server's output fall on the web process, whatever the server's session is allowed:
 every read of the pipe (a wake-up of the event loop and a system call), and every byte held for the
@@ -138,3 +139,47 @@ class LineReader(asyncio.Protocol):
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
+
+
+class LineWriter(asyncio.BaseProtocol):
+    """A write pipe (`loop.connect_write_pipe(lambda: writer, pipe)`). `write()` returns once the
+    transport holds less than its high-water mark: a server that reads its input slowly makes its
+    writers wait, rather than the web process hold what they sent."""
+
+    def __init__(self) -> None:
+        self._transport: asyncio.WriteTransport | None = None
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # a write pipe's
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._writable.set()
+
+    @property
+    def closed(self) -> bool:
+        return self._lost or self._transport is None or self._transport.is_closing()
+
+    async def write(self, data: bytes) -> None:
+        """Raises BrokenPipeError once the pipe has closed (the server has gone, or stdin was closed)."""
+        if self.closed:
+            raise BrokenPipeError
+        assert self._transport is not None
+        self._transport.write(data)
+        await self._writable.wait()
+        if self._lost:
+            raise BrokenPipeError
+
+    def close(self) -> None:
+        if not self.closed:
+            assert self._transport is not None
+            self._transport.close()

@@ -18,7 +18,7 @@ import pytest
 import uvloop
 
 from app.sandbox.instance import pipe_end
-from app.sandbox.lines import COALESCE_S, SMALL_READS, LineReader, LineTooLong
+from app.sandbox.lines import COALESCE_S, SMALL_READS, LineReader, LineTooLong, LineWriter
 
 RUNNERS = pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
 CAP = 256 * 1024
@@ -160,5 +160,47 @@ def test_a_line_trickling_in_a_byte_at_a_time_is_read_once_a_millisecond(run: Ca
             assert await writer.reader.line() == b"x" * 100_000
             took = time.monotonic() - began
             assert writer.reader.reads <= SMALL_READS + took / COALESCE_S + 2, (writer.reader.reads, took)
+
+    in_loop(run, test)
+
+
+@RUNNERS
+def test_writes_to_a_server_that_does_not_read_wait_and_end_when_it_goes(run: Callable) -> None:
+    """A server that never reads its input: the pipe fills, then the transport's buffer to its
+    high-water mark, and each write waits there (what the web process holds for it stays bounded);
+    once the server has gone, the waiting write and every later one raise BrokenPipeError."""
+
+    async def test() -> None:
+        loop = asyncio.get_running_loop()
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        reader = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(60)"], stdin=read_end)
+        os.close(read_end)
+        writer = LineWriter()
+        transport, _ = await loop.connect_write_pipe(lambda: writer, pipe_end(write_end, "wb", loop))
+        line, handed = b"x" * 1023 + b"\n", [0]
+
+        async def write_lines() -> None:
+            for _ in range(10_000):  # 10 MiB, were nothing to wait for
+                await writer.write(line)
+                handed[0] += len(line)
+
+        writing = asyncio.create_task(write_lines())
+        try:
+            high = transport.get_write_buffer_limits()[1]
+            deadline = time.monotonic() + 30
+            while transport.get_write_buffer_size() < high:
+                assert time.monotonic() < deadline and not writing.done(), handed
+                await asyncio.sleep(0.01)
+            for _ in range(5):
+                await asyncio.sleep(0)  # the writing task's turns: it waits
+            assert not writing.done() and handed[0] <= PIPE_BYTES + high + len(line), handed
+        finally:
+            reader.kill()
+            reader.wait()
+        with pytest.raises(BrokenPipeError):
+            await asyncio.wait_for(writing, 30)
+        with pytest.raises(BrokenPipeError):
+            await writer.write(line)
+        transport.close()
 
     in_loop(run, test)
