@@ -6,8 +6,8 @@ Two costs of a server's output fall on the web process, whatever the server's se
 every read of the pipe (a wake-up of the event loop and a system call), and every byte held for the
 session. The session's pace (app/relay/session.py) makes its pump wait on lines; a reader that kept
 reading meanwhile would spend both on a server that writes faster than it is paced. So the pipe is
-read only while fewer than `ahead` bytes of whole lines wait to be taken (the pipe then fills, and
-the server waits in its write), and a line that keeps arriving a few bytes at a time without its
+not read while whole lines wait to be taken and the buffer holds `ahead` bytes (the pipe then fills,
+and the server waits in its write), and a line that keeps arriving a few bytes at a time without its
 newline has its pipe read once a millisecond, not for each write.
 """
 
@@ -176,7 +176,7 @@ class LineWriter(asyncio.BaseProtocol):
         assert self._transport is not None
         self._transport.write(data)
         await self._writable.wait()
-        if self._lost:
+        if self._lost or self._transport.is_closing():  # a write that failed closes the transport
             raise BrokenPipeError
 
     def close(self) -> None:

@@ -204,3 +204,20 @@ def test_writes_to_a_server_that_does_not_read_wait_and_end_when_it_goes(run: Ca
         transport.close()
 
     in_loop(run, test)
+
+
+@RUNNERS
+def test_the_first_write_to_a_server_that_has_gone_raises(run: Callable) -> None:
+    async def test() -> None:
+        loop = asyncio.get_running_loop()
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        reader = subprocess.Popen([sys.executable, "-c", "pass"], stdin=read_end)
+        os.close(read_end)
+        reader.wait()  # the pipe has no reader left
+        writer = LineWriter()
+        transport, _ = await loop.connect_write_pipe(lambda: writer, pipe_end(write_end, "wb", loop))
+        with pytest.raises(BrokenPipeError):
+            await writer.write(b"{}\n")
+        transport.close()
+
+    in_loop(run, test)
