@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,11 +18,10 @@ import uvloop
 
 from app.sandbox.instance import pipe_end
 from app.sandbox.lines import COALESCE_S, SMALL_READS, LineReader, LineTooLong, LineWriter
+from tests.support.procs import PIPE_BYTES, STDIO_BUFFER_BYTES, bytes_written, waiting_to_write
 
 RUNNERS = pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
 CAP = 256 * 1024
-PIPE_BYTES = 64 * 1024  # a pipe's default capacity on Linux
-STDIO_BUFFER_BYTES = 8192  # Python's buffer for a piped stdout: one write(2) of the writer
 
 
 class Writer:
@@ -95,23 +93,6 @@ def test_split_lines_come_in_pieces_of_the_cap(run: Callable) -> None:
             assert pieces == [b"01234567", b"89abcdef", b"xy", None]
 
     in_loop(run, test)
-
-
-def waiting_to_write(pid: int) -> bool:
-    """Whether the process sleeps in a write(2) to its stdout (its system call, from /proc)."""
-    import pyseccomp
-
-    write = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "write")
-    try:
-        number, fd, *_ = Path(f"/proc/{pid}/syscall").read_text().split()
-    except (OSError, ValueError):  # running: no arguments to show
-        return False
-    return number == str(write) and int(fd, 16) == 1
-
-
-def bytes_written(pid: int) -> int:
-    fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-    return int(fields["wchar"])
 
 
 FLOOD = "import sys\nwhile True:\n    sys.stdout.write('x' * 99 + '\\n')\n"

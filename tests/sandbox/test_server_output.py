@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from pathlib import Path
 
 import pytest
 
@@ -16,13 +15,17 @@ from app.sandbox.instance import STDOUT_BUFFER_BYTES, Instance
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.workspace import Program
-from tests.support.procs import processes_in_uid_range
+from tests.support.procs import (
+    PIPE_BYTES,
+    STDIO_BUFFER_BYTES,
+    bytes_written,
+    processes_in_uid_range,
+    waiting_to_write,
+)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the fork server gives each instance a uid")
 
 LINE_CAP = 256 * 1024
-PIPE_BYTES = 64 * 1024  # a pipe's default capacity on Linux
-STDIO_BUFFER_BYTES = 8192  # Python's buffer for a piped stdout: one write(2) of the file
 FLOODER = "import sys\nwhile True:\n    sys.stdout.write('x' * 99 + '\\n')\n"
 
 
@@ -32,29 +35,12 @@ def own_server_pool(uid_base: int) -> InstancePool:
                         max_output_bytes=64 << 20)  # fmt: skip
 
 
-def write_syscall() -> int:
-    import pyseccomp
-
-    return pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "write")
-
-
 def waiting_to_write_stdout(instance: Instance) -> int | None:
     """The pid of the instance's process that sleeps in a write(2) to its stdout, if one does."""
-    write = write_syscall()
-    for process in processes_in_uid_range(instance.uid, instance.uid + 1):
-        try:
-            number, fd, *_ = Path(f"/proc/{process.pid}/syscall").read_text().split()
-        except (OSError, ValueError):  # gone, or running ("running" has no arguments)
-            continue
-        if number == str(write) and int(fd, 16) == 1:
-            return process.pid
-    return None
-
-
-def bytes_written(pid: int) -> int:
-    """What the process has written with write(2) and its relatives so far (`wchar`)."""
-    fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
-    return int(fields["wchar"])
+    return next(
+        (p.pid for p in processes_in_uid_range(instance.uid, instance.uid + 1) if waiting_to_write(p.pid)),
+        None,
+    )
 
 
 async def test_a_server_writing_faster_than_it_is_read_waits_in_its_write() -> None:

@@ -89,3 +89,29 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool
         if time.monotonic() > deadline:
             return False
         time.sleep(interval)
+
+
+# A pipe's default capacity on Linux, and Python's buffer for a piped stdout (one write(2) of it):
+# what a writer may have handed the kernel beyond what its reader read.
+PIPE_BYTES = 64 * 1024
+STDIO_BUFFER_BYTES = 8192
+
+
+def waiting_to_write(pid: int, fd: int = 1) -> bool:
+    """Whether the process sleeps in a write(2) to `fd` (its system call, from /proc/PID/syscall)."""
+    import pyseccomp
+
+    write = pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, "write")
+    try:
+        with open(f"/proc/{pid}/syscall") as handle:
+            number, target, *_ = handle.read().split()
+    except (OSError, ValueError):  # gone, or running ("running" has no arguments)
+        return False
+    return number == str(write) and int(target, 16) == fd
+
+
+def bytes_written(pid: int) -> int:
+    """What the process has written with write(2) and its relatives so far (`wchar`)."""
+    with open(f"/proc/{pid}/io") as handle:
+        fields = dict(line.split(": ") for line in handle.read().splitlines())
+    return int(fields["wchar"])
