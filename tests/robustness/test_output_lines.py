@@ -1,7 +1,7 @@
 """A server's output read as lines (app/sandbox/lines.py), over a real pipe from a real writer
 process, on asyncio's loop and on uvloop (the web process's): whole lines up to the cap, pieces when
 asked, and what a hostile writer costs the reader: never a buffer beyond its size, never a read for
-each byte."""
+each byte. And a server's input: writes wait while it does not read, and fail once it has gone."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 import uvloop
@@ -47,10 +46,6 @@ class Writer:
         self.process.wait()
 
 
-def in_loop(run: Callable[[Awaitable[Any]], Any], test: Callable[[], Awaitable[None]]) -> None:
-    run(test())
-
-
 LINES = f"""
 import sys
 sys.stdout.write("a" * 200_000 + "\\n")
@@ -70,7 +65,7 @@ def test_lines_come_whole_up_to_the_cap_and_a_byte_more_is_too_long(run: Callabl
             with pytest.raises(LineTooLong):
                 await writer.reader.line()
 
-    in_loop(run, test)
+    run(test())
 
 
 @RUNNERS
@@ -81,7 +76,7 @@ def test_the_last_line_without_a_newline_is_a_line_then_the_end(run: Callable) -
             assert [await writer.reader.line() for _ in range(4)] == [b"first", b"", b"last", None]
             assert await writer.reader.line() is None  # and stays ended
 
-    in_loop(run, test)
+    run(test())
 
 
 @RUNNERS
@@ -92,7 +87,7 @@ def test_split_lines_come_in_pieces_of_the_cap(run: Callable) -> None:
             pieces = [await writer.reader.line() for _ in range(4)]
             assert pieces == [b"01234567", b"89abcdef", b"xy", None]
 
-    in_loop(run, test)
+    run(test())
 
 
 FLOOD = "import sys\nwhile True:\n    sys.stdout.write('x' * 99 + '\\n')\n"
@@ -118,7 +113,7 @@ def test_a_writer_faster_than_its_reader_waits_in_its_write(run: Callable) -> No
                 assert await writer.reader.line() == b"x" * 99
             assert bytes_written(writer.process.pid) > written
 
-    in_loop(run, test)
+    run(test())
 
 
 TRICKLE = """
@@ -142,7 +137,7 @@ def test_a_line_trickling_in_a_byte_at_a_time_is_read_once_a_millisecond(run: Ca
             took = time.monotonic() - began
             assert writer.reader.reads <= SMALL_READS + took / COALESCE_S + 2, (writer.reader.reads, took)
 
-    in_loop(run, test)
+    run(test())
 
 
 @RUNNERS
@@ -184,7 +179,7 @@ def test_writes_to_a_server_that_does_not_read_wait_and_end_when_it_goes(run: Ca
             await writer.write(line)
         transport.close()
 
-    in_loop(run, test)
+    run(test())
 
 
 @RUNNERS
@@ -201,4 +196,4 @@ def test_the_first_write_to_a_server_that_has_gone_raises(run: Callable) -> None
             await writer.write(b"{}\n")
         transport.close()
 
-    in_loop(run, test)
+    run(test())
