@@ -35,9 +35,9 @@ STOP_KILL_TIMEOUT_S = 5.0
 # ahead of the session.
 STDERR_PIECE_BYTES = 32 * 1024
 # What the web process reads of a server's stdout ahead of its session (app/sandbox/lines.py). Far
-# below the line cap on purpose: a buffer the size of the cap let a flooding server run, and the web
-# process wake for each of its writes, for the whole 10 s a flood may go on (three times the web
-# process's CPU, bench/output_flood.py).
+# below the line cap on purpose: a buffer the size of the cap would let a flooding server run, and the
+# web process wake for each of its writes, for the whole 10 s a flood may go on (three times the web
+# process's CPU, measured with bench/output_flood.py).
 STDOUT_BUFFER_BYTES = 64 * 1024
 
 

@@ -47,7 +47,6 @@ class LineReader(asyncio.Protocol):
         self._waiter: asyncio.Future[None] | None = None
         self._transport: asyncio.ReadTransport | None = None
         self._paused = False
-        self._full = False  # whole lines not yet taken fill the buffer
         self._coalescing: asyncio.TimerHandle | None = None
 
     # --- asyncio's side ---------------------------------------------------------------------------
@@ -92,16 +91,14 @@ class LineReader(asyncio.Protocol):
     @property
     def held(self) -> bool:
         """Whether the pipe waits, unread, because whole lines not yet taken fill the buffer."""
-        return self._paused and self._full
+        return self._paused and self._full()
 
     async def line(self) -> bytes | None:
         while True:
             end = self._buffer.find(b"\n", self._scanned)
-            if end != -1 and (end <= self.max_line or not self.split):
-                if end > self.max_line:
-                    raise LineTooLong
+            if end != -1 and end <= self.max_line:
                 return self._take(end, end + 1)
-            if len(self._buffer) > self.max_line:
+            if end != -1 or len(self._buffer) > self.max_line:  # the line is longer than the cap
                 if not self.split:
                     raise LineTooLong
                 return self._take(self.max_line, self.max_line)
@@ -128,13 +125,16 @@ class LineReader(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        self._full = self._has_line and len(self._buffer) >= self.ahead
-        pause = self._full or len(self._buffer) > self.max_line or self._coalescing is not None
+        pause = self._full() or len(self._buffer) > self.max_line or self._coalescing is not None
         if pause and not self._paused:
             transport.pause_reading()
         elif not pause and self._paused:
             transport.resume_reading()
         self._paused = pause
+
+    def _full(self) -> bool:
+        """Whole lines not yet taken, and the buffer at its size."""
+        return self._has_line and len(self._buffer) >= self.ahead
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():

@@ -94,14 +94,17 @@ FLOOD = "import sys\nwhile True:\n    sys.stdout.write('x' * 99 + '\\n')\n"
 
 
 @RUNNERS
-def test_a_writer_faster_than_its_reader_waits_in_its_write(run: Callable) -> None:
+@pytest.mark.parametrize("split", [False, True], ids=["stdout", "stderr"])
+def test_a_writer_faster_than_its_reader_waits_in_its_write(run: Callable, split: bool) -> None:
     """The reader takes one line and no more: the pipe is read until whole lines fill the buffer,
     then not at all, and the writer waits on its full pipe. What left it: the buffer (and up to one
-    read, a pipeful, beyond it), the pipe, and one write of its own buffer."""
+    read, a pipeful, beyond it), the pipe, and one write of its own buffer. The same for a reader of
+    pieces (stderr's), whose cap is its buffer."""
 
     async def test() -> None:
         ahead = 64 * 1024
-        async with Writer(FLOOD, LineReader(ahead=ahead, max_line=CAP)) as writer:
+        reader = LineReader(ahead=ahead, max_line=ahead if split else CAP, split=split)
+        async with Writer(FLOOD, reader) as writer:
             assert await writer.reader.line() == b"x" * 99
             deadline = time.monotonic() + 30
             while not (writer.reader.held and waiting_to_write(writer.process.pid)):
