@@ -37,10 +37,11 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         (
             "app/sandbox/instance",
             "app/sandbox/process",
+            "app/protocol/lines",
             "(instance.py:",
             "(process.py:",
+            "(lines.py:",
             "unix_events",
-            "asyncio/streams",
         ),
     ),  # fmt: skip
     ("metrics and logs", ("prometheus_client", "logging/", "app/logs")),

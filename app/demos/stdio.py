@@ -3,9 +3,9 @@
 The SDK's `stdio_server()` reads and writes through `anyio.wrap_file`: every line read, every write
 and every flush is a hop to a worker thread and back. For a demo that answers in microseconds those
 hops are most of its cost (a tools/call takes 1.0 ms of the server's CPU through them, 0.5 ms with
-the pipes below; bench/profile.py measures it). Here stdin and stdout are asyncio pipes handed to
-the same `stdio_server()`, which accepts explicit streams: the SDK still parses, validates and
-serialises every message.
+the pipes below; bench/profile.py measures it). Here stdin and stdout are asyncio pipes, read and
+written by app/protocol/lines.py, handed to the same `stdio_server()`, which accepts explicit
+streams: the SDK still parses, validates and serialises every message.
 
 As `stdio_server()` does when it claims the standard streams, fd 0 then reads the null device and
 fd 1 writes to stderr, so a stray `print()` in a handler cannot corrupt the wire. A stdin or stdout
@@ -40,15 +40,19 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.runner import _serve_modern_stream
 from mcp.server.stdio import stdio_server
 
+from app.protocol.lines import LineReader, LineTooLong, LineWriter
+
 # The relay never forwards a message over its own limit (1 MiB by default); this only bounds a
 # line from some other writer. A longer line is dropped and said so on stderr.
 MAX_LINE_BYTES = 64 * 1024 * 1024
+# What is read of stdin ahead of the server: the relay writes one message at a time.
+STDIN_BUFFER_BYTES = 64 * 1024
 
 
 class _Lines:
     """stdin for stdio_server(): the pipe's lines as text."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: LineReader) -> None:
         self.reader = reader
 
     def __aiter__(self) -> _Lines:
@@ -57,26 +61,27 @@ class _Lines:
     async def __anext__(self) -> str:
         while True:
             try:
-                line = await self.reader.readline()
-            except ValueError:  # over MAX_LINE_BYTES: readline has dropped it
+                line = await self.reader.line()
+            except LineTooLong:
+                self.reader.skip_line()
                 print(f"stdin: dropped a line over {MAX_LINE_BYTES} bytes", file=sys.stderr, flush=True)
                 continue
-            if not line:
+            if line is None:
                 raise StopAsyncIteration
             return line.decode("utf-8", errors="replace")  # as the SDK's own wrapper decodes
 
 
 class _Out:
-    """stdout for stdio_server(): writes queue on the pipe; flush waits while the reader is behind."""
+    """stdout for stdio_server(): a write returns once the pipe's reader has kept up."""
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: LineWriter) -> None:
         self.writer = writer
 
     async def write(self, text: str) -> None:
-        self.writer.write(text.encode())
+        await self.writer.write(text.encode())
 
     async def flush(self) -> None:
-        await self.writer.drain()
+        pass  # nothing is held here: write() has handed the bytes to the pipe
 
 
 def _pipe_like(fd: int) -> bool:
@@ -107,12 +112,10 @@ async def _open_pipes() -> tuple[_Lines, _Out] | None:
         return None
     wire_in, wire_out = _take_standard_streams()
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), open(wire_in, "rb", 0))
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, open(wire_out, "wb", 0)
-    )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    reader = LineReader(ahead=STDIN_BUFFER_BYTES, max_line=MAX_LINE_BYTES)
+    await loop.connect_read_pipe(lambda: reader, open(wire_in, "rb", 0))
+    writer = LineWriter()
+    await loop.connect_write_pipe(lambda: writer, open(wire_out, "wb", 0))
     return _Lines(reader), _Out(writer)
 
 

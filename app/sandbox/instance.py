@@ -18,9 +18,9 @@ import os
 import signal
 from typing import IO
 
+from app.protocol.lines import LineReader, LineTooLong, LineWriter
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus, Launcher
-from app.sandbox.lines import LineReader, LineTooLong, LineWriter
 from app.workspace import Program
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ STOP_KILL_TIMEOUT_S = 5.0
 # A learner sees stderr line by line; a longer line in pieces of this size. Also what is read of it
 # ahead of the session.
 STDERR_PIECE_BYTES = 32 * 1024
-# What the web process reads of a server's stdout ahead of its session (app/sandbox/lines.py). Far
+# What the web process reads of a server's stdout ahead of its session (app/protocol/lines.py). Far
 # below the line cap on purpose: a buffer the size of the cap would let a flooding server run, and the
 # web process wake for each of its writes, for the whole 10 s a flood may go on (three times the web
 # process's CPU, measured with bench/output_flood.py).

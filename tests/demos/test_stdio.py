@@ -48,6 +48,17 @@ def test_a_line_longer_than_asyncios_default_limit_is_answered() -> None:
         assert "order_id must be exactly 6 digits" in reply["result"]["content"][0]["text"]
 
 
+def test_a_line_over_the_cap_is_dropped_said_on_stderr_and_the_next_is_answered() -> None:
+    """From another writer than the relay (which forwards nothing over its own limit): the line is
+    thrown away, to its newline, and the server goes on."""
+    with StdioServer() as server:
+        shake(server)
+        server.send_line('{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "'
+                         + "x" * stdio.MAX_LINE_BYTES + '"}}')  # fmt: skip
+        assert "dropped a line over" in server.stderr_line()
+        assert server.call(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
 def test_stdin_that_is_a_file_is_served_by_the_sdks_own_threads(tmp_path) -> None:
     requests = tmp_path / "requests.jsonl"
     lines = [

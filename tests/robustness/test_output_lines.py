@@ -1,4 +1,4 @@
-"""A server's output read as lines (app/sandbox/lines.py), over a real pipe from a real writer
+"""A server's output read as lines (app/protocol/lines.py), over a real pipe from a real writer
 process, on asyncio's loop and on uvloop (the web process's): whole lines up to the cap, pieces when
 asked, and what a hostile writer costs the reader: never a buffer beyond its size, never a read for
 each byte. And a server's input: writes wait while it does not read, and fail once it has gone."""
@@ -15,8 +15,8 @@ from collections.abc import Callable
 import pytest
 import uvloop
 
+from app.protocol.lines import COALESCE_S, SMALL_READS, LineReader, LineTooLong, LineWriter
 from app.sandbox.instance import pipe_end
-from app.sandbox.lines import COALESCE_S, SMALL_READS, LineReader, LineTooLong, LineWriter
 from tests.support.procs import PIPE_BYTES, STDIO_BUFFER_BYTES, bytes_written, waiting_to_write
 
 RUNNERS = pytest.mark.parametrize("run", [asyncio.run, uvloop.run], ids=["asyncio", "uvloop"])
@@ -29,7 +29,10 @@ class Writer:
     def __init__(self, source: str, reader: LineReader) -> None:
         self.reader = reader
         read_end, write_end = os.pipe2(os.O_CLOEXEC)
-        self.process = subprocess.Popen([sys.executable, "-c", source], stdout=write_end)
+        # Its stdin is the test's: a source that waits on it writes on when told (go()).
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", source], stdout=write_end, stdin=subprocess.PIPE
+        )
         os.close(write_end)
         self._read_end = read_end
 
@@ -40,8 +43,15 @@ class Writer:
         )
         return self
 
+    def go(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"\n")
+        self.process.stdin.flush()
+
     async def __aexit__(self, *exc: object) -> None:
         self.transport.close()
+        assert self.process.stdin is not None
+        self.process.stdin.close()
         self.process.kill()
         self.process.wait()
 
@@ -64,6 +74,37 @@ def test_lines_come_whole_up_to_the_cap_and_a_byte_more_is_too_long(run: Callabl
             assert await writer.reader.line() == b"short\r"  # only the newline is the reader's
             with pytest.raises(LineTooLong):
                 await writer.reader.line()
+
+    run(test())
+
+
+# Two lines over the cap: the first's newline is in the buffer when it is found too long, the
+# second's comes once told, after the reader has dropped what it held.
+SKIPPED = f"""
+import sys
+sys.stdout.write("a" * {CAP + 10} + "\\nkept\\n")
+sys.stdout.write("b" * {2 * CAP})
+sys.stdout.flush()
+sys.stdin.readline()
+sys.stdout.write("bbb\\nafter\\n")
+"""
+
+
+@RUNNERS
+def test_a_line_too_long_can_be_skipped_and_the_next_comes_whole(run: Callable) -> None:
+    async def test() -> None:
+        reader = LineReader(ahead=64 * 1024, max_line=CAP)
+        async with Writer(SKIPPED, reader) as writer:
+            with pytest.raises(LineTooLong):
+                await writer.reader.line()
+            writer.reader.skip_line()
+            assert await writer.reader.line() == b"kept"
+            with pytest.raises(LineTooLong):
+                await writer.reader.line()
+            writer.reader.skip_line()  # before the rest of the line has come
+            writer.go()
+            assert await writer.reader.line() == b"after"
+            assert await writer.reader.line() is None
 
     run(test())
 

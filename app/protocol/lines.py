@@ -1,6 +1,7 @@
-"""A server's pipes, on asyncio's protocol interface: its output as lines, read no further ahead of
-its reader than a small buffer and without a wake-up for every tiny write; its input, written at the
-pace it is read.
+"""A process's stdio pipes, on asyncio's protocol interface: its output as lines, read no further
+ahead of its reader than a small buffer and without a wake-up for every tiny write; its input,
+written at the pace it is read. The web process reads a server's output with them
+(app/sandbox/instance.py), and a demo server its input (app/demos/stdio.py).
 
 Two costs of a server's output fall on the web process, whatever the server's session is allowed:
 every read of the pipe (a wake-up of the event loop and a system call), and every byte held for the
@@ -31,8 +32,9 @@ class LineReader(asyncio.Protocol):
     """Lines of a read pipe (`loop.connect_read_pipe(lambda: reader, pipe)`), one reader at a time.
 
     `line()` gives the next line without its newline, or None at the end of the output (a last line
-    without a newline is still a line). A line longer than `max_line` bytes raises LineTooLong, or
-    with `split` comes in pieces of `max_line` bytes."""
+    without a newline is still a line). A line longer than `max_line` bytes raises LineTooLong (then
+    `skip_line()` drops it, for a reader that goes on), or with `split` comes in pieces of `max_line`
+    bytes."""
 
     def __init__(self, *, ahead: int, max_line: int, split: bool = False) -> None:
         self.ahead = ahead
@@ -42,6 +44,7 @@ class LineReader(asyncio.Protocol):
         self._buffer = bytearray()
         self._scanned = 0  # bytes of the buffer known to hold no newline
         self._has_line = False  # the buffer holds a newline
+        self._skipping = False  # dropping what comes until a newline (skip_line)
         self._small_reads = 0  # small reads since the last newline
         self._eof = False
         self._waiter: asyncio.Future[None] | None = None
@@ -56,15 +59,22 @@ class LineReader(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.reads += 1
-        self._buffer += data
         newline = b"\n" in data
-        self._has_line = self._has_line or newline
         if newline or len(data) >= SMALL_READ_BYTES:
             self._small_reads = 0
         else:
             self._small_reads += 1
             if self._small_reads >= SMALL_READS and self._coalescing is None:
                 self._coalescing = asyncio.get_running_loop().call_later(COALESCE_S, self._coalesced)
+        if self._skipping:
+            if not newline:
+                self._flow()
+                return
+            self._skipping = False
+            data = data[data.index(b"\n") + 1 :]
+            newline = b"\n" in data
+        self._buffer += data
+        self._has_line = self._has_line or newline
         self._flow()
         self._wake()
 
@@ -110,6 +120,19 @@ class LineReader(asyncio.Protocol):
                 await self._waiter
             finally:
                 self._waiter = None
+
+    def skip_line(self) -> None:
+        """Drop the line that raised LineTooLong, up to its newline, read or still to come: the next
+        `line()` gives the line after it."""
+        end = self._buffer.find(b"\n")
+        if end == -1:
+            self._buffer.clear()
+            self._skipping = True
+        else:
+            del self._buffer[: end + 1]
+        self._scanned = 0
+        self._has_line = b"\n" in self._buffer
+        self._flow()
 
     def _take(self, size: int, consumed: int) -> bytes:
         line = bytes(self._buffer[:size])
