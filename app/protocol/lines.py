@@ -1,7 +1,7 @@
 """A process's stdio pipes, on asyncio's protocol interface: its output as lines, read no further
 ahead of its reader than a small buffer and without a wake-up for every tiny write; its input,
-written at the pace it is read. The web process reads a server's output with them
-(app/sandbox/instance.py), and a demo server its input (app/demos/stdio.py).
+written at the pace it is read. The web process speaks to a server through them
+(app/sandbox/instance.py), and a demo server to the web process (app/demos/stdio.py).
 
 Two costs of a server's output fall on the web process, whatever the server's session is allowed:
 every read of the pipe (a wake-up of the event loop and a system call), and every byte held for the
