@@ -294,6 +294,7 @@ export class AppHost {
     card.append(head, asks, frame);
     this.box.append(card);
     this.box.hidden = false;
+    card.scrollIntoView({ block: "nearest" }); // the log's entries below must not hide what was opened
 
     const bridge = new AppBridge(
       null,
@@ -348,6 +349,11 @@ export class AppHost {
       new Promise((r) => setTimeout(r, TEARDOWN_MS)),
     ]);
     if (this.current === app) this.unmount();
+  }
+
+  /** Whether an app's card is open. */
+  get showing() {
+    return this.current !== null;
   }
 
   unmount() {
@@ -409,6 +415,7 @@ export class AppHost {
         button("Deny", () => done(false)),
       );
       app.asks.append(row);
+      row.scrollIntoView({ block: "nearest" }); // the app waits on this answer
       row.querySelector("button")?.focus({ preventScroll: true });
     });
   }

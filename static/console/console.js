@@ -34,6 +34,13 @@ function sentence(text) {
 // How long "Try it" waits for the reply to a message it sends first before it goes on regardless.
 const TRY_WAIT_MS = 10_000;
 
+/** Mark a log entry as the app lane's: a message between the console and an app, a call the host
+ * made for one, or a note about one. */
+function inAppLane(li) {
+  li.dataset.lane = "app";
+  return li;
+}
+
 class Console {
   constructor(root) {
     this.root = root;
@@ -61,14 +68,19 @@ class Console {
       send: (text) => this.sendText(text),
       note: (value, info) => this.idNote(value, info),
     });
-    this.log = new MessageLog($("ol.log"), { edit: (text) => this.put(text) });
+    // While an app is open, its own traffic does not scroll the panel around the log: that would
+    // carry the app's card out of view just as the learner is to use it.
+    this.log = new MessageLog($("ol.log"), {
+      edit: (text) => this.put(text),
+      follow: (li) => !(li.dataset.lane === "app" && this.apps.showing),
+    });
     this.diagram = new SequenceDiagram($("[data-sequence]"));
     this.cards = new RequestCards($("[data-cards]"), { send: (text) => this.sendText(text, true) });
     this.apps = new AppHost($("[data-app-box]"), {
       origin: root.dataset.appsOrigin || null,
       off: root.dataset.appsOff || "",
       send: (frame) => this.connection.send(frame),
-      note: (text, kind) => this.log.note(text, kind),
+      note: (text, kind) => inAppLane(this.log.note(text, kind)),
       revision: () => this.ui.facts.querySelector("[data-fact=revision]")?.textContent || this.revision,
       messageBytes: Number(root.dataset.maxMessageBytes),
       messagesPer10s: Number(root.dataset.maxMessagesPer10s),
@@ -357,7 +369,8 @@ class Console {
     else this.waits.stopSending();
     const by =
       { host: " (the console's own, as the app's host)", app: " (for the app: you allowed it)" }[frame.by] || "";
-    this.log.sent(frame, labels.sent(message, info) + by, pairKey);
+    const li = this.log.sent(frame, labels.sent(message, info) + by, pairKey);
+    if (frame.by) inAppLane(li);
     this.diagram.add({ seq: frame.seq, dir: "c2s", label, kind: info.kind, pairKey });
     if (!frame.replayed) this.announce(`Sent: ${labels.sent(message, info)}.`);
     this.editor.check(); // the id note may change
@@ -378,6 +391,7 @@ class Console {
     if (frame.answers) {
       this.offerFollowUps(li, frame);
       const sent = this.entries.find((e) => e.type === "sent" && e.seq === frame.answers);
+      if (sent?.by) inAppLane(li);
       this.apps.onReceived(frame, sent);
     }
     this.diagram.add({
@@ -412,7 +426,7 @@ class Console {
             (e) => e.type === "app" && e.from !== frame.from && e.message?.id === message.id && "method" in e.message,
           )?.message;
     const label = appLabel(message, frame.from);
-    this.log.app(frame, label, appWords(message, request));
+    inAppLane(this.log.app(frame, label, appWords(message, request)));
     const kind =
       "method" in message ? ("id" in message ? "request" : "notification") : "error" in message ? "error" : "response";
     this.diagram.add({

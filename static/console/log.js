@@ -17,7 +17,8 @@ const STDERR_CARD_CHARS = 16_000;
 export class MessageLog {
   /**
    * @param {HTMLOListElement} list
-   * @param {{edit: Function|null, announce: Function}} on edit(text) puts a message in the editor
+   * @param {{edit: Function|null, follow?: Function}} on edit(text) puts a message in the editor;
+   *   follow(li) false: li is not worth scrolling the page or panel around the log for
    */
   constructor(list, on) {
     this.list = list;
@@ -29,8 +30,9 @@ export class MessageLog {
   }
 
   /** Bring the newest entry into view: by scrolling the log when it scrolls by itself (the
-   * playground), else the panel around it (a step's console), never a scroll area in another.
-   * Once per animation frame however many entries arrive in it: each scroll lays the page out. */
+   * playground), else the panel around it (a step's console) unless `follow` says no, never a scroll
+   * area in another. Once per animation frame however many entries arrive in it: each scroll lays
+   * the page out. */
   reveal(li) {
     const pending = this.newest !== null;
     this.newest = li;
@@ -40,7 +42,7 @@ export class MessageLog {
       this.newest = null;
       if (!newest?.isConnected) return;
       if (this.list.scrollHeight > this.list.clientHeight) this.list.scrollTop = newest.offsetTop;
-      else newest.scrollIntoView({ block: "nearest" });
+      else if (this.on.follow?.(newest) !== false) newest.scrollIntoView({ block: "nearest" });
     });
   }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from playwright.sync_api import FrameLocator, Page, expect
 
 from tests.browser.conftest import console_ready
@@ -52,6 +53,34 @@ def test_the_handshake_and_the_calls_steps_pass_with_the_order_card(page: Page) 
     page.locator(".app-ask").get_by_role("button", name="Deny").click()
     expect(card.locator("#note")).to_contain_text("Not refreshed")
     passed(page, "app-call-allowed", "app-call-declined")
+
+
+# Whether the app's frame lies wholly in what the learner sees: the window, and the console's panel
+# where the panel scrolls by itself (a step page on a laptop).
+FRAME_IN_VIEW = """() => {
+  const frame = document.querySelector("iframe.app-frame").getBoundingClientRect();
+  const panel = document.querySelector(".console");
+  const area = panel.scrollHeight > panel.clientHeight ? panel.getBoundingClientRect() : {top: 0, bottom: innerHeight};
+  return frame.top >= Math.max(area.top, 0) - 1 && frame.bottom <= Math.min(area.bottom, innerHeight) + 1;
+}"""
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+@pytest.mark.parametrize("size", [(1400, 950), (390, 844)], ids=["laptop", "phone"])
+def test_the_card_stays_in_view_while_the_apps_own_messages_fill_the_log(
+    page: Page, size: tuple[int, int]
+) -> None:
+    """Each message between the console and the app is a log entry; none of them may scroll the card
+    the learner is about to use out of view, as the step asks them to press its button."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    card = open_app(page, "security", "show_order", {"order_id": "123456"})
+    expect(card.locator("#status")).to_have_text("shipped")
+    sized = page.locator('.console .log-app[data-from="app"]').filter(has_text="size-changed")
+    expect(sized).not_to_have_count(0)  # the app's last message of its opening
+    page.evaluate(TWO_FRAMES)  # the log brings entries into view on the next animation frame
+    assert page.evaluate(FRAME_IN_VIEW)
+    card.locator("#refresh").click()
+    expect(page.locator(".app-ask")).to_be_in_viewport()
 
 
 def test_the_learners_own_app_makes_its_round_trip(page: Page) -> None:
