@@ -72,7 +72,9 @@ def test_every_ref_in_the_course_names_a_section_of_each_revision_it_claims() ->
         ref = claim.ref
         for revision in ref.revisions:
             assert TABLE.heading(revision, ref.page, ref.anchor), f"{step.slug}: {ref.section} in {revision}"
-        assert ref.url.startswith(f"https://modelcontextprotocol.io/specification/{ref.revisions[-1]}/")
+        # The revision's overview page (`index`) is the revision's own address.
+        page = "" if ref.page == "index" else f"/{ref.page}"
+        assert ref.url.startswith(f"https://modelcontextprotocol.io/specification/{ref.revisions[-1]}{page}")
         assert claim.sentence.strip(), f"{step.slug}:{claim.line}: a ref with no claim beside it"
 
 
