@@ -126,7 +126,7 @@ class Instance:
 
     async def write_line(self, line: str) -> None:
         """Write one message line to the server's stdin. Raises SandboxError once it has gone."""
-        if self._stdin is None or self._stdin.closed or self._status is not None:
+        if self._stdin is None or self._status is not None:  # a closed pipe raises in write()
             raise SandboxError("The demo server has stopped.", reason="exited", status_code=410)
         try:
             await self._stdin.write(line.encode("utf-8") + b"\n")

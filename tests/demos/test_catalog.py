@@ -52,6 +52,9 @@ def test_structured_output_links_and_embedded_resources() -> None:
 
         book = client.call("tools/call", {"name": "get_book", "arguments": {"book_id": "b-104"}})["result"]
         assert book["structuredContent"]["title"] == "Seeds of Glass"
+        # A failed call is an error result without structured content (lesson 16 says so).
+        missing = client.call("tools/call", {"name": "get_book", "arguments": {"book_id": "b-999"}})["result"]
+        assert missing["isError"] is True and "structuredContent" not in missing
         assert book["content"][0]["type"] == "text" and '"Seeds of Glass"' in book["content"][0]["text"]
 
         found = client.call("tools/call", {"name": "search_books", "arguments": {"words": "okafor"}})[

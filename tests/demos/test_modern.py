@@ -193,9 +193,13 @@ def test_a_stream_with_nothing_to_carry_ends_at_once_gracefully() -> None:
     with RawClient("app.demos.modern") as client:
         params = {"_meta": envelope(), "notifications": {"promptsListChanged": True}}
         reply, between = client.until_response(client.request("subscriptions/listen", params, id_=3))
+        assert [m["method"] for m in between] == ["notifications/subscriptions/acknowledged"]
         assert between[0]["params"] == {"_meta": {SUBSCRIPTION_ID: 3}, "notifications": {}}
         assert reply["result"]["resultType"] == "complete"
         assert reply["result"]["_meta"][SUBSCRIPTION_ID] == 3
+        # The result alone ends it: no notifications/cancelled before or after (lesson 19 says so).
+        _, after = client.until_response(client.request("server/discover", {"_meta": envelope()}, id_=4))
+        assert after == []
 
 
 def test_a_handshake_connection_still_works() -> None:
