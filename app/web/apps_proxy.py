@@ -18,6 +18,7 @@ import json
 import re
 from urllib.parse import urlsplit
 
+from publicsuffixlist import PublicSuffixList
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -68,12 +69,16 @@ def origin_problem(settings: Settings) -> str | None:
 
 
 def _same_domain(name: str, site_names: frozenset[str]) -> bool:
-    """Whether `name` and a site name share their last two labels: the registrable domain of most
-    names (a public suffix of two labels, such as co.uk, makes this refuse more than it must)."""
+    """Whether `name` and a site name share a registrable domain (the Public Suffix List's: a browser
+    lets a page set cookies for it), so `apps.school.ac.uk` shares one with `playground.school.ac.uk`
+    and `school-apps.ac.uk` does not."""
     if _is_address(name):
         return False
-    tail = name.split(".")[-2:]
-    return any(not _is_address(site) and site.split(".")[-2:] == tail for site in site_names if "." in site)
+    suffixes = PublicSuffixList()  # the list bundled with the package: no network, once a start
+    mine = suffixes.privatesuffix(name) or name
+    return any(
+        not _is_address(site) and (suffixes.privatesuffix(site) or site) == mine for site in site_names
+    )
 
 
 def _is_address(name: str) -> bool:

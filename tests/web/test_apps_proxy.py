@@ -120,6 +120,28 @@ def test_when_the_start_refuses_and_when_apps_are_off() -> None:
     assert Settings(apps="off").apps_proxy[0] is None
 
 
+@pytest.mark.parametrize(
+    ("site", "apps", "shared"),
+    [
+        # Under a public suffix of two labels: a sibling name is another registrable domain ...
+        ("playground.cs.uni.ac.uk", "uni-apps.ac.uk", False),
+        ("mcp.school.co.uk", "apps.other-school.co.uk", False),
+        # ... and a deeper name under the site's own is not, however many labels the suffix has.
+        ("playground.cs.uni.ac.uk", "apps.uni.ac.uk", True),
+        ("mcp.school.co.uk", "evil.school.co.uk", True),
+        # A private suffix: projects on one hosting domain cannot set each other's cookies.
+        ("class.github.io", "class-apps.github.io", False),
+        ("class.github.io", "apps.class.github.io", True),
+        # A name under no known suffix: its last two labels, as a browser takes it.
+        ("mcp.school.internal", "apps.school.internal", True),
+    ],
+)
+def test_an_apps_origin_may_not_share_the_sites_registrable_domain(site: str, apps: str, shared: bool) -> None:
+    settings = Settings(host="0.0.0.0", allowed_hosts=[site], apps_origin=f"https://{apps}")
+    problem = origin_problem(settings) or ""
+    assert ("shares the site's domain" in problem) is shared, problem
+
+
 def test_a_console_without_a_second_origin_says_why(tmp_path_factory: pytest.TempPathFactory) -> None:
     with InProcessApp(tmp_path_factory.mktemp("apps-off"), apps="off") as off:
         page = off.request("GET", "/playground")
