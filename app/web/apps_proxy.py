@@ -75,10 +75,16 @@ def _same_domain(name: str, site_names: frozenset[str]) -> bool:
     if _is_address(name):
         return False
     suffixes = PublicSuffixList()  # the list bundled with the package: no network, once a start
-    mine = suffixes.privatesuffix(name) or name
-    return any(
-        not _is_address(site) and (suffixes.privatesuffix(site) or site) == mine for site in site_names
-    )
+
+    def registrable(host: str) -> str:
+        try:  # as a browser compares names: an internationalized one in its ASCII form
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            pass
+        return suffixes.privatesuffix(host) or host
+
+    mine = registrable(name)
+    return any(not _is_address(site) and registrable(site) == mine for site in site_names)
 
 
 def _is_address(name: str) -> bool:

@@ -134,9 +134,14 @@ def test_when_the_start_refuses_and_when_apps_are_off() -> None:
         ("class.github.io", "apps.class.github.io", True),
         # A name under no known suffix: its last two labels, as a browser takes it.
         ("mcp.school.internal", "apps.school.internal", True),
+        # One name written in Unicode, the other as the browser sends it.
+        ("mcp.bücher.de", "apps.xn--bcher-kva.de", True),
+        ("mcp.xn--bcher-kva.de", "apps.bücher.de", True),
     ],
 )
-def test_an_apps_origin_may_not_share_the_sites_registrable_domain(site: str, apps: str, shared: bool) -> None:
+def test_an_apps_origin_may_not_share_the_sites_registrable_domain(
+    site: str, apps: str, shared: bool
+) -> None:
     settings = Settings(host="0.0.0.0", allowed_hosts=[site], apps_origin=f"https://{apps}")
     problem = origin_problem(settings) or ""
     assert ("shares the site's domain" in problem) is shared, problem
