@@ -105,12 +105,12 @@ class EnvelopeClient:
 
     async def recv_type(self, *types: str, timeout: float = RECV_TIMEOUT_S) -> dict[str, Any]:
         """The next frame of one of `types`, skipping others (stderr, checks...)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            frame = await self.recv(max(deadline - loop.time(), 0.01))
-            if frame["type"] in types:
-                return frame
+        async with asyncio.timeout(timeout):  # one deadline for all the frames skipped on the way
+            while True:
+                frame = json.loads(await self.ws.recv())
+                self.frames.append(frame)
+                if frame["type"] in types:
+                    return frame
 
     async def send_text(self, text: str) -> None:
         await self.ws.send(json.dumps({"type": "send", "text": text}))
