@@ -351,6 +351,16 @@ class Settings(BaseSettings):
     max_endpoints_per_learner: int = Field(
         3, description="Streamable HTTP endpoints one learner may hold at once."
     )
+    client_registrations_per_hour: int = Field(
+        300,
+        ge=1,
+        description=(
+            "OAuth clients one client address (IPv6: one /64) may register dynamically in an hour, for "
+            "protected endpoints; past it, 429. A class behind one NAT address shares it (a script using "
+            "the SDK with no token storage registers anew at each run). A client unused for a day, or "
+            "for two days after its last token, is let go."
+        ),
+    )
     replica_silence_s: float = Field(
         15.0,
         gt=0,

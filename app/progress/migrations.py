@@ -220,6 +220,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 15: the language a learner writes their own server in ("python" or "typescript"; none yet means
     # python): which of server.py and server.ts my-server runs.
     ("ALTER TABLE learners ADD COLUMN server_language TEXT",),
+    # 16: registered clients are kept while they are used (anyone may register one): when a grant was
+    # last made for each, and the endpoint a client registered by hand belongs to.
+    (
+        "ALTER TABLE oauth_clients ADD COLUMN used_at {time}",
+        "ALTER TABLE oauth_clients ADD COLUMN endpoint_id TEXT",
+        "CREATE INDEX oauth_clients_endpoint ON oauth_clients (endpoint_id)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

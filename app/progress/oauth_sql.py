@@ -9,7 +9,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.progress.database import SQLDatabase
-from app.progress.store import OAUTH_EVENTS_KEPT, OAUTH_KINDS, OAuthGrant, ProgressError
+from app.progress.store import (
+    OAUTH_CLIENT_IDLE_S,
+    OAUTH_CLIENT_UNUSED_S,
+    OAUTH_EVENTS_KEPT,
+    OAUTH_KINDS,
+    OAuthGrant,
+    ProgressError,
+)
 
 
 class SQLOAuth(SQLDatabase):
@@ -19,14 +26,28 @@ class SQLOAuth(SQLDatabase):
     def _grant(row: Sequence[Any]) -> OAuthGrant:
         return OAuthGrant(row[0], row[1], row[2], row[3], row[4], row[5])
 
-    def save_oauth_client(self, client_id: str, info: str) -> None:
+    def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None) -> None:
+        now = time.time()
         with self._write() as db:
+            # Clients go as new ones come, once unused for long: what anyone may register stays bounded.
             self._exec(
                 db,
-                "INSERT INTO oauth_clients (client_id, info, created_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (client_id) DO UPDATE SET info = excluded.info",
-                (client_id, info, time.time()),
+                "DELETE FROM oauth_clients WHERE (used_at IS NULL AND created_at < ?) OR used_at < ?",
+                (now - OAUTH_CLIENT_UNUSED_S, now - OAUTH_CLIENT_IDLE_S),
             )
+            self._exec(
+                db,
+                "INSERT INTO oauth_clients (client_id, info, created_at, endpoint_id) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (client_id) DO UPDATE SET info = excluded.info",
+                (client_id, info, now, endpoint_id),
+            )
+
+    def oauth_clients_of(self, endpoint_id: str) -> int:
+        with self._read() as db:
+            row = self._exec(
+                db, "SELECT COUNT(*) FROM oauth_clients WHERE endpoint_id = ?", (endpoint_id,)
+            ).fetchone()
+        return int(row[0])
 
     def oauth_client(self, client_id: str) -> str | None:
         with self._read() as db:
@@ -42,6 +63,7 @@ class SQLOAuth(SQLDatabase):
         with self._write() as db:
             # Expired grants go as new ones come: the table holds only what may still be used.
             self._exec(db, "DELETE FROM oauth_grants WHERE expires_at < ?", (now,))
+            self._exec(db, "UPDATE oauth_clients SET used_at = ? WHERE client_id = ?", (now, grant.client_id))
             self._exec(
                 db,
                 f"INSERT INTO oauth_grants ({self._GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",

@@ -108,6 +108,12 @@ class EndpointInfo:
 OAUTH_KINDS = ("consent", "code", "access", "refresh", "approval")
 # The steps of one endpoint's authorization flows kept for its owner to watch: the newest.
 OAUTH_EVENTS_KEPT = 200
+# Anyone may register a client, so a client is kept only while it is used: one that never had a grant
+# made for it goes after a day (a client authorizes minutes after it registers); one that did, two
+# days after the last (its refresh token lasts one; clients keep a registration per server URL, and
+# an endpoint's URL lasts hours).
+OAUTH_CLIENT_UNUSED_S = 24 * 3600.0
+OAUTH_CLIENT_IDLE_S = 2 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -281,7 +287,14 @@ class ProgressStore(Protocol):
 
     # The authorization server of protected endpoints: its clients, and its grants by kind
     # (OAUTH_KINDS), each keyed by the hash of its secret.
-    def save_oauth_client(self, client_id: str, info: str) -> None: ...
+    def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None) -> None:
+        """Keep a client (`endpoint_id`: the endpoint whose owner registered it by hand), and let go of
+        those unused for long (OAUTH_CLIENT_UNUSED_S, OAUTH_CLIENT_IDLE_S)."""
+        ...
+
+    def oauth_clients_of(self, endpoint_id: str) -> int:
+        """How many clients the endpoint's owner has registered by hand, and still kept."""
+        ...
 
     def oauth_client(self, client_id: str) -> str | None: ...
 

@@ -45,10 +45,11 @@ from app.config import Settings
 from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
 from app.web import oauth_log
 from app.web.client import client_key, site_url
-from app.web.client_documents import ClientDocuments, DocumentError, is_document_url
+from app.web.client_documents import ClientDocuments, is_document_url
 from app.web.endpoints import token_hash
 from app.web.errors import error_body
 from app.web.learner import learner_id
+from app.web.registration import NewClients, RegistrationGate, WithAddress, document_client
 from app.web.state import get_state
 
 # Every protected endpoint's scopes: reading (initialize, lists, reads) and calling tools.
@@ -73,6 +74,7 @@ log = logging.getLogger(__name__)
 # RFC 6749 §3.3: a scope is printable ASCII without space, '"' or '\\'.
 SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,64}")
 MAX_TOOL_SCOPES = 20
+MAX_HAND_CLIENTS = 10  # an endpoint's clients registered by hand, kept at once
 
 
 def tool_scopes(info: EndpointInfo) -> dict[str, str]:
@@ -124,9 +126,11 @@ def endpoint_token(resource: str) -> str | None:
 class Provider:
     """The SDK's `OAuthAuthorizationServerProvider`, over the progress store."""
 
-    def __init__(self, store: ProgressStore, documents: ClientDocuments | None = None) -> None:
+    def __init__(self, store: ProgressStore, documents: ClientDocuments | None = None,
+                 new_clients: NewClients | None = None) -> None:  # fmt: skip
         self.store = store
         self.documents = documents  # clients by metadata document (the routes' provider has them)
+        self.new_clients = new_clients  # ... and how many new ones each address may add
 
     async def _call(self, function: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(function, *args)
@@ -135,14 +139,8 @@ class Provider:
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if self.documents is not None and is_document_url(client_id):
-            try:
-                found = await self.documents.client(client_id)
-            except DocumentError as exc:
-                log.info("client %s: %s", client_id[:200], exc)
-                return None
-            # Kept beside registered clients, so that pages without the fetcher can name it.
-            await self._call(self.store.save_oauth_client, client_id, found.model_dump_json())
-            return PlaygroundClient.model_validate(found.model_dump())
+            found = await document_client(self.store, self.documents, self.new_clients, client_id)
+            return PlaygroundClient.model_validate(found.model_dump()) if found is not None else None
         info = await self._call(self.store.oauth_client, client_id)
         return PlaygroundClient.model_validate_json(info) if info else None
 
@@ -301,8 +299,9 @@ def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
     made) is replaced by ours (the issuer is the site as each client reaches it)."""
     documents = ClientDocuments(settings.client_documents_from_private, settings.client_documents_ca_file,
                                 " ".join(SCOPES))  # fmt: skip
+    new_clients = NewClients(settings.client_registrations_per_hour)
     routes = create_auth_routes(
-        Provider(store, documents),
+        Provider(store, documents, new_clients),
         issuer_url=AnyHttpUrl("http://localhost"),  # used only by the metadata route left out below
         client_registration_options=ClientRegistrationOptions(
             enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES)
@@ -315,9 +314,13 @@ def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
         if path == METADATA_PATH:
             continue
         if path == "/token":  # its refusals are steps to watch too; a route is an ASGI app of its own
-            route = Route(path, endpoint=oauth_log.TokenWatch(route, store, secret_hash))
+            route = Route(path, endpoint=oauth_log.TokenWatch(WithAddress(route), store, secret_hash))
+        elif path == "/authorize":
+            route = Route(path, endpoint=WithAddress(route))
         elif path == "/register":
-            route = Route(path, endpoint=oauth_log.RegistrationWatch(route, store))
+            route = Route(
+                path, endpoint=oauth_log.RegistrationWatch(RegistrationGate(route, new_clients), store)
+            )
         elif path == "/revoke":
             route = Route(path, endpoint=PublicRevocation(route))
         kept.append(route)
@@ -405,7 +408,9 @@ async def register_by_hand(store: ProgressStore, endpoint_id: str, name: str, re
         grant_types=["authorization_code", "refresh_token"], response_types=["code"], scope=" ".join(SCOPES),
     )  # fmt: skip
     assert info.client_id is not None
-    await anyio.to_thread.run_sync(store.save_oauth_client, info.client_id, info.model_dump_json())
+    await anyio.to_thread.run_sync(
+        store.save_oauth_client, info.client_id, info.model_dump_json(), endpoint_id
+    )
     await oauth_log.record(store, endpoint_id, "registration", "POST /api/endpoints/…/clients", 201,
                            client_id=info.client_id, client_name=name, redirect_uri=redirect_uri,
                            auth_method=info.token_endpoint_auth_method)  # fmt: skip
@@ -437,7 +442,12 @@ async def create_client(request: Request, endpoint_id: str, body: NewClient) -> 
         return info
     if (problem := redirect_problem(body.redirect_uri)) is not None:
         return JSONResponse(error_body(422, problem), status_code=422)
-    client = await register_by_hand(get_state(request).progress, endpoint_id, body.client_name.strip(),
+    store = get_state(request).progress
+    if await anyio.to_thread.run_sync(store.oauth_clients_of, endpoint_id) >= MAX_HAND_CLIENTS:
+        message = (f"An endpoint keeps at most {MAX_HAND_CLIENTS} clients registered by hand; one that has "
+                   "not been used for a day is let go.")  # fmt: skip
+        return JSONResponse(error_body(409, message), status_code=409)
+    client = await register_by_hand(store, endpoint_id, body.client_name.strip(),
                                     body.redirect_uri, body.confidential)  # fmt: skip
     return JSONResponse(client.model_dump(mode="json", exclude_none=True), status_code=201)
 

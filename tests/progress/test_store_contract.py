@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from app.fleet.store import FleetStore, LiveSession
-from app.progress import ProgressStore, SQLiteProgressStore
+from app.progress import ProgressStore, SQLiteProgressStore, oauth_sql
 from app.progress.migrations import SCHEMA_VERSION
 from app.progress.postgres import PostgresProgressStore
 from app.progress.store import (
@@ -18,6 +19,8 @@ from app.progress.store import (
     JOIN_CODE_LENGTH,
     MAX_CLASS_NUMBER,
     MAX_PENDING_JOINS,
+    OAUTH_CLIENT_IDLE_S,
+    OAUTH_CLIENT_UNUSED_S,
     OAUTH_EVENTS_KEPT,
     OAuthGrant,
     ProgressError,
@@ -413,6 +416,32 @@ def closing_store(store):  # noqa: ANN001, ANN201
 
     store.open()
     return closing(store)
+
+
+def test_clients_nobody_uses_are_let_go_as_new_ones_register(store, monkeypatch) -> None:  # noqa: ANN001
+    """Anyone may register a client: one never used goes after OAUTH_CLIENT_UNUSED_S, one used after
+    OAUTH_CLIENT_IDLE_S from its last grant, each when a later client registers."""
+    clock = [time.time()]
+    monkeypatch.setattr(oauth_sql, "time", SimpleNamespace(time=lambda: clock[0]))
+    info = store.create_endpoint(ADA, "demo-orders", "hash-of-token", 3600 * 24 * 10, auth="oauth")
+    store.save_oauth_client("never-used", "{}")
+    store.save_oauth_client("by-hand", "{}", info.id)
+    store.save_oauth_client("used", "{}")
+    store.add_oauth_grant(OAuthGrant("code", "code", "used", info.id, "{}", clock[0] + 60))
+    assert store.oauth_clients_of(info.id) == 1 and store.oauth_clients_of("another") == 0
+    clock[0] += OAUTH_CLIENT_UNUSED_S + 1
+    assert store.oauth_client("never-used") == "{}"  # nothing is let go until a client registers
+    store.save_oauth_client("next", "{}")
+    assert store.oauth_client("never-used") is None and store.oauth_client("by-hand") is None
+    assert store.oauth_clients_of(info.id) == 0
+    assert store.oauth_client("used") == "{}" and store.oauth_client("next") == "{}"
+    store.add_oauth_grant(OAuthGrant("refresh", "refresh", "used", info.id, "{}", clock[0] + 60))
+    clock[0] += OAUTH_CLIENT_IDLE_S - 60  # two days on from the last grant, less a minute
+    store.save_oauth_client("later", "{}")
+    assert store.oauth_client("used") == "{}"
+    clock[0] += 120
+    store.save_oauth_client("later still", "{}")
+    assert store.oauth_client("used") is None and store.oauth_client("next") is None
 
 
 def test_a_protected_endpoint_and_its_grants_are_kept_by_hash_used_once_and_revoked(store) -> None:  # noqa: ANN001

@@ -96,11 +96,12 @@ class InProcessApp:
         kwargs["headers"] = {"Origin": self.base, **kwargs.get("headers", {})}
         return self.plain_client(**kwargs)
 
-    def plain_client(self, **kwargs: Any) -> SharedClient:
-        """A client that sends only the headers given (no Origin), as an httpx.Client does."""
+    def plain_client(self, address: str = "127.0.0.1", **kwargs: Any) -> SharedClient:
+        """A client that sends only the headers given (no Origin), as an httpx.Client does, from
+        `address` (as the app sees the peer)."""
         kwargs.pop("timeout", None)  # nothing to wait on: the app answers in this process
         client = SharedClient(self.app, base_url=self.base, follow_redirects=False,
-                              client=("127.0.0.1", next(_ports)), **kwargs)  # fmt: skip
+                              client=(address, next(_ports)), **kwargs)  # fmt: skip
         # The lifespan's event loop: the app's sessions, processes and timers live there. TestClient
         # sends a request through its `portal` when one is set, else through a new loop per request.
         client.portal = self._lifespan.portal

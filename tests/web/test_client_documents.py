@@ -5,6 +5,7 @@ https)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
+from app.progress import SQLiteProgressStore
 from app.web.client_documents import MAX_BYTES, ClientDocuments, DocumentError, is_document_url
+from app.web.registration import ADDRESS, NewClients, document_client
 from tests.support.https_server import Answer, https_server, make_authority
 
 SCOPES = "mcp:read mcp:tools"
@@ -129,3 +132,35 @@ def test_private_addresses_are_fetched_only_when_serving_on_loopback() -> None:
     assert not Settings(hosting_mode=True).client_documents_from_private
     assert not Settings(host="0.0.0.0").client_documents_from_private
     assert not Settings(client_documents_private=False).client_documents_from_private
+
+
+async def test_new_document_clients_count_against_their_address_and_a_big_one_is_not_kept(
+    authority, site, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """From the attacker's side: every new client_id URL at /authorize would be a fetch and a row kept,
+    so an address adds at most its hourly count of new clients (a client already kept is not new, one
+    that could not be kept is not counted) and a client's metadata has the registration's size limit."""
+    base, answers, asked = site
+    for name in ("a", "b", "c", "d"):
+        answers[f"/{name}.json"] = (200, {"Cache-Control": "no-store"}, document(f"{base}/{name}.json"))
+    uris = [f"http://127.0.0.1:{port}/callback" for port in range(1000, 1400)]  # 12 KiB, under 64 KiB
+    answers["/big.json"] = (200, {}, document(f"{base}/big.json", redirect_uris=uris))
+    store = SQLiteProgressStore(tmp_path / "p.sqlite3")
+    store.open()
+    documents, new_clients = fetcher(authority), NewClients(2)
+    keep = functools.partial(document_client, store, documents, new_clients)
+    token = ADDRESS.set("10.0.0.1")
+    try:
+        assert await keep(f"{base}/missing.json") is None  # refused (404): not counted
+        assert await keep(f"{base}/big.json") is None and store.oauth_client(f"{base}/big.json") is None
+        assert (await keep(f"{base}/a.json")).client_name == "Doc client"
+        assert await keep(f"{base}/b.json") is not None
+        assert await keep(f"{base}/a.json") is not None  # kept already: not new
+        asked.clear()
+        assert await keep(f"{base}/c.json") is None and store.oauth_client(f"{base}/c.json") is None
+        assert asked == []  # past the count, not even fetched
+        ADDRESS.set("10.0.0.2")
+        assert await keep(f"{base}/d.json") is not None  # another address has a count of its own
+    finally:
+        ADDRESS.reset(token)
+        store.close()

@@ -1,0 +1,166 @@
+"""What a client unknown to the authorization server may cost: anyone may register one, by dynamic
+client registration (RFC 7591, `POST /register`) or by naming a client ID metadata document at
+`/authorize`, without signing in, and every client is a row in the database. So a client's metadata
+is held to a size a real client never comes near, and each client address (IPv6: its /64) makes the
+server keep at most `Settings.client_registrations_per_hour` new clients an hour, both ways counted
+together; the store lets go of clients nobody uses (`OAUTH_CLIENT_UNUSED_S`). A registration's
+refusals are JSON, as the SDK's own are, with what to do next.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextvars import ContextVar
+
+import anyio
+from mcp.shared.auth import OAuthClientInformationFull
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.progress.store import ProgressStore
+from app.relay.rates import KeyedRate
+from app.web.client import client_key
+from app.web.client_documents import ClientDocuments, DocumentError
+from app.web.oauth_log import Answer
+
+log = logging.getLogger(__name__)
+
+# A client's metadata as it registers: a real one (a name, a few redirect URIs, grant types, an auth
+# method) is well under 2 KiB.
+METADATA_BYTES = 8 * 1024
+WINDOW_S = 3600.0
+
+# The client address of the request the authorization server's routes are handling (`WithAddress`),
+# for the provider, which the SDK calls with a client ID only.
+ADDRESS: ContextVar[str | None] = ContextVar("oauth_client_address", default=None)
+
+
+class NewClients:
+    """How many new clients each address has made the server keep in the last hour."""
+
+    def __init__(self, per_hour: int) -> None:
+        self.rate = KeyedRate(per_hour, WINDOW_S)
+
+    def wait(self, address: str) -> float | None:
+        """None when `address` may add one more (and it is counted), else the seconds until it may."""
+        return self.rate.wait(address)
+
+    def refund(self, address: str) -> None:
+        self.rate.refund(address)
+
+
+class WithAddress:
+    """Around one of the SDK's routes: the request's client address in `ADDRESS` while it runs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        token = ADDRESS.set(client_key(scope) if scope["type"] == "http" else None)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            ADDRESS.reset(token)
+
+
+async def document_client(store: ProgressStore, documents: ClientDocuments, new_clients: NewClients | None,
+                          client_id: str) -> OAuthClientInformationFull | None:  # fmt: skip
+    """A client named by its metadata document, fetched (or from the fetcher's cache) and kept beside
+    registered clients, so that pages without the fetcher can name it; None, logged, when it may not
+    be. One the store does not hold yet counts as a new client of the request's address."""
+    address = ADDRESS.get() if new_clients is not None else None
+    counted = False
+    if new_clients is not None and address is not None:
+        if await anyio.to_thread.run_sync(store.oauth_client, client_id) is None:
+            if new_clients.wait(address) is not None:
+                log.info("client %s: its address has added too many clients this hour", client_id[:200])
+                return None
+            counted = True
+    try:
+        found: OAuthClientInformationFull | None = await documents.client(client_id)
+    except DocumentError as exc:
+        log.info("client %s: %s", client_id[:200], exc)
+        found = None
+    info = found.model_dump_json() if found is not None else ""
+    if len(info) > METADATA_BYTES:
+        log.info("client %s: its metadata is over %d bytes", client_id[:200], METADATA_BYTES)
+        found = None
+    if found is None:
+        if counted and new_clients is not None and address is not None:
+            new_clients.refund(address)  # nothing was kept
+        return None
+    await anyio.to_thread.run_sync(store.save_oauth_client, client_id, info)
+    return found
+
+
+class RegistrationGate:
+    """Around the SDK's `/register` route: the body's size first, then the address's hourly count; a
+    registration the SDK refuses is not counted."""
+
+    def __init__(self, app: ASGIApp, new_clients: NewClients) -> None:
+        self.app = app
+        self.rate = new_clients.rate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await _body(receive, METADATA_BYTES)
+        if body is None:
+            await _refuse(send, 400, "invalid_client_metadata",
+                          f"The client's metadata is over {METADATA_BYTES // 1024} KiB; a client needs a name, "
+                          "its redirect URIs and a few fields more.")  # fmt: skip
+            return
+        key = client_key(scope)
+        if (wait := self.rate.wait(key)) is not None:
+            minutes = max(1, round(wait / 60))
+            await _refuse(send, 429, "temporarily_unavailable",
+                          f"This address has registered {self.rate.limit} clients in the last hour. Reuse a "
+                          f"client you registered, or try again in {minutes} min.",
+                          retry_after=int(wait) + 1)  # fmt: skip
+            return
+        answer = Answer(send)
+        await self.app(scope, _replay(body), answer.send)
+        if answer.status != 201:
+            self.rate.refund(key)  # nothing was kept
+        await answer.release()
+
+
+async def _body(receive: Receive, limit: int) -> bytes | None:
+    """The request's body, or None once it goes past `limit` (the rest is left unread)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+async def _refuse(send: Send, status: int, error: str, description: str, retry_after: int = 0) -> None:
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               (b"cache-control", b"no-store")]  # fmt: skip
+    if retry_after:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

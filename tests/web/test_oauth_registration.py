@@ -1,0 +1,111 @@
+"""What a visitor may make the authorization server keep (app/web/registration.py): dynamic client
+registration is open to anyone, so a registration's metadata has a size limit, each address an
+hourly count, and an endpoint's owner a number of clients registered by hand. Each from the
+attacker's side, on the app in process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from app.web.learner import COOKIE
+from app.web.oauth import MAX_HAND_CLIENTS
+from app.web.registration import METADATA_BYTES
+from tests.support.inprocess import InProcessApp
+from tests.support.oauthflow import REDIRECT
+
+PER_HOUR = 4
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessApp]:
+    with InProcessApp(tmp_path_factory.mktemp("registration"), warm_pool_size=0,
+                      client_registrations_per_hour=PER_HOUR) as app:  # fmt: skip
+        yield app
+
+
+def metadata(name: str = "a client", **extra: object) -> dict:
+    return {"redirect_uris": [REDIRECT], "client_name": name, "token_endpoint_auth_method": "none", **extra}
+
+
+def kept_clients(app: InProcessApp) -> int:
+    with app.state.progress._read() as db:  # noqa: SLF001 - what the database holds is the point
+        return int(app.state.progress._exec(db, "SELECT COUNT(*) FROM oauth_clients").fetchone()[0])  # noqa: SLF001
+
+
+def test_metadata_past_the_size_limit_is_refused_unread_and_nothing_is_kept(app: InProcessApp) -> None:
+    before = kept_clients(app)
+    with app.plain_client(address="10.0.1.1") as client:
+        uris = [f"http://127.0.0.1:{port}/callback" for port in range(1000, 1400)]  # 12 KiB of them
+        assert len(json.dumps(metadata(redirect_uris=uris))) > METADATA_BYTES
+        refused = client.post("/register", json=metadata(redirect_uris=uris))
+        assert refused.status_code == 400
+        assert refused.json()["error"] == "invalid_client_metadata"
+        assert "KiB" in refused.json()["error_description"]
+        name_too_long = client.post("/register", json=metadata("x" * (METADATA_BYTES + 1)))
+        assert name_too_long.status_code == 400
+        # A body of the site's largest size, sent in pieces, is refused as well.
+        chunks = (b"{" + b" " * 4096 for _ in range(10))
+        streamed = client.post("/register", content=chunks, headers={"Content-Type": "application/json"})
+        assert streamed.status_code == 400
+        assert client.post("/register", json=metadata()).status_code == 201  # a real one still registers
+    assert kept_clients(app) == before + 1
+
+
+def test_an_address_past_its_hourly_registrations_is_told_to_wait_and_others_are_not(
+    app: InProcessApp,
+) -> None:
+    owner = app.learner_cookie("watcher")
+    made = app.post(
+        "/api/endpoints", json={"server": "demo-orders", "auth": "oauth"}, cookies={COOKIE: owner}
+    )
+    assert made.status_code == 201, made.text
+    token = made.json()["url"].rsplit("/", 1)[1]
+    with app.plain_client(address="10.0.2.2") as attacker:
+        # The flow of the endpoint whose metadata this address read shows each registration.
+        assert attacker.get(f"/.well-known/oauth-protected-resource/mcp/{token}").status_code == 200
+        # One the SDK itself refuses keeps nothing and is not counted: four more still register.
+        assert attacker.post("/register", json={"client_name": "no redirect"}).status_code == 400
+        statuses = [
+            attacker.post("/register", json=metadata(f"client {n}")).status_code for n in range(PER_HOUR)
+        ]
+        assert statuses == [201] * PER_HOUR
+        # ... and the next past the count is refused, with when to come back.
+        before = kept_clients(app)
+        refused = attacker.post("/register", json=metadata("one too many"))
+        assert refused.status_code == 429
+        assert refused.json()["error"] == "temporarily_unavailable"
+        assert "registered 4 clients in the last hour" in refused.json()["error_description"]
+        assert 0 < int(refused.headers["retry-after"]) <= 3600
+        assert kept_clients(app) == before
+    with app.plain_client(address="10.0.2.3") as neighbour:
+        assert neighbour.post("/register", json=metadata("elsewhere")).status_code == 201
+    steps = [json.loads(data) for _, _, data in app.state.progress.oauth_events(made.json()["id"])]
+    registrations = [step for step in steps if step["step"] == "dynamic_registration"]
+    assert [step["status"] for step in registrations] == [400] + [201] * PER_HOUR + [429]
+    assert registrations[-1]["detail"]["error"] == "temporarily_unavailable"
+
+
+def test_an_owner_registers_at_most_a_few_clients_by_hand_per_endpoint(app: InProcessApp) -> None:
+    owner = app.learner_cookie("hand-registrar")
+    made = app.post(
+        "/api/endpoints", json={"server": "demo-orders", "auth": "oauth"}, cookies={COOKIE: owner}
+    )
+    assert made.status_code == 201, made.text
+    path = f"/api/endpoints/{made.json()['id']}/clients"
+    body = {"client_name": "mine", "redirect_uri": REDIRECT}
+    statuses = [
+        app.post(path, json=body, cookies={COOKIE: owner}).status_code for _ in range(MAX_HAND_CLIENTS)
+    ]
+    assert statuses == [201] * MAX_HAND_CLIENTS
+    refused = app.post(path, json=body, cookies={COOKIE: owner})
+    assert refused.status_code == 409
+    assert f"at most {MAX_HAND_CLIENTS} clients registered by hand" in refused.text
+    # The cap is the endpoint's: the owner's next endpoint has room of its own.
+    other = app.post(
+        "/api/endpoints", json={"server": "demo-orders", "auth": "oauth"}, cookies={COOKIE: owner}
+    )
+    assert app.post(f"/api/endpoints/{other.json()['id']}/clients", json=body,
+                    cookies={COOKIE: owner}).status_code == 201  # fmt: skip
