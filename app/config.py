@@ -351,6 +351,16 @@ class Settings(BaseSettings):
     max_endpoints_per_learner: int = Field(
         3, description="Streamable HTTP endpoints one learner may hold at once."
     )
+    saved_kib_per_hour_per_address: int = Field(
+        64 * 1024,
+        ge=64,
+        description=(
+            "KiB of files (every version) the learners at one client address (IPv6: one /64) may save in "
+            "an hour; past it, a save is refused (429) until older ones age out. Identities cost nothing "
+            "to make, so this bounds what one visitor adds to the database. A class behind one NAT address "
+            "shares it: 40 learners saving a 10 KiB file every minute use 24 MiB."
+        ),
+    )
     client_registrations_per_hour: int = Field(
         300,
         ge=1,

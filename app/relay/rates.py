@@ -1,6 +1,7 @@
 """How often one key (a client address, a session's owner) may do something: at most `limit` times in
 a sliding window. Used for new identities per address (app/web/learner.py) and new sessions per owner
-(admission).
+(admission). And how much one key may add up in a sliding window (`KeyedBudget`): the bytes of files
+each address saves (app/web/workspace.py).
 
 Keys that have gone quiet are forgotten once many are remembered, so a visitor with many addresses
 cannot make the table grow without bound.
@@ -54,6 +55,50 @@ class KeyedRate:
     def _forget_quiet(self, now: float) -> None:
         for key in [k for k, t in self._times.items() if not t or now - t[-1] > self.window_s]:
             del self._times[key]
+
+
+class KeyedBudget:
+    """At most `limit` units (bytes, say) per key in any `window_s` seconds."""
+
+    def __init__(self, limit: float, window_s: float, keys_kept: int = KEYS_KEPT) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self.keys_kept = keys_kept
+        self._spent: dict[str, tuple[deque[tuple[float, float]], list[float]]] = {}  # key -> (uses, [sum])
+
+    def spend(self, key: str, units: float) -> float | None:
+        """None when `key` may spend `units` more now (and they are counted), else the seconds until
+        enough of what it spent has aged out of the window."""
+        now = time.monotonic()
+        found = self._spent.get(key)
+        if found is None:
+            if len(self._spent) >= self.keys_kept:
+                self._forget_quiet(now)
+            found = self._spent[key] = (deque(), [0.0])
+        uses, total = found
+        while uses and now - uses[0][0] > self.window_s:
+            total[0] -= uses.popleft()[1]
+        if total[0] + units <= self.limit:
+            uses.append((now, units))
+            total[0] += units
+            return None
+        if units > self.limit:
+            return self.window_s
+        freed = total[0] + units - self.limit  # what must age out first
+        for at, spent in uses:
+            freed -= spent
+            if freed <= 0:
+                return max(self.window_s - (now - at), 0.0)
+        return self.window_s
+
+    def __len__(self) -> int:
+        return len(self._spent)
+
+    def _forget_quiet(self, now: float) -> None:
+        for key in [
+            k for k, (uses, _) in self._spent.items() if not uses or now - uses[-1][0] > self.window_s
+        ]:
+            del self._spent[key]
 
 
 class Clock(Protocol):

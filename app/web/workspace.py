@@ -29,6 +29,7 @@ from app.relay.admission import Owner
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
 from app.sandbox.process import ServerProcess
+from app.web.client import client_key
 from app.web.errors import error_body
 from app.web.learner import learner_id
 from app.web.state import AppState, get_state
@@ -77,20 +78,31 @@ def _version_json(saved: ServerFile) -> dict[str, Any]:
     return {"version": saved.version, "saved_at": saved.saved_at, "size": saved.size}
 
 
-async def _save(state: AppState, learner: str, source: str, name: str) -> JSONResponse:
-    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
+async def _save(request: Request, learner: str, source: str, name: str) -> JSONResponse:
+    state = get_state(request)
     latest = await _saved(state, learner, name)
     # The same text again (a second Ctrl+S, a save to restart) is the newest version already: a new
     # one would only push a real one out of the few that are kept.
     if latest is not None and latest.source == source:
         saved, unchanged = latest, True
     else:
+        if (wait := state.saves.spend(client_key(request.scope), len(source.encode()))) is not None:
+            return _saved_too_much(state.settings.saved_kib_per_hour_per_address, wait)
         saved = await anyio.to_thread.run_sync(
             lambda: state.progress.save_server_file(learner, source, name=name)
         )
         unchanged = False
+    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
     return JSONResponse({"saved": True, **_version_json(saved), "unchanged": unchanged,
                          "diagnostics": [d.to_json() for d in diagnostics]})  # fmt: skip
+
+
+def _saved_too_much(limit_kib: int, wait: float) -> JSONResponse:
+    limit = f"{limit_kib // 1024} MiB" if limit_kib % 1024 == 0 else f"{limit_kib} KiB"
+    message = (f"The learners at this address have saved {limit} of files in the last hour, the most this "
+               f"playground keeps. Try again in {max(1, round(wait / 60))} min")  # fmt: skip
+    return JSONResponse(error_body(429, message + ". Nothing was saved."), status_code=429,
+                        headers={"Retry-After": str(int(wait) + 1)})  # fmt: skip
 
 
 async def _saved(state: AppState, learner: str, name: str, version: int | None = None) -> ServerFile | None:
@@ -165,7 +177,7 @@ async def save_file(request: Request, name: str) -> JSONResponse:
     problem = workspace.problem_with(data)
     if problem:
         return _refuse(400, problem[0].upper() + problem[1:])
-    return await _save(get_state(request), learner_id(request), data.decode("utf-8"), name)
+    return await _save(request, learner_id(request), data.decode("utf-8"), name)
 
 
 @router.get("/api/workspace")
@@ -210,7 +222,7 @@ async def restore_version(
     if saved is None:
         return JSONResponse(error_body(404, f"No saved version {version} (only the last few are kept)."),
                             status_code=404)  # fmt: skip
-    return await _save(state, learner, saved.source, name)
+    return await _save(request, learner, saved.source, name)
 
 
 # --- the type check of server.ts -------------------------------------------------------------------

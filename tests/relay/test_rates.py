@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.relay import rates
-from app.relay.rates import KeyedRate, Pace
+from app.relay.rates import KeyedBudget, KeyedRate, Pace
 from tests.support.clocks import FrozenClock
 
 
@@ -42,6 +42,29 @@ def test_quiet_keys_are_forgotten_once_many_are_kept(clock: Clock) -> None:
     clock.t += 31  # a, b and c are quiet now; d is not
     assert rate.wait("e") is None
     assert len(rate) == 2 and rate.wait("d") is not None
+
+
+def test_a_budget_takes_what_fits_and_says_when_enough_has_aged_out(clock: Clock) -> None:
+    budget = KeyedBudget(100, window_s=60)
+    assert budget.spend("a", 60) is None
+    clock.t += 10
+    assert budget.spend("a", 30) is None
+    assert budget.spend("a", 20) == pytest.approx(50)  # refused and not counted: the 60 must go first
+    assert budget.spend("a", 10) is None  # what still fits goes
+    assert budget.spend("b", 100) is None  # another key has its own budget
+    assert budget.spend("a", 1000) == 60  # more than the whole budget never fits
+    clock.t += 50.5
+    assert budget.spend("a", 60) is None  # the first 60 have left the window
+    assert budget.spend("a", 1) is not None
+
+
+def test_a_budget_forgets_quiet_keys_once_many_are_kept(clock: Clock) -> None:
+    budget = KeyedBudget(10, window_s=60, keys_kept=2)
+    budget.spend("a", 10)
+    budget.spend("b", 10)
+    clock.t += 61
+    assert budget.spend("c", 10) is None  # a and b are quiet: forgotten, and c kept
+    assert len(budget) == 1 and budget.spend("c", 1) is not None
 
 
 def test_a_pace_lets_a_burst_through_then_the_rate() -> None:

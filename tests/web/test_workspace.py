@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import httpx
 import pytest
@@ -213,6 +214,31 @@ def test_a_file_that_cannot_be_saved_is_refused_and_nothing_is_saved(
     )
     with browser(site, name) as page:
         assert page.get("/api/workspace/server.py").text == "kept = True\n"
+
+
+def test_saves_from_one_address_are_held_to_its_hourly_budget_whatever_identities_they_use(
+    tmp_path: Path,
+) -> None:
+    """From the attacker's side: identities cost nothing, so each one's ten versions of each file would
+    let one visitor fill the database; the bytes saved from one address in an hour are capped."""
+    with InProcessApp(tmp_path, saved_kib_per_hour_per_address=64) as small:
+
+        def put(learner: str, source: str, address: str = "10.0.0.1") -> httpx.Response:
+            with small.client(address=address, cookies={COOKIE: small.learner_cookie(learner)}) as page:
+                return page.put("/api/workspace/server.py", content=source)
+
+        first = "# " + "a" * 40 * 1024 + "\n"
+        assert put("one", first).status_code == 200
+        assert put("one", first).json()["unchanged"]  # the same text again costs nothing
+        refused = put("two", "# " + "b" * 30 * 1024 + "\n")  # a fresh identity, the same address
+        assert refused.status_code == 429
+        assert "saved 64 KiB of files in the last hour" in refused.json()["error"]["message"]
+        assert "Nothing was saved" in refused.json()["error"]["message"]
+        assert 0 < int(refused.headers["retry-after"]) <= 3600
+        with small.client(address="10.0.0.1", cookies={COOKIE: small.learner_cookie("two")}) as page:
+            assert page.get("/api/workspace").json()["starter"]  # nothing of it was kept
+        assert put("two", "small = True\n").status_code == 200  # what still fits is saved
+        assert put("three", "# " + "c" * 30 * 1024 + "\n", address="10.0.0.2").status_code == 200
 
 
 def test_a_save_from_another_site_is_refused(site: InProcessApp) -> None:
