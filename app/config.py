@@ -351,6 +351,14 @@ class Settings(BaseSettings):
     max_endpoints_per_learner: int = Field(
         3, description="Streamable HTTP endpoints one learner may hold at once."
     )
+    new_endpoints_per_hour_per_address: int = Field(
+        300,
+        ge=1,
+        description=(
+            "Streamable HTTP endpoints the learners at one client address (IPv6: one /64) may make in an "
+            "hour, whatever identities they use; past it, 429. A class behind one NAT address shares it."
+        ),
+    )
     saved_kib_per_hour_per_address: int = Field(
         64 * 1024,
         ge=64,

@@ -14,6 +14,7 @@ from app.progress.classes_sql import SQLClasses
 from app.progress.database import CODE_ATTEMPTS
 from app.progress.oauth_sql import SQLOAuth
 from app.progress.store import (
+    ENDPOINT_KEPT_S,
     RESUME_CODE_LENGTH,
     SERVER_FILE_VERSIONS,
     ClassInfo,
@@ -166,6 +167,12 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
         now = time.time()
         info = EndpointInfo(secrets.token_urlsafe(9), learner_id, server, now, now + lifetime_s, auth=auth)
         with self._write() as db:
+            # Endpoints gone for a while go as new ones come, with their flows and grants (cascaded).
+            self._exec(
+                db,
+                "DELETE FROM endpoints WHERE COALESCE(ended_at, expires_at) < ?",
+                (now - ENDPOINT_KEPT_S,),
+            )
             self._touch(db, learner_id, now)
             self._exec(
                 db,

@@ -108,6 +108,9 @@ class EndpointInfo:
 OAUTH_KINDS = ("consent", "code", "access", "refresh", "approval")
 # The steps of one endpoint's authorization flows kept for its owner to watch: the newest.
 OAUTH_EVENTS_KEPT = 200
+# An endpoint ended or expired this long ago goes, with its flow and grants: nobody can reach it, and
+# anyone may make endpoints (each identity a few at a time).
+ENDPOINT_KEPT_S = 24 * 3600.0
 # Anyone may register a client, so a client is kept only while it is used: one that never had a grant
 # made for it goes after a day (a client authorizes minutes after it registers); one that did, two
 # days after the last (its refresh token lasts one; clients keep a registration per server URL, and
@@ -271,7 +274,9 @@ class ProgressStore(Protocol):
     # Streamable HTTP endpoints.
     def create_endpoint(
         self, learner_id: str, server: str, token_hash: str, lifetime_s: float, auth: str = "none"
-    ) -> EndpointInfo: ...
+    ) -> EndpointInfo:
+        """A new endpoint; those ended or expired more than ENDPOINT_KEPT_S ago go."""
+        ...
 
     def endpoint_by_token_hash(self, token_hash: str) -> EndpointInfo | None: ...
 

@@ -22,7 +22,7 @@ from app.relay.httpwire import HttpListener
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
 from app.web import oauth_log
-from app.web.client import site_url
+from app.web.client import client_key, site_url
 from app.web.errors import error_body
 from app.web.learner import learner_id
 from app.web.state import AppState, get_state
@@ -68,6 +68,13 @@ async def create_endpoint(request: Request, body: NewEndpoint) -> JSONResponse:
     if len(mine) >= cap:
         message = f"You already have {cap} endpoints. End one (DELETE /api/endpoints/ID) first."
         return JSONResponse(error_body(409, message), status_code=409)
+    if (wait := state.endpoint_starts.wait(client_key(request.scope))) is not None:
+        message = (f"The learners at this address have made {state.endpoint_starts.limit} endpoints in the last "
+                   f"hour, the most this playground allows. Use one you have, or try again in "
+                   f"{max(1, round(wait / 60))} min.")  # fmt: skip
+        return JSONResponse(
+            error_body(429, message), status_code=429, headers={"Retry-After": str(int(wait) + 1)}
+        )
     token = secrets.token_urlsafe(24)  # 192 random bits; only its hash is stored, and it is never logged
     info = await anyio.to_thread.run_sync(
         state.progress.create_endpoint,

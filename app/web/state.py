@@ -27,7 +27,7 @@ from app.progress import ProgressStore, open_store
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Caps, Owner
 from app.relay.httpwire import HttpSessions
-from app.relay.rates import KeyedBudget
+from app.relay.rates import KeyedBudget, KeyedRate
 from app.relay.session import RelaySession, SessionLimits
 from app.relay.sessions import Sessions
 from app.sandbox.confine import LAYERS
@@ -45,7 +45,7 @@ from app.web.learner import SECRET_NAME, Identity
 log = logging.getLogger("app")
 
 PROGRESS_DB = "progress.sqlite3"  # in settings.data_dir
-SAVES_WINDOW_S = 3600.0  # Settings.saved_kib_per_hour_per_address
+HOUR_S = 3600.0  # the window of the per-hour settings (saves, endpoints) per address
 # The end of a learner's own server's stderr kept with the record of how it ended (its traceback).
 OWN_EXIT_STDERR = 4000
 # Every layer's state when a test hands the app its processes (plain ones, no sandbox at all).
@@ -74,6 +74,7 @@ class AppState:
     fleet: Fleet | None = None  # replicas sharing PostgreSQL: every replica's live sessions
     connections: Connections = field(init=False)  # every TCP connection, counted by address
     saves: KeyedBudget = field(init=False)  # bytes of workspace files saved, by address
+    endpoint_starts: KeyedRate = field(init=False)  # endpoints made, by address
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False
@@ -84,7 +85,8 @@ class AppState:
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
         self.throttle = FailureThrottle(self.settings.failed_attempts_per_address)
-        self.saves = KeyedBudget(self.settings.saved_kib_per_hour_per_address * 1024, SAVES_WINDOW_S)
+        self.saves = KeyedBudget(self.settings.saved_kib_per_hour_per_address * 1024, HOUR_S)
+        self.endpoint_starts = KeyedRate(self.settings.new_endpoints_per_hour_per_address, HOUR_S)
         self.connections = Connections(ConnectionLimits.from_settings(self.settings),
                                        TrustedProxies(self.settings.trusted_proxies), self.metrics)  # fmt: skip
 

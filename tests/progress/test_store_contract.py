@@ -10,12 +10,13 @@ from types import SimpleNamespace
 import pytest
 
 from app.fleet.store import FleetStore, LiveSession
-from app.progress import ProgressStore, SQLiteProgressStore, oauth_sql
+from app.progress import ProgressStore, SQLiteProgressStore, oauth_sql, sql
 from app.progress.migrations import SCHEMA_VERSION
 from app.progress.postgres import PostgresProgressStore
 from app.progress.store import (
     CODE_ALPHABET,
     DEFAULT_CLASS_SIZE,
+    ENDPOINT_KEPT_S,
     JOIN_CODE_LENGTH,
     MAX_CLASS_NUMBER,
     MAX_PENDING_JOINS,
@@ -416,6 +417,30 @@ def closing_store(store):  # noqa: ANN001, ANN201
 
     store.open()
     return closing(store)
+
+
+def test_endpoints_gone_for_a_day_go_with_their_flows_and_grants_as_new_ones_are_made(
+    store, monkeypatch
+) -> None:  # noqa: ANN001
+    clock = [time.time()]
+    monkeypatch.setattr(sql, "time", SimpleNamespace(time=lambda: clock[0]))
+    ended = store.create_endpoint(ADA, "demo-orders", "ended", 3600, auth="oauth")
+    expired = store.create_endpoint(ADA, "demo-orders", "expired", 60, auth="oauth")
+    live = store.create_endpoint(BOB, "demo-orders", "live", 10 * ENDPOINT_KEPT_S, auth="oauth")
+    for info in (ended, expired, live):
+        store.add_oauth_event(info.id, "{}")
+        store.add_oauth_grant(OAuthGrant(f"grant-{info.id}", "refresh", "c", info.id, "{}", clock[0] + 1e6))
+    store.end_endpoint(ended.id)
+    clock[0] += ENDPOINT_KEPT_S - 120  # not yet a day since either went
+    store.create_endpoint(CY, "demo-orders", "next", 3600)
+    assert store.endpoint_by_token_hash("ended") is not None and store.oauth_events(ended.id)
+    clock[0] += 240
+    store.create_endpoint(CY, "demo-orders", "later", 3600)
+    for gone, token in ((ended, "ended"), (expired, "expired")):
+        assert store.endpoint_by_token_hash(token) is None
+        assert store.oauth_events(gone.id) == [] and store.any_oauth_grant(f"grant-{gone.id}") is None
+    assert store.endpoint_by_token_hash("live") is not None and store.oauth_events(live.id)
+    assert store.any_oauth_grant(f"grant-{live.id}") is not None
 
 
 def test_clients_nobody_uses_are_let_go_as_new_ones_register(store, monkeypatch) -> None:  # noqa: ANN001

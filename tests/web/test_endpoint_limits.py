@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
+from app.web.learner import COOKIE
 from tests.support.inprocess import InProcessApp
 from tests.support.wsclient import init_request
 
@@ -49,6 +51,30 @@ def test_an_endpoint_owner_past_the_rate_of_new_sessions_gets_429(tmp_path: Path
 
 
 @pytest.mark.slow  # waits out the lifetime on the real clock
+def test_one_address_makes_at_most_its_hourly_count_of_endpoints_whatever_identities_it_uses(
+    tmp_path: Path,
+) -> None:
+    """From the attacker's side: each identity holds three endpoints at a time, and identities and the
+    end of an endpoint cost nothing, so the endpoints made from one address in an hour are counted."""
+    with InProcessApp(tmp_path, new_endpoints_per_hour_per_address=2) as small:
+
+        def make(learner: str, address: str = "10.0.3.1") -> httpx.Response:
+            cookies = {COOKIE: small.learner_cookie(learner)}
+            with small.client(address=address, cookies=cookies) as page:
+                return page.post("/api/endpoints", json={"server": "demo-orders"})
+
+        first = make("one")
+        assert first.status_code == 201
+        with small.client(address="10.0.3.1", cookies={COOKIE: small.learner_cookie("one")}) as page:
+            assert page.delete(f"/api/endpoints/{first.json()['id']}").status_code == 200
+        assert make("two").status_code == 201
+        refused = make("three")
+        assert refused.status_code == 429
+        assert "made 2 endpoints in the last hour" in refused.json()["error"]["message"]
+        assert 1 <= int(refused.headers["Retry-After"]) <= 3600
+        assert make("three", address="10.0.3.2").status_code == 201  # another address counts its own
+
+
 def test_an_expired_endpoint_answers_404(tmp_path: Path) -> None:
     with InProcessApp(tmp_path, endpoint_lifetime_s=1.0) as short:
         endpoint = make_endpoint(short)
