@@ -15,13 +15,13 @@ from contextvars import ContextVar
 
 import anyio
 from mcp.shared.auth import OAuthClientInformationFull
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.progress.store import ProgressStore
 from app.relay.rates import KeyedRate
 from app.web.client import client_key
 from app.web.client_documents import ClientDocuments, DocumentError
-from app.web.oauth_log import Answer
+from app.web.oauth_log import Answer, replaying
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class RegistrationGate:
                           retry_after=int(wait) + 1)  # fmt: skip
             return
         answer = Answer(send)
-        await self.app(scope, _replay(body), answer.send)
+        await self.app(scope, replaying(body, receive), answer.send)
         if answer.status != 201:
             self.rate.refund(key)  # nothing was kept
         await answer.release()
@@ -141,19 +141,6 @@ async def _body(receive: Receive, limit: int) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-def _replay(body: bytes) -> Receive:
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    return receive
 
 
 async def _refuse(send: Send, status: int, error: str, description: str, retry_after: int = 0) -> None:
