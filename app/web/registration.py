@@ -39,6 +39,7 @@ class NewClients:
     """How many new clients each address has made the server keep in the last hour."""
 
     def __init__(self, per_hour: int) -> None:
+        self.limit = per_hour
         self.rate = KeyedRate(per_hour, WINDOW_S)
 
     def wait(self, address: str) -> float | None:
@@ -99,7 +100,7 @@ class RegistrationGate:
 
     def __init__(self, app: ASGIApp, new_clients: NewClients) -> None:
         self.app = app
-        self.rate = new_clients.rate
+        self.new_clients = new_clients
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -112,17 +113,17 @@ class RegistrationGate:
                           "its redirect URIs and a few fields more.")  # fmt: skip
             return
         key = client_key(scope)
-        if (wait := self.rate.wait(key)) is not None:
+        if (wait := self.new_clients.wait(key)) is not None:
             minutes = max(1, round(wait / 60))
             await _refuse(send, 429, "temporarily_unavailable",
-                          f"This address has registered {self.rate.limit} clients in the last hour. Reuse a "
+                          f"This address has added {self.new_clients.limit} clients in the last hour. Reuse a "
                           f"client you registered, or try again in {minutes} min.",
                           retry_after=int(wait) + 1)  # fmt: skip
             return
         answer = Answer(send)
         await self.app(scope, replaying(body, receive), answer.send)
         if answer.status != 201:
-            self.rate.refund(key)  # nothing was kept
+            self.new_clients.refund(key)  # nothing was kept
         await answer.release()
 
 

@@ -77,7 +77,7 @@ def test_an_address_past_its_hourly_registrations_is_told_to_wait_and_others_are
         refused = attacker.post("/register", json=metadata("one too many"))
         assert refused.status_code == 429
         assert refused.json()["error"] == "temporarily_unavailable"
-        assert "registered 4 clients in the last hour" in refused.json()["error_description"]
+        assert "added 4 clients in the last hour" in refused.json()["error_description"]
         assert 0 < int(refused.headers["retry-after"]) <= 3600
         assert kept_clients(app) == before
     with app.plain_client(address="10.0.2.3") as neighbour:
