@@ -221,11 +221,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # python): which of server.py and server.ts my-server runs.
     ("ALTER TABLE learners ADD COLUMN server_language TEXT",),
     # 16: registered clients are kept while they are used (anyone may register one): when a grant was
-    # last made for each, and the endpoint a client registered by hand belongs to.
+    # last made for each, and the endpoint a client registered by hand belongs to. A client kept
+    # before has the end of its latest grant as its use, so that its live tokens keep it.
     (
         "ALTER TABLE oauth_clients ADD COLUMN used_at {time}",
         "ALTER TABLE oauth_clients ADD COLUMN endpoint_id TEXT",
         "CREATE INDEX oauth_clients_endpoint ON oauth_clients (endpoint_id)",
+        "UPDATE oauth_clients SET used_at = (SELECT MAX(expires_at) FROM oauth_grants "
+        "WHERE oauth_grants.client_id = oauth_clients.client_id)",
     ),
 )
 

@@ -118,6 +118,31 @@ def test_migrations_run_in_order_from_any_older_version(
     assert "colour" in columns
 
 
+def test_clients_kept_before_their_use_was_recorded_are_kept_while_their_grants_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upgrade to schema 16 (a client's last use): a client with a live grant keeps its tokens."""
+    from app.progress import migrations
+
+    path = tmp_path / "p.sqlite3"
+    with monkeypatch.context() as older:
+        older.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:15])
+        older.setattr(migrations, "SCHEMA_VERSION", 15)
+        old = SQLiteProgressStore(path)
+        old.open()
+        old.close()
+    with closing(sqlite3.connect(path)) as db, db:
+        for client in ("with-tokens", "without"):
+            db.execute("INSERT INTO oauth_clients VALUES (?, '{}', 0)", (client,))
+        db.execute("INSERT INTO oauth_grants (key_hash, kind, client_id, data, expires_at) "
+                   "VALUES ('h', 'refresh', 'with-tokens', '{}', 4e9)")  # fmt: skip
+    new = SQLiteProgressStore(path)
+    new.open()
+    new.save_oauth_client("newcomer", "{}")  # lets go of clients unused for long
+    assert new.oauth_client("with-tokens") == "{}" and new.oauth_client("without") is None
+    new.close()
+
+
 def test_a_failed_migration_leaves_the_old_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.progress import migrations
 
