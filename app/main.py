@@ -77,7 +77,10 @@ def create_app(
     app.include_router(oauth.router)
     app.include_router(consent.router)
     app.include_router(protected.router)
-    app.router.routes.extend(oauth.client_routes(state.progress, settings))  # the SDK's, for OAuth clients
+    refused = state.metrics.writes_capped.labels("oauth_clients").inc
+    app.router.routes.extend(
+        oauth.client_routes(state.progress, settings, refused)
+    )  # the SDK's, for OAuth clients
     app.include_router(workspace.router)
     app.include_router(runs.router)
     app.include_router(pages.router)

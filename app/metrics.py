@@ -71,6 +71,10 @@ class Metrics:
             "Connections closed for a request head too slow or too big, or a body that stalled.", ["phase"],
             registry=r,
         )  # fmt: skip
+        self.writes_capped = Counter(
+            "playground_writes_capped", "Saves, endpoints and new OAuth clients refused at an address's hourly cap.",
+            ["what"], registry=r,
+        )  # fmt: skip
         self.requests_paced = Counter(
             "playground_requests_paced", "HTTP requests that waited their turn at their address's pace.",
             registry=r,

@@ -69,6 +69,7 @@ async def create_endpoint(request: Request, body: NewEndpoint) -> JSONResponse:
         message = f"You already have {cap} endpoints. End one (DELETE /api/endpoints/ID) first."
         return JSONResponse(error_body(409, message), status_code=409)
     if (wait := state.endpoint_starts.wait(client_key(request.scope))) is not None:
+        state.metrics.writes_capped.labels("endpoints").inc()
         message = (f"The learners at this address have made {state.endpoint_starts.limit} endpoints in the last "
                    f"hour, the most this playground allows. Use one you have, or try again in "
                    f"{max(1, round(wait / 60))} min.")  # fmt: skip

@@ -20,6 +20,7 @@ import logging
 import re
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -294,12 +295,14 @@ class Provider:
         )
 
 
-def client_routes(store: ProgressStore, settings: Settings) -> list[BaseRoute]:
+def client_routes(
+    store: ProgressStore, settings: Settings, refused: Callable[[], None] = lambda: None
+) -> list[BaseRoute]:
     """The SDK's routes for clients, over our provider. Its metadata route (whose issuer is fixed when
     made) is replaced by ours (the issuer is the site as each client reaches it)."""
     documents = ClientDocuments(settings.client_documents_from_private, settings.client_documents_ca_file,
                                 " ".join(SCOPES))  # fmt: skip
-    new_clients = NewClients(settings.client_registrations_per_hour)
+    new_clients = NewClients(settings.client_registrations_per_hour, refused)
     routes = create_auth_routes(
         Provider(store, documents, new_clients),
         issuer_url=AnyHttpUrl("http://localhost"),  # used only by the metadata route left out below

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from contextvars import ContextVar
 
 import anyio
@@ -38,13 +39,17 @@ ADDRESS: ContextVar[str | None] = ContextVar("oauth_client_address", default=Non
 class NewClients:
     """How many new clients each address has made the server keep in the last hour."""
 
-    def __init__(self, per_hour: int) -> None:
+    def __init__(self, per_hour: int, refused: Callable[[], None] = lambda: None) -> None:
         self.limit = per_hour
         self.rate = KeyedRate(per_hour, WINDOW_S)
+        self.refused = refused  # told of each refusal (the metrics count them)
 
     def wait(self, address: str) -> float | None:
         """None when `address` may add one more (and it is counted), else the seconds until it may."""
-        return self.rate.wait(address)
+        wait = self.rate.wait(address)
+        if wait is not None:
+            self.refused()
+        return wait
 
     def refund(self, address: str) -> None:
         self.rate.refund(address)

@@ -87,6 +87,7 @@ async def _save(request: Request, learner: str, source: str, name: str) -> JSONR
         saved, unchanged = latest, True
     else:
         if (wait := state.saves.spend(client_key(request.scope), len(source.encode()))) is not None:
+            state.metrics.writes_capped.labels("saves").inc()
             return _saved_too_much(state.settings.saved_kib_per_hour_per_address, wait)
         saved = await anyio.to_thread.run_sync(
             lambda: state.progress.save_server_file(learner, source, name=name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import socket
 import threading
 import time
@@ -134,6 +135,12 @@ class InProcessApp:
             response.raise_for_status()
             self._learners[name] = response.cookies[COOKIE]
         return self._learners[name]
+
+    def metric(self, name: str, labels: str = "") -> float:
+        """One sample of the app's /metrics (`labels` as written there: `{what="saves"}`); 0 when absent."""
+        text = self.get("/metrics").text
+        found = re.search(rf"^{re.escape(name)}{re.escape(labels)} (\S+)$", text, re.M)
+        return float(found.group(1)) if found else 0.0
 
 
 class ServedApp(Pages):

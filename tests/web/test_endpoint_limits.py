@@ -72,6 +72,7 @@ def test_one_address_makes_at_most_its_hourly_count_of_endpoints_whatever_identi
         assert refused.status_code == 429
         assert "made 2 endpoints in the last hour" in refused.json()["error"]["message"]
         assert 1 <= int(refused.headers["Retry-After"]) <= 3600
+        assert small.metric("playground_writes_capped_total", '{what="endpoints"}') == 1
         assert make("three", address="10.0.3.2").status_code == 201  # another address counts its own
 
 

@@ -80,6 +80,7 @@ def test_an_address_past_its_hourly_registrations_is_told_to_wait_and_others_are
         assert "added 4 clients in the last hour" in refused.json()["error_description"]
         assert 0 < int(refused.headers["retry-after"]) <= 3600
         assert kept_clients(app) == before
+        assert app.metric("playground_writes_capped_total", '{what="oauth_clients"}') == 1
     with app.plain_client(address="10.0.2.3") as neighbour:
         assert neighbour.post("/register", json=metadata("elsewhere")).status_code == 201
     steps = [json.loads(data) for _, _, data in app.state.progress.oauth_events(made.json()["id"])]

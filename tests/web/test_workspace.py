@@ -237,6 +237,7 @@ def test_saves_from_one_address_are_held_to_its_hourly_budget_whatever_identitie
         assert 0 < int(refused.headers["retry-after"]) <= 3600
         with small.client(address="10.0.0.1", cookies={COOKIE: small.learner_cookie("two")}) as page:
             assert page.get("/api/workspace").json()["starter"]  # nothing of it was kept
+        assert small.metric("playground_writes_capped_total", '{what="saves"}') == 1
         assert put("two", "small = True\n").status_code == 200  # what still fits is saved
         assert put("three", "# " + "c" * 30 * 1024 + "\n", address="10.0.0.2").status_code == 200
 
