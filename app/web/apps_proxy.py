@@ -72,9 +72,10 @@ def _same_domain(name: str, site_names: frozenset[str]) -> bool:
     """Whether `name` and a site name share a registrable domain (the Public Suffix List's: a browser
     lets a page set cookies for it), so `apps.school.ac.uk` shares one with `playground.school.ac.uk`
     and `school-apps.ac.uk` does not."""
-    if _is_address(name):
-        return False
-    suffixes = PublicSuffixList()  # the list bundled with the package: no network, once a start
+    sites = [site for site in site_names if not _is_address(site)]
+    if _is_address(name) or not sites:
+        return False  # on loopback the site is an address: the list is not even read
+    suffixes = PublicSuffixList()  # the list bundled with the package: no network, 60 ms once a start
 
     def registrable(host: str) -> str:
         try:  # as a browser compares names: an internationalized one in its ASCII form
@@ -84,7 +85,7 @@ def _same_domain(name: str, site_names: frozenset[str]) -> bool:
         return suffixes.privatesuffix(host) or host
 
     mine = registrable(name)
-    return any(not _is_address(site) and registrable(site) == mine for site in site_names)
+    return any(registrable(site) == mine for site in sites)
 
 
 def _is_address(name: str) -> bool:

@@ -40,9 +40,12 @@ class NewClients:
     """How many new clients each address has made the server keep in the last hour."""
 
     def __init__(self, per_hour: int, refused: Callable[[], None] = lambda: None) -> None:
-        self.limit = per_hour
         self.rate = KeyedRate(per_hour, WINDOW_S)
         self.refused = refused  # told of each refusal (the metrics count them)
+
+    @property
+    def limit(self) -> int:
+        return self.rate.limit
 
     def wait(self, address: str) -> float | None:
         """None when `address` may add one more (and it is counted), else the seconds until it may."""
@@ -74,14 +77,14 @@ async def document_client(store: ProgressStore, documents: ClientDocuments, new_
     """A client named by its metadata document, fetched (or from the fetcher's cache) and kept beside
     registered clients, so that pages without the fetcher can name it; None, logged, when it may not
     be. One the store does not hold yet counts as a new client of the request's address."""
-    address = ADDRESS.get() if new_clients is not None else None
-    counted = False
-    if new_clients is not None and address is not None:
-        if await anyio.to_thread.run_sync(store.oauth_client, client_id) is None:
-            if new_clients.wait(address) is not None:
-                log.info("client %s: its address has added too many clients this hour", client_id[:200])
-                return None
-            counted = True
+    address = ADDRESS.get()
+    counter = new_clients if address is not None else None  # who counts this client, if it is new
+    if counter is not None and address is not None:
+        if await anyio.to_thread.run_sync(store.oauth_client, client_id) is not None:
+            counter = None  # kept already: not new
+        elif counter.wait(address) is not None:
+            log.info("client %s: its address has added too many clients this hour", client_id[:200])
+            return None
     try:
         found: OAuthClientInformationFull | None = await documents.client(client_id)
     except DocumentError as exc:
@@ -92,8 +95,8 @@ async def document_client(store: ProgressStore, documents: ClientDocuments, new_
         log.info("client %s: its metadata is over %d bytes", client_id[:200], METADATA_BYTES)
         found = None
     if found is None:
-        if counted and new_clients is not None and address is not None:
-            new_clients.refund(address)  # nothing was kept
+        if counter is not None and address is not None:
+            counter.refund(address)  # nothing was kept
         return None
     await anyio.to_thread.run_sync(store.save_oauth_client, client_id, info)
     return found

@@ -100,10 +100,10 @@ async def _save(request: Request, learner: str, source: str, name: str) -> JSONR
 
 def _saved_too_much(limit_kib: int, wait: float) -> JSONResponse:
     limit = f"{limit_kib // 1024} MiB" if limit_kib % 1024 == 0 else f"{limit_kib} KiB"
-    message = (f"The learners at this address have saved {limit} of files in the last hour, the most this "
-               f"playground keeps. Try again in {max(1, round(wait / 60))} min")  # fmt: skip
-    return JSONResponse(error_body(429, message + ". Nothing was saved."), status_code=429,
-                        headers={"Retry-After": str(int(wait) + 1)})  # fmt: skip
+    refused = _refuse(429, f"The learners at this address have saved {limit} of files in the last hour, the "
+                           f"most this playground keeps. Try again in {max(1, round(wait / 60))} min")  # fmt: skip
+    refused.headers["Retry-After"] = str(int(wait) + 1)
+    return refused
 
 
 async def _saved(state: AppState, learner: str, name: str, version: int | None = None) -> ServerFile | None:
