@@ -319,6 +319,8 @@ class EndpointPanel {
     if (reply?.ok) return body;
     error.textContent = body.error?.message || failed;
     error.hidden = false;
+    // The message sits under the button that was pressed, which may be at the bottom of the window.
+    error.scrollIntoView({ block: "nearest" });
     return null;
   }
 

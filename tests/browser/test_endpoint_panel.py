@@ -103,8 +103,11 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     panel.locator("[data-endpoint-clients] summary").click()
     panel.get_by_label("Client name").fill("Hand-made")
     panel.get_by_label("Redirect URI").fill("javascript:alert(1)")
-    panel.get_by_role("button", name="Register it").click()
+    register = panel.get_by_role("button", name="Register it")
+    register.evaluate("button => button.scrollIntoView({block: 'end'})")  # the message will be below the fold
+    register.click()
     expect(panel.locator("[data-client-error]")).to_contain_text("redirect URI")
+    expect(panel.locator("[data-client-error]")).to_be_in_viewport()
     panel.get_by_label("Redirect URI").fill(REDIRECT)
     panel.get_by_role("button", name="Register it").click()
     expect(panel.locator("[data-client-made] pre")).to_contain_text('"client_id": "playground-')
