@@ -390,7 +390,9 @@ class EndpointPanel {
     for (const event of body.events) {
       const item = document.createElement("li");
       item.dataset.step = event.step;
-      item.className = event.status >= 400 ? "exchange-refused" : "exchange-ok";
+      // A refusal may be a redirect (302 with error= back to the client), so its error marks it too.
+      const refused = event.status >= 400 || Boolean(event.detail?.error);
+      item.className = refused ? "exchange-refused" : "exchange-ok";
       const head = document.createElement("p");
       head.className = "exchange-head";
       head.textContent = `${event.title} (${event.request} → ${event.status})`;
@@ -407,7 +409,14 @@ class EndpointPanel {
       pre.className = "code";
       pre.textContent = JSON.stringify(event.detail, null, 2);
       detail.append(summary, pre);
-      item.append(head, meaning, reference, detail);
+      item.append(head);
+      if (refused && event.detail?.error_description) {
+        const why = document.createElement("p");
+        why.className = "exchange-why";
+        why.textContent = `${event.detail.error}: ${event.detail.error_description}`;
+        item.append(why);
+      }
+      item.append(meaning, reference, detail);
       list.append(item);
     }
     if (body.events.length) this.$("[data-endpoint-flow-box]").hidden = false;

@@ -303,8 +303,9 @@ def client_routes(
     documents = ClientDocuments(settings.client_documents_from_private, settings.client_documents_ca_file,
                                 " ".join(SCOPES))  # fmt: skip
     new_clients = NewClients(settings.client_registrations_per_hour, refused)
+    provider = Provider(store, documents, new_clients)
     routes = create_auth_routes(
-        Provider(store, documents, new_clients),
+        provider,
         issuer_url=AnyHttpUrl("http://localhost"),  # used only by the metadata route left out below
         client_registration_options=ClientRegistrationOptions(
             enabled=True, valid_scopes=list(SCOPES), default_scopes=list(SCOPES)
@@ -319,7 +320,10 @@ def client_routes(
         if path == "/token":  # its refusals are steps to watch too; a route is an ASGI app of its own
             route = Route(path, endpoint=oauth_log.TokenWatch(WithAddress(route), store, secret_hash))
         elif path == "/authorize":
-            route = Route(path, endpoint=WithAddress(route))
+            route = Route(
+                path,
+                endpoint=oauth_log.AuthorizeWatch(WithAddress(route), store, provider.protected_endpoint),
+            )
         elif path == "/register":
             route = Route(
                 path, endpoint=oauth_log.RegistrationWatch(RegistrationGate(route, new_clients), store)

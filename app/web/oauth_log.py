@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -78,6 +80,14 @@ STEPS: dict[str, tuple[str, str, str]] = {
         f"{AUTHZ} §Authorization Flow Steps, §Client Registration Approaches, §Resource Parameter "
         "Implementation; RFC 7636 §4.3; RFC 8707 §2",
     ),
+    "authorize_refused": (
+        "Authorization request refused",
+        "The authorization server started no consent. A client or redirect URI it cannot trust (an unknown "
+        "client_id, a metadata document it cannot use, a redirect URI the client never named) is answered "
+        "in the browser (400), never redirected to; another error, such as a scope this endpoint does not "
+        "offer, goes back to the client with error= and the state.",
+        f"{AUTHZ} §Client ID Metadata Documents, §Open Redirection; RFC 6749 §4.1.2.1",
+    ),
     "consent": (
         "Your answer",
         "Allowed: your browser went back to the client's redirect URI with a one-time code, the state "
@@ -114,6 +124,19 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "RFC 7009 §2",
     ),
 }
+
+
+# Why the client of the `/authorize` request being handled could not be known, as the provider found
+# (`client_refused`): the SDK answers any such client "not found", and `AuthorizeWatch` says why.
+_CLIENT_REFUSED: ContextVar[list[str] | None] = ContextVar("oauth_client_refused", default=None)
+REASON_CHARS = 500
+
+
+def client_refused(reason: str) -> None:
+    """Say why the request's client cannot be used (outside `/authorize`, nobody asks)."""
+    reasons = _CLIENT_REFUSED.get()
+    if reasons is not None:
+        reasons.append(reason[:REASON_CHARS])
 
 
 # Who read which endpoint's Protected Resource Metadata, lately: the authorization server's metadata
@@ -214,6 +237,84 @@ class Answer:
     @property
     def body(self) -> bytes:
         return b"".join(self._chunks)
+
+    def header(self, name: bytes) -> str | None:
+        start = next((message for message in self._held if message["type"] == "http.response.start"), None)
+        for key, value in start.get("headers", []) if start is not None else []:
+            if key.lower() == name:
+                return bytes(value).decode("latin-1")
+        return None
+
+    def replace_body(self, body: bytes) -> None:
+        """Answer `body` instead, with the same status and headers (its length corrected)."""
+        start = next(message for message in self._held if message["type"] == "http.response.start")
+        headers = [
+            (key, value) for key, value in start.get("headers", []) if key.lower() != b"content-length"
+        ]
+        headers.append((b"content-length", str(len(body)).encode()))
+        self._held = [{**start, "headers": headers}, {"type": "http.response.body", "body": body}]
+        self._chunks = [body]
+
+
+class AuthorizeWatch:
+    """Around the SDK's `/authorize` route: a refused authorization request is recorded on the endpoint
+    it names as its resource (an accepted one is recorded by the provider), and a client the provider
+    could not use is answered with the reason, not the SDK's "not found"."""
+
+    def __init__(self, app: ASGIApp, store: ProgressStore,
+                 endpoint_of: Callable[[str], Awaitable[Any]]) -> None:  # fmt: skip
+        self.app = app
+        self.store = store
+        self.endpoint_of = endpoint_of  # a resource URL -> its live protected endpoint (with .id), or None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "POST"):
+            await self.app(scope, receive, send)
+            return
+        body = await whole_body(receive) if scope["method"] == "POST" else b""
+        reasons: list[str] = []
+        token = _CLIENT_REFUSED.set(reasons)
+        answer = Answer(send)
+        try:
+            await self.app(scope, replaying(body, receive), answer.send)
+        finally:
+            _CLIENT_REFUSED.reset(token)
+        try:
+            await self._refused(scope, body, reasons, answer)
+        finally:
+            await answer.release()
+
+    async def _refused(self, scope: Scope, body: bytes, reasons: list[str], answer: Answer) -> None:
+        if answer.status == 400:
+            try:
+                error = json.loads(answer.body)
+            except ValueError:
+                error = {}
+            # Only the SDK's answer for a client the provider returned none for ("Client ID ... not
+            # found"): another 400 (a request missing its PKCE challenge) says its own problem.
+            description = error.get("error_description") if isinstance(error, dict) else None
+            if reasons and isinstance(description, str) and description.endswith("not found"):
+                error["error_description"] = reasons[-1]
+                answer.replace_body(json.dumps(error).encode())
+        elif answer.status == 302:
+            error = _first(parse_qs(urlsplit(answer.header(b"location") or "").query))
+            if "error" not in error:
+                return  # on to the consent page
+        else:
+            return
+        query = scope.get("query_string", b"") + b"&" + body
+        params = _first(parse_qs(query.decode("utf-8", errors="replace")))
+        endpoint = await self.endpoint_of(params.get("resource", ""))
+        if endpoint is None:
+            return
+        await record(self.store, endpoint.id, "authorize_refused", f"{scope['method']} /authorize", answer.status,
+                     client_id=params.get("client_id", "")[:REASON_CHARS] or None,
+                     redirect_uri=params.get("redirect_uri", "")[:REASON_CHARS] or None,
+                     error=error.get("error"), error_description=error.get("error_description"))  # fmt: skip
+
+
+def _first(values: dict[str, list[str]]) -> dict[str, str]:
+    return {key: found[0] for key, found in values.items() if found}
 
 
 class TokenWatch:

@@ -22,7 +22,7 @@ from app.progress.store import ProgressStore
 from app.relay.rates import KeyedRate
 from app.web.client import client_key
 from app.web.client_documents import ClientDocuments, DocumentError
-from app.web.oauth_log import Answer, replaying
+from app.web.oauth_log import Answer, client_refused, replaying
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +84,19 @@ async def document_client(store: ProgressStore, documents: ClientDocuments, new_
             counter = None  # kept already: not new
         elif counter.wait(address) is not None:
             log.info("client %s: its address has added too many clients this hour", client_id[:200])
+            client_refused(f"This address has added {counter.limit} new clients in the last hour; a client "
+                           "it used before still works. Try this one again later.")  # fmt: skip
             return None
     try:
         found: OAuthClientInformationFull | None = await documents.client(client_id)
     except DocumentError as exc:
         log.info("client %s: %s", client_id[:200], exc)
+        client_refused(str(exc))
         found = None
     info = found.model_dump_json() if found is not None else ""
     if len(info) > METADATA_BYTES:
         log.info("client %s: its metadata is over %d bytes", client_id[:200], METADATA_BYTES)
+        client_refused(f"The client's metadata is over {METADATA_BYTES // 1024} KiB.")
         found = None
     if found is None:
         if counter is not None and address is not None:

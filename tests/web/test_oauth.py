@@ -187,6 +187,31 @@ def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: ServedApp) ->
         authorize_url(app, client, endpoint, pkce()[1], redirect="https://evil.example/cb"), timeout=30
     )
     assert refused.status_code == 400 and "evil.example" not in refused.headers.get("location", "")
+    # The owner sees why their client got no consent page.
+    step = flow(app, endpoint)[-1]
+    assert step["step"] == "authorize_refused" and step["status"] == 400, step
+    assert step["detail"]["redirect_uri"] == "https://evil.example/cb"
+    assert step["detail"]["client_id"] == client["client_id"]
+    assert "evil.example" in step["detail"]["error_description"]
+    assert step["title"] and step["meaning"] and "RFC 6749 §4.1.2.1" in step["reference"]
+
+
+def test_a_scope_the_endpoint_does_not_offer_goes_back_to_the_client_and_into_the_flow(
+    app: ServedApp,
+) -> None:
+    endpoint, client = protected_endpoint(app), register(app)
+    form = dict(httpx.URL(authorize_url(app, client, endpoint, pkce()[1], scope="admin")).params)
+    refused = httpx.post(app.base + "/authorize", data=form, timeout=30)  # the form way, as RFC 6749 allows
+    assert refused.status_code == 302
+    back = parse_qs(urlsplit(refused.headers["location"]).query)
+    assert back["error"] == ["invalid_scope"] and back["state"] == ["s1"]
+    step = flow(app, endpoint)[-1]
+    assert (step["step"], step["request"], step["status"]) == ("authorize_refused", "POST /authorize", 302)
+    assert step["detail"]["error"] == "invalid_scope"
+    # A request that names no live endpoint is refused the same, and recorded nowhere.
+    elsewhere = {**form, "resource": app.base + "/mcp/not-an-endpoint"}
+    assert httpx.post(app.base + "/authorize", data=elsewhere, timeout=30).status_code == 302
+    assert flow(app, endpoint)[-1] == step
 
 
 def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: ServedApp) -> None:
@@ -394,6 +419,30 @@ async def test_a_client_named_by_its_metadata_document_is_allowed_without_regist
     assert "127.0.0.1" in owner.pages[0] and "Document client" in owner.pages[0]
     asm = httpx.get(app.base + "/.well-known/oauth-authorization-server", timeout=30).json()
     assert asm["client_id_metadata_document_supported"] is True
+
+
+def test_a_metadata_document_that_cannot_be_used_is_answered_with_why(
+    app: ServedApp, authority: tuple[Path, Path]
+) -> None:
+    """The SDK answers any client the provider cannot give it "not found"; a learner whose document is
+    wrong is told what is wrong with it, in the browser and in the endpoint's flow."""
+    endpoint = protected_endpoint(app)
+    with https_server(*authority, lambda path: (200, {}, json.dumps(
+            {"client_id": "https://elsewhere.example/c.json", "client_name": "Mine",
+             "redirect_uris": [REDIRECT]}).encode())) as site:  # fmt: skip
+        client = {"client_id": site + "/client.json"}
+        refused = httpx.get(authorize_url(app, client, endpoint, pkce()[1]), timeout=30)
+        assert refused.status_code == 400 and "location" not in refused.headers
+        assert refused.json()["error"] == "invalid_request"
+        assert refused.json()["error_description"] == (
+            "The client's document names another client_id than its own URL."
+        )
+        # A request with its own problem says that problem, whatever the client.
+        no_pkce = httpx.get(authorize_url(app, client, endpoint, None), timeout=30)
+        assert no_pkce.status_code == 400 and "code_challenge" in no_pkce.json()["error_description"]
+    steps = [step for step in flow(app, endpoint) if step["step"] == "authorize_refused"]
+    assert steps[0]["status"] == 400 and steps[0]["detail"]["client_id"] == client["client_id"]
+    assert steps[0]["detail"]["error_description"] == refused.json()["error_description"]
 
 
 def test_a_client_registered_by_hand_in_the_panel_skips_registration(app: ServedApp) -> None:

@@ -81,12 +81,25 @@ def test_an_address_past_its_hourly_registrations_is_told_to_wait_and_others_are
         assert 0 < int(refused.headers["retry-after"]) <= 3600
         assert kept_clients(app) == before
         assert app.metric("playground_writes_capped_total", '{what="oauth_clients"}') == 1
+        # A client named by a metadata document counts the same: its browser is told why, not the SDK's
+        # "not found", and the owner sees it in the flow.
+        document = "https://client.example/playground.json"
+        asked = attacker.get("/authorize", params={
+            "response_type": "code", "client_id": document, "redirect_uri": REDIRECT, "state": "s",
+            "code_challenge": "x" * 43, "code_challenge_method": "S256", "resource": made.json()["url"]})  # fmt: skip
+        assert asked.status_code == 400 and "location" not in asked.headers
+        assert asked.json()["error"] == "invalid_request"
+        assert asked.json()["error_description"].startswith("This address has added 4 new clients")
     with app.plain_client(address="10.0.2.3") as neighbour:
         assert neighbour.post("/register", json=metadata("elsewhere")).status_code == 201
     steps = [json.loads(data) for _, _, data in app.state.progress.oauth_events(made.json()["id"])]
     registrations = [step for step in steps if step["step"] == "dynamic_registration"]
     assert [step["status"] for step in registrations] == [400] + [201] * PER_HOUR + [429]
     assert registrations[-1]["detail"]["error"] == "temporarily_unavailable"
+    refused = [step for step in steps if step["step"] == "authorize_refused"]
+    assert [step["status"] for step in refused] == [400]
+    assert refused[0]["detail"]["client_id"] == document
+    assert refused[0]["detail"]["error_description"].startswith("This address has added 4 new clients")
 
 
 def test_an_owner_registers_at_most_a_few_clients_by_hand_per_endpoint(app: InProcessApp) -> None:
