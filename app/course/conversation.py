@@ -58,7 +58,7 @@ class Conversation:
     async def open(self) -> None:
         if self.revision == messages.STATELESS_REVISION:
             result, _ = await self.request("server/discover", {})
-            self.capabilities = result.get("capabilities") or {}
+            self.capabilities = _object(result.get("capabilities"))
             return
         message = messages.initialize(
             self._id(),
@@ -69,8 +69,7 @@ class Conversation:
         reply, _ = await self._exchange(message)
         if "error" in reply:
             raise Stop(f"the server refused `initialize`: {error_words(reply['error'])}")
-        result = reply.get("result") or {}
-        self.capabilities = result.get("capabilities") or {}
+        self.capabilities = _object(_object(reply.get("result")).get("capabilities"))
         await self._write(messages.initialized())
 
     async def _write(self, message: dict[str, Any]) -> None:
@@ -115,11 +114,13 @@ class Conversation:
                 raise Stop(
                     f"the server did not answer `{message['method']}` within {REPLY_LIMIT_S:g} s"
                 ) from None
+            except self.gone as exc:  # what it wrote is past a limit: the instance was ended
+                raise Stop(f"the server was stopped while answering `{message['method']}`: {exc}") from None
             if line is None:
                 raise Stop(f"the server exited while answering `{message['method']}`")
             try:
                 incoming = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # a line of 100,000 `[` is not JSON either
                 raise Stop(f"the server wrote a line that is not JSON on stdout: {line[:120]!r} "
                             "(print to stderr, never stdout)") from None  # fmt: skip
             if not isinstance(incoming, dict):
@@ -143,8 +144,30 @@ def _answer(request: dict[str, Any], answer: dict[str, Any] | None) -> dict[str,
 class Failed(Exception):
     def __init__(self, error: Any, notes: list[dict[str, Any]]) -> None:
         self.error = error if isinstance(error, dict) else {}
+        self.words = error_words(error)  # as sent, even when it is not an object
         self.notes = notes
 
 
-def error_words(error: dict[str, Any]) -> str:
-    return f"{error.get('code')} ({error.get('message', '')})"
+# A value quoted in a reason is cut here: the reason says what came back, not all of it.
+QUOTED_CHARS = 160
+
+
+def cut(text: str, most: int = QUOTED_CHARS) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def error_words(error: Any) -> str:
+    """A JSON-RPC error as a reason quotes it: its code and message (whatever the server sent)."""
+    if not isinstance(error, dict):
+        return f"an error that is not an object: {cut(json.dumps(error, default=str))}"
+    return f"{cut(str(error.get('code')))} ({cut(str(error.get('message', '')))})"
+
+
+def listed(words: list[str], most: int = 10) -> str:
+    """`a`, `b`, `c` and 7 more: a list in a reason, short whatever the server sent."""
+    shown = ", ".join(f"`{cut(word, 80)}`" for word in words[:most])
+    return shown + (f" and {len(words) - most} more" if len(words) > most else "")
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

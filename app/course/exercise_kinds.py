@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp.server.apps import APP_MIME_TYPE
 
-from app.course.conversation import Conversation, Failed, error_words
+from app.course.conversation import Conversation, Failed, cut, listed
 
 METHOD_NOT_FOUND = -32601
 # At most this many values in one completion result (2025-11-25 server/utilities/completion).
@@ -24,24 +24,24 @@ async def _list_all(talk: Conversation, method: str, key: str) -> list[dict[str,
     cursor: str | None = None
     for _ in range(20):  # a server that pages forever is cut short
         result, _ = await talk.request(method, {"cursor": cursor} if cursor else {})
-        items += [item for item in result.get(key) or [] if isinstance(item, dict)]
+        items += _objects(result.get(key))
         cursor = result.get("nextCursor")
-        if not cursor:
+        if not isinstance(cursor, str) or not cursor:
             break
     return items
 
 
-# A text quoted in a reason is cut here: the reason says what came back, not all of it.
-QUOTED_CHARS = 160
+def _objects(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list in an answer; none when it is not a list (a server may send anything)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 def _quoted(text: str) -> str:
-    return repr(text) if len(text) <= QUOTED_CHARS else repr(text[:QUOTED_CHARS]) + "…"
+    return repr(cut(text))
 
 
 def _names(items: list[dict[str, Any]], key: str = "name") -> str:
-    names = [f"`{item.get(key)}`" for item in items]
-    return ", ".join(names) if names else "none"
+    return listed([str(item.get(key)) for item in items]) or "none"
 
 
 async def _tool(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
@@ -82,9 +82,9 @@ async def _call(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
     if "error_code" in spec:
         return False, f"expected the protocol error code {spec['error_code']}, but the call returned a result"
     texts = [
-        c.get("text", "")
-        for c in result.get("content") or []
-        if isinstance(c, dict) and c.get("type") == "text"
+        c["text"]
+        for c in _objects(result.get("content"))
+        if c.get("type") == "text" and isinstance(c.get("text"), str)
     ]
     shown = " / ".join(_quoted(t) for t in texts) or "no text content"
     if "elicit" in spec:
@@ -162,7 +162,7 @@ async def _read(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
     result, _ = await talk.request("resources/read", {"uri": spec["read"]})
     if "error_code" in spec:
         return False, f"expected the protocol error code {spec['error_code']}, but the read returned contents"
-    contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
+    contents = _objects(result.get("contents"))
     texts = [str(c.get("text", "")) for c in contents]
     shown = " / ".join(_quoted(t) for t in texts) or "no text"
     if "text" in spec and str(spec["text"]) not in texts:
@@ -201,7 +201,7 @@ async def _prompt(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
     if found is None:
         return False, f"prompts/list has no prompt named `{spec['prompt']}` (it has: {_names(prompts)})"
     wanted = spec.get("arguments") or []
-    have = [a.get("name") for a in found.get("arguments") or [] if isinstance(a, dict)]
+    have = [a.get("name") for a in _objects(found.get("arguments"))]
     missing = [name for name in wanted if name not in have]
     if missing:
         return False, f"`{spec['prompt']}` takes no argument named {', '.join(f'`{m}`' for m in missing)}"
@@ -215,8 +215,9 @@ async def _get_prompt(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, s
     if "error_code" in spec:
         return False, f"expected the protocol error code {spec['error_code']}, but the prompt came back"
     texts = [
-        str((m.get("content") or {}).get("text", ""))
-        for m in result.get("messages") or []
+        str(m["content"].get("text", ""))
+        for m in _objects(result.get("messages"))
+        if isinstance(m.get("content"), dict)
         if isinstance(m, dict)
     ]
     if "text_contains" in spec and not any(str(spec["text_contains"]) in t for t in texts):
@@ -255,7 +256,7 @@ async def _complete(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str
         result, _ = await talk.request("completion/complete", params)
     except Failed as exc:
         if exc.error.get("code") == METHOD_NOT_FOUND and "error_code" not in spec:
-            return False, (f"the server offers no completion: `completion/complete` got {error_words(exc.error)} "
+            return False, (f"the server offers no completion: `completion/complete` got {exc.words} "
                            f"when asked for {what}")  # fmt: skip
         raise
     if "error_code" in spec:
@@ -312,8 +313,8 @@ async def _app(talk: Conversation, spec: dict[str, Any]) -> tuple[bool, str]:
     try:
         result, _ = await talk.request("resources/read", {"uri": uri})
     except Failed as exc:
-        return False, f"reading `{uri}` failed with {error_words(exc.error)}: a tool's app must exist"
-    contents = [c for c in result.get("contents") or [] if isinstance(c, dict)]
+        return False, f"reading `{uri}` failed with {exc.words}: a tool's app must exist"
+    contents = _objects(result.get("contents"))
     if len(contents) != 1:
         return False, f"`{uri}` reads as {len(contents)} contents; an app is one HTML document"
     html, problem = _ui_document(uri, contents[0], spec)
@@ -342,7 +343,9 @@ def _ui_link(tool: dict[str, Any], spec: dict[str, Any]) -> tuple[str, str]:
         return uri, f"`{name}` links {json.dumps(uri)}, expected {json.dumps(spec['resource_uri'])}"
     visibility = ui.get("visibility")
     if visibility is not None and (
-        not isinstance(visibility, list) or not visibility or not set(visibility) <= {"model", "app"}
+        not isinstance(visibility, list)
+        or not visibility
+        or not all(v in ("model", "app") for v in visibility)
     ):
         return (
             uri,

@@ -22,6 +22,7 @@ subprocess in the tests.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +32,22 @@ from markupsafe import Markup
 from mcp.server.apps import APP_MIME_TYPE
 from mcp.server.apps import EXTENSION_ID as APPS_EXTENSION
 
-from app.course.conversation import Conversation, Failed, ServerLines, Stop, error_words
+from app.course.conversation import Conversation, Failed, ServerLines, Stop, cut
 from app.course.exercise_kinds import RUNNERS
 from app.course.render import render_inline
 from app.protocol import messages
 from app.workspace import typescript
 
+log = logging.getLogger(__name__)
+
 # A whole run must end within this (each reply within conversation.REPLY_LIMIT_S).
 RUN_LIMIT_S = 30.0
+# A reason or a problem is cut here: a report is answered, kept for the instructor, and read by a
+# person, whatever the learner's server sent.
+REASON_CHARS = 1_000
+# What reading a server's answer raises when it is not shaped as MCP says (a list where an object
+# goes, a number where a text goes): the server's fault, said in the report, never a 500.
+MISSHAPEN = (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError)
 # What every kind of test must and may say (besides `title`).
 KINDS: dict[str, tuple[set[str], set[str]]] = {
     "tool": ({"tool"}, {"description", "input_schema", "output_schema"}),
@@ -118,6 +127,9 @@ class Outcome:
     passed: bool
     reason: str  # in plain words: what was seen, and on failure what was expected
 
+    def __post_init__(self) -> None:
+        self.reason = cut(self.reason, REASON_CHARS)
+
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "passed": self.passed, "reason": self.reason}
 
@@ -134,8 +146,9 @@ class Report:
         return self.problem is None and bool(self.outcomes) and all(o.passed for o in self.outcomes)
 
     def to_json(self) -> dict[str, Any]:
+        problem = cut(self.problem, REASON_CHARS) if self.problem is not None else None
         return {"passed": self.passed, "outcomes": [o.to_json() for o in self.outcomes],
-                "problem": self.problem, "stderr": self.stderr[-4000:], "seconds": round(self.seconds, 3)}  # fmt: skip
+                "problem": problem, "stderr": self.stderr[-4000:], "seconds": round(self.seconds, 3)}  # fmt: skip
 
 
 # --- parsing ---------------------------------------------------------------------------------------
@@ -272,9 +285,12 @@ async def run(exercise: Exercise, server: ServerLines, *, gone: type[Exception])
     except Stop as exc:
         report.problem = str(exc)
     except Failed as exc:
-        report.problem = f"the server refused to open the conversation: {error_words(exc.error)}"
+        report.problem = f"the server refused to open the conversation: {exc.words}"
     except TimeoutError:
         report.problem = f"the exercise took longer than {RUN_LIMIT_S:g} s"
+    except MISSHAPEN as exc:  # opening: an answer to initialize shaped as no MCP answer is
+        log.info("exercise run: the server's answer could not be read", exc_info=True)
+        report.problem = f"the server's answer could not be read as MCP shapes it ({type(exc).__name__})"
     report.seconds = time.monotonic() - began
     if report.problem is not None:
         done = {o.title for o in report.outcomes}
@@ -288,15 +304,21 @@ async def _run_test(talk: Conversation, test: ExerciseTest) -> Outcome:
     try:
         passed, reason = await check(talk, test.spec)
     except Failed as exc:
-        passed, reason = _expected_error(test.spec, exc.error)
+        passed, reason = _expected_error(test.spec, exc)
+    except MISSHAPEN as exc:
+        log.info("exercise test %r: the server's answer could not be read", test.title, exc_info=True)
+        passed, reason = (
+            False,
+            f"the server's answer could not be read as MCP shapes it ({type(exc).__name__})",
+        )
     return Outcome(test.title, passed, reason)
 
 
-def _expected_error(spec: dict[str, Any], error: dict[str, Any]) -> tuple[bool, str]:
+def _expected_error(spec: dict[str, Any], failed: Failed) -> tuple[bool, str]:
     wanted = spec.get("error_code")
-    words = error_words(error)
+    words = failed.words
     if wanted is not None:
-        if error.get("code") == wanted:
+        if failed.error.get("code") == wanted:
             return True, f"the server answered with the protocol error {words}, as it should"
         return False, f"expected the protocol error code {wanted}, got {words}"
     return False, f"the server answered with a protocol error: {words}"

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from markupsafe import Markup
 
 from app import workspace
-from app.course.conversation import ServerLines
+from app.course.conversation import ServerLines, listed
 from app.course.exercises import ExerciseError, Outcome, Report
 from app.course.render import render_inline
 from app.workspace.run_tests import RESULT_PREFIX
@@ -147,7 +147,7 @@ async def run_once(runs: TestRuns, server: str, tests: str) -> TestRun:
 def _summary(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # the learner's code may print anything on that line
         return None
     if (
         not isinstance(value, dict)
@@ -177,7 +177,7 @@ def judge_own(run: TestRun) -> Outcome:
         return Outcome(PASS_TITLE, False, "pytest found no test in test_server.py: name each one `test_...`")
     failed = run.failed_tests()
     if failed:
-        names = ", ".join(f"`{_short(n)}`" for n in failed)
+        names = listed([_short(n) for n in failed])
         return Outcome(PASS_TITLE, False, f"{len(failed)} of {counts} failed on your own server.py: {names}")
     return Outcome(PASS_TITLE, False, _not_run_words(run.exit))
 
@@ -195,7 +195,7 @@ def judge_broken(check: Check, run: TestRun) -> Outcome:
         return Outcome(check.title, False, run.problem)
     failed = run.failed_tests()
     if run.exit == 1 and failed:
-        names = ", ".join(f"`{_short(n)}`" for n in failed)
+        names = listed([_short(n) for n in failed])
         return Outcome(check.title, True, f"caught: {names} failed on the broken server")
     if run.exit == 0:
         return Outcome(

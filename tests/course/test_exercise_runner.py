@@ -4,6 +4,7 @@ failing, with the reasons a learner reads."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -152,3 +153,91 @@ async def test_lesson_14_fails_a_server_that_announces_a_list_change_it_never_de
     report = await run(announcing, step.exercise)
     failed = [o.reason for o in report.outcomes if not o.passed]
     assert failed == ["expected no `notifications/tools/list_changed` during the call, but it was sent"]
+
+
+# A server that answers as no MCP server does, the way `MODE` says: what a hostile (or very broken)
+# learner's server.py may send the runner.
+HOSTILE = textwrap.dedent("""
+    import json, sys
+
+    MODE = {mode!r}
+    GOOD = {{"initialize": {{"protocolVersion": "2025-11-25", "capabilities": {{"tools": {{}}}},
+                            "serverInfo": {{"name": "hostile", "version": "1"}}}},
+            "tools/list": {{"tools": [{{"name": "add", "inputSchema": {{"type": "object"}}}}]}},
+            "tools/call": {{"content": [{{"type": "text", "text": "5"}}]}}}}
+    ANSWERS = {{
+        "error-not-object": ("initialize", {{"error": "nope"}}),
+        "result-list": ("initialize", {{"result": [1]}}),
+        "tools-number": ("tools/list", {{"result": {{"tools": 5}}}}),
+        "many-long-names": ("tools/list", {{"result": {{"nextCursor": "more", "tools": [
+            {{"name": f"tool-{{n}}-" + "x" * 900}} for n in range(1100)]}}}}),
+        "content-number": ("tools/call", {{"result": {{"content": 7}}}}),
+        "text-number": ("tools/call", {{"result": {{"content": [{{"type": "text", "text": 5}}]}}}}),
+        "error-list": ("tools/call", {{"error": [1, 2]}}),
+    }}
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:
+            continue
+        method = message["method"]
+        if MODE == "deep" and method == "tools/list":
+            print("[" * 100_000, flush=True)
+            continue
+        if MODE == "long-line" and method == "tools/list":
+            print(json.dumps({{"jsonrpc": "2.0", "id": message["id"], "result": {{"x": "y" * 2_000_000}}}}), flush=True)
+            continue
+        when, answer = ANSWERS.get(MODE, ("", {{}}))
+        reply = answer if method == when else {{"result": GOOD[method]}}
+        print(json.dumps({{"jsonrpc": "2.0", "id": message["id"], **reply}}), flush=True)
+""")
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("error-not-object", 'the server refused `initialize`: an error that is not an object: "nope"'),
+        ("result-list", "expected the text '6'; got '5'"),  # no capabilities read from it; the tests go on
+        ("tools-number", "tools/list has no tool named `add` to call (it has: none)"),
+        ("many-long-names", "and 21990 more"),
+        ("content-number", "got no text content"),
+        ("text-number", "got no text content"),
+        ("error-list", "a protocol error: an error that is not an object: [1, 2]"),
+        ("deep", "the server wrote a line that is not JSON on stdout"),
+        ("long-line", "the server was stopped while answering `tools/list`"),
+    ],
+)
+async def test_a_server_answering_as_no_mcp_server_does_gets_a_short_report_not_a_crash(
+    mode: str, says: str
+) -> None:
+    """From the hostile learner's side: whatever their server.py sends, the run reports (never raises:
+    the web layer would answer 500 and record nothing), and every reason stays short, since the report
+    is answered, kept in the database and shown to the instructor."""
+    report = await run(HOSTILE.format(mode=mode), exercise(
+        ("adds", {"call": "add", "arguments": {"a": 2, "b": 3}, "text": "6"}),
+        ("lists", {"tool": "subtract"}),
+    ))  # fmt: skip
+    assert not report.passed
+    said = " | ".join([report.problem or "", *(o.reason for o in report.outcomes)])
+    assert says in said, said
+    assert all(len(o.reason) <= exercises.REASON_CHARS for o in report.outcomes)
+    assert len(json.dumps(report.to_json())) < 10_000
+
+
+async def test_a_check_that_trips_on_an_answers_shape_fails_its_test_and_the_run_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last guard behind every kind's own reading: an answer shaped so that reading it raises is
+    that test's failure, said in words, and the next test still runs."""
+
+    async def trips(talk: object, spec: object) -> tuple[bool, str]:
+        return {}["missing"]  # as a check reading a field the answer lacks would
+
+    monkeypatch.setitem(exercises.RUNNERS, "template", trips)
+    report = await run(
+        SERVER, exercise(("trips", {"template": "note://{day}"}), ("lists", {"capability": "tools"}))
+    )
+    assert report.problem is None
+    assert [(o.passed, o.reason) for o in report.outcomes] == [
+        (False, "the server's answer could not be read as MCP shapes it (KeyError)"),
+        (True, "the server declares `tools`"),
+    ]

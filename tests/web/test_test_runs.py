@@ -179,6 +179,28 @@ def test_a_test_file_that_forges_its_own_summary_only_fools_its_own_run(app: InP
     assert report["outcomes"][0]["passed"] is False  # pytest's own summary, printed last, wins
 
 
+def test_a_summary_line_that_is_no_json_or_names_thousands_of_tests_gets_a_short_report(
+    app: InProcessApp,
+) -> None:
+    """From the hostile learner's side: the summary line is theirs to print, and the report is answered,
+    kept in the database and shown to the instructor, so what it says of their run stays short."""
+    deep = "def test_it(capsys):\n    with capsys.disabled():\n        print('\\nplayground-tests: ' + '[' * 100_000)\n"
+    report = learner(app, "deep-summary", tests=deep).post(RUN)
+    assert report.status_code == 200, report.text
+    many = (
+        "import pytest\n\n@pytest.mark.parametrize('n', range(300))\ndef test_"
+        + "x" * 200
+        + "(n):\n    assert False\n"
+    )
+    answer = learner(app, "many-failed", tests=many).post(RUN)
+    assert answer.status_code == 200 and len(answer.content) < 8_000, len(answer.content)
+    reason = answer.json()["outcomes"][0]["reason"]
+    assert (
+        reason.startswith("300 of 300 tests failed on your own server.py: `test_xxx")
+        and "and 290 more" in reason
+    )
+
+
 def test_the_step_page_shows_both_files_and_the_exercise_lines(app: InProcessApp) -> None:
     page = learner(app, "reader", server=None)
     soup = BeautifulSoup(page.get("/course/testing/calculator").text, "html.parser")
