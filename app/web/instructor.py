@@ -487,5 +487,6 @@ def session_transcript(state: Instructor, session_id: str, after: int = 0,
     """Paged like the learner's export: entries above `after`, at most `limit`; see `next_after`."""
     session = _live_session(state, session_id)
     body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
-    body.update(session=session.id, status=session.status, learner=session.learner)
+    learner = row_id(state, session.learner) if session.learner else None  # as the pages name learners
+    body.update(session=session.id, status=session.status, learner=learner)
     return JSONResponse(body)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -293,6 +294,15 @@ async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProc
             follow = BeautifulSoup(page.text, "html.parser").select_one("ol[data-follow]")
             assert follow["data-follow"] == f"/api/instructor/sessions/{session}/frames"
             assert follow["data-after"] == "0"
+            # The export names the learner as every instructor page does, by row id: their own id is
+            # their identity (what their cookie signs).
+            exported = client.get(f"/api/instructor/sessions/{session}/transcript").json()
+            learner_id = learner_id_of(lin.cookies[COOKIE])
+            assert exported["learner"] != learner_id and learner_id not in json.dumps(exported)
+            assert (
+                f'data-learner="{exported["learner"]}"'
+                in client.get(f"/instructor/classes/{class_id}/grid").text
+            )
         finally:
             await console.close()
 
