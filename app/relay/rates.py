@@ -3,8 +3,9 @@ a sliding window. Used for new identities per address (app/web/learner.py) and n
 (admission). And how much one key may add up in a sliding window (`KeyedBudget`): the bytes of files
 each address saves (app/web/workspace.py).
 
-Keys that have gone quiet are forgotten once many are remembered, so a visitor with many addresses
-cannot make the table grow without bound.
+Each table keeps at most so many keys (`Recent`): one more forgets the key used longest ago, so a
+visitor with many addresses can neither make a table grow without bound nor make each new key cost
+a look at every other.
 
 And how fast one session's work may go on (`Pace`): a server's output is read no faster than the web
 process may spend on one session.
@@ -14,28 +15,54 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
-from typing import Protocol
+from collections import OrderedDict, deque
+from collections.abc import Hashable
+from typing import Generic, Protocol, TypeVar
 
-# Keys remembered before the quiet ones are forgotten.
+# Keys a table remembers at most.
 KEYS_KEPT = 10_000
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class Recent(Generic[K, V]):
+    """At most `kept` values by key, in the order they were last used; making one more forgets the
+    key used longest ago (a quiet one first). One with more addresses than `kept` can make an active
+    key go too, which gains it nothing its own addresses did not have (each counts on its own)."""
+
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
+        self._values: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._values.get(key)
+        if value is not None:
+            self._values.move_to_end(key)
+        return value
+
+    def add(self, key: K, value: V) -> V:
+        while len(self._values) >= max(self.kept, 1):
+            self._values.popitem(last=False)
+        self._values[key] = value
+        return value
+
+    def __len__(self) -> int:
+        return len(self._values)
 
 
 class KeyedRate:
     def __init__(self, limit: int, window_s: float, keys_kept: int = KEYS_KEPT) -> None:
         self.limit = limit
         self.window_s = window_s
-        self.keys_kept = keys_kept
-        self._times: dict[str, deque[float]] = {}
+        self._times: Recent[str, deque[float]] = Recent(keys_kept)
 
     def wait(self, key: str) -> float | None:
         """None when `key` may go once more now (and that is counted), else the seconds until it may."""
         now = time.monotonic()
         times = self._times.get(key)
         if times is None:
-            if len(self._times) >= self.keys_kept:
-                self._forget_quiet(now)
-            times = self._times[key] = deque()
+            times = self._times.add(key, deque())
         while times and now - times[0] > self.window_s:
             times.popleft()
         if len(times) >= self.limit:
@@ -52,10 +79,6 @@ class KeyedRate:
     def __len__(self) -> int:
         return len(self._times)
 
-    def _forget_quiet(self, now: float) -> None:
-        for key in [k for k, t in self._times.items() if not t or now - t[-1] > self.window_s]:
-            del self._times[key]
-
 
 class KeyedBudget:
     """At most `limit` units (bytes, say) per key in any `window_s` seconds."""
@@ -63,8 +86,9 @@ class KeyedBudget:
     def __init__(self, limit: float, window_s: float, keys_kept: int = KEYS_KEPT) -> None:
         self.limit = limit
         self.window_s = window_s
-        self.keys_kept = keys_kept
-        self._spent: dict[str, tuple[deque[tuple[float, float]], list[float]]] = {}  # key -> (uses, [sum])
+        self._spent: Recent[str, tuple[deque[tuple[float, float]], list[float]]] = Recent(
+            keys_kept
+        )  # (uses, [sum])
 
     def spend(self, key: str, units: float) -> float | None:
         """None when `key` may spend `units` more now (and they are counted), else the seconds until
@@ -72,9 +96,7 @@ class KeyedBudget:
         now = time.monotonic()
         found = self._spent.get(key)
         if found is None:
-            if len(self._spent) >= self.keys_kept:
-                self._forget_quiet(now)
-            found = self._spent[key] = (deque(), [0.0])
+            found = self._spent.add(key, (deque(), [0.0]))
         uses, total = found
         while uses and now - uses[0][0] > self.window_s:
             total[0] -= uses.popleft()[1]
@@ -93,12 +115,6 @@ class KeyedBudget:
 
     def __len__(self) -> int:
         return len(self._spent)
-
-    def _forget_quiet(self, now: float) -> None:
-        for key in [
-            k for k, (uses, _) in self._spent.items() if not uses or now - uses[-1][0] > self.window_s
-        ]:
-            del self._spent[key]
 
 
 class Clock(Protocol):

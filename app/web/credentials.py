@@ -16,9 +16,11 @@ import hmac
 import time
 from collections import deque
 
+from app.relay.rates import Recent
+
 # Failures are counted over this window (PLAYGROUND_FAILED_ATTEMPTS_PER_ADDRESS in it).
 FAILURE_WINDOW_S = 600.0
-# Addresses remembered per kind before the quiet ones are forgotten.
+# (kind, address) pairs remembered at most: past it, the one that failed longest ago is forgotten.
 ADDRESSES_KEPT = 10_000
 
 
@@ -34,11 +36,11 @@ def same_secret(presented: str, expected: str) -> bool:
 class FailureThrottle:
     """Wrong attempts per (kind, address): `limit` in the window are answered as wrong; past it, 429."""
 
-    def __init__(self, limit: int, window_s: float = FAILURE_WINDOW_S) -> None:
+    def __init__(self, limit: int, window_s: float = FAILURE_WINDOW_S, kept: int = ADDRESSES_KEPT) -> None:
         self.limit = limit
         self.window_s = window_s
         # The newest `limit` failures of each key: enough to tell whether one more is past the budget.
-        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self._failures: Recent[tuple[str, str], deque[float]] = Recent(kept)
 
     def failed(self, kind: str, address: str) -> float | None:
         """Count a wrong attempt. None while the address is within its budget; past it, the seconds
@@ -47,18 +49,15 @@ class FailureThrottle:
         key = (kind, address)
         failures = self._failures.get(key)
         if failures is None:
-            if len(self._failures) >= ADDRESSES_KEPT:
-                self._forget_quiet(now)
-            failures = self._failures[key] = deque(maxlen=max(self.limit, 1))
+            failures = self._failures.add(key, deque(maxlen=max(self.limit, 1)))
         over = len(failures) >= self.limit and (not failures or now - failures[0] <= self.window_s)
         failures.append(now)
         if not over:
             return None
         return max(self.window_s - (now - failures[0]), 1.0)
 
-    def _forget_quiet(self, now: float) -> None:
-        for key in [k for k, t in self._failures.items() if not t or now - t[-1] > self.window_s]:
-            del self._failures[key]
+    def __len__(self) -> int:
+        return len(self._failures)
 
 
 def retry_words(wait_s: float) -> str:

@@ -32,16 +32,21 @@ def test_a_key_goes_again_once_its_oldest_leaves_the_window(clock: Clock) -> Non
     assert rate.wait("a") is not None
 
 
-def test_quiet_keys_are_forgotten_once_many_are_kept(clock: Clock) -> None:
+def test_a_table_keeps_so_many_keys_and_forgets_the_one_used_longest_ago(clock: Clock) -> None:
+    """From the attacker's side: a visitor with more addresses than the table keeps (an IPv6 /48 has
+    65,536 /64s) can neither grow it nor make each new key cost a look at all the others."""
     rate = KeyedRate(1, window_s=60, keys_kept=3)
     for key in ("a", "b", "c"):
-        rate.wait(key)
+        assert rate.wait(key) is None
     clock.t += 30
-    rate.wait("d")  # three kept, none quiet yet: nothing to forget
-    assert len(rate) == 4
-    clock.t += 31  # a, b and c are quiet now; d is not
-    assert rate.wait("e") is None
-    assert len(rate) == 2 and rate.wait("d") is not None
+    assert rate.wait("a") is not None  # a is used again (and still refused): now the newest
+    assert rate.wait("d") is None  # one more: b, used longest ago, is forgotten
+    assert len(rate) == 3
+    assert rate.wait("a") is not None and rate.wait("c") is not None  # remembered, still counted
+    assert rate.wait("b") is None  # forgotten: a fresh window (as a fresh address would have)
+    for n in range(10_000):  # a flood of new keys: the table stays at its size
+        rate.wait(f"flood-{n}")
+    assert len(rate) == 3
 
 
 def test_a_budget_takes_what_fits_and_says_when_enough_has_aged_out(clock: Clock) -> None:
@@ -58,13 +63,13 @@ def test_a_budget_takes_what_fits_and_says_when_enough_has_aged_out(clock: Clock
     assert budget.spend("a", 1) is not None
 
 
-def test_a_budget_forgets_quiet_keys_once_many_are_kept(clock: Clock) -> None:
+def test_a_budget_keeps_so_many_keys_and_forgets_the_one_used_longest_ago(clock: Clock) -> None:
     budget = KeyedBudget(10, window_s=60, keys_kept=2)
     budget.spend("a", 10)
     budget.spend("b", 10)
-    clock.t += 61
-    assert budget.spend("c", 10) is None  # a and b are quiet: forgotten, and c kept
-    assert len(budget) == 1 and budget.spend("c", 1) is not None
+    assert budget.spend("a", 1) is not None  # a is the newest now
+    assert budget.spend("c", 10) is None  # b is forgotten, c kept
+    assert len(budget) == 2 and budget.spend("c", 1) is not None and budget.spend("a", 1) is not None
 
 
 def test_a_pace_lets_a_burst_through_then_the_rate() -> None:

@@ -11,6 +11,7 @@ import websockets
 from bs4 import BeautifulSoup
 
 from app.config import Settings
+from app.web.credentials import FailureThrottle
 from app.web.state import PROGRESS_DB
 from tests.support.appserver import AppProcess
 from tests.support.inprocess import InProcessApp, ServedApp
@@ -244,3 +245,16 @@ def test_hosting_mode_refuses_a_short_instructor_token(tmp_path) -> None:  # noq
     with pytest.raises(RuntimeError) as refused:
         app.start()
     assert "at least 24 characters" in str(refused.value)
+
+
+def test_wrong_guesses_from_more_addresses_than_are_kept_grow_nothing_and_count_the_newest() -> None:
+    """From the attacker's side: wrong codes from more addresses than the throttle keeps (an IPv6 /48
+    holds 65,536 /64s) neither grow its table nor make each new address cost a look at every other;
+    the addresses that failed last are still counted."""
+    throttle = FailureThrottle(2, kept=100)
+    for n in range(5_000):
+        throttle.failed("join", f"2001:db8:{n:x}::")
+    assert len(throttle) == 100
+    newest = "2001:db8:1387::"  # the 5,000th
+    assert throttle.failed("join", newest) is None  # its second
+    assert throttle.failed("join", newest) is not None  # past its budget: still counted
