@@ -10,6 +10,7 @@ session's random id, never the token, and signing out ends it. Scripts send
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import secrets
 import time
@@ -48,9 +49,11 @@ COOKIE_MAX_AGE_S = 12 * 3600
 THROTTLE_KIND = "instructor"
 
 
-def _session_key(session_id: str) -> str:
-    # The store keeps a hash: a copy of the table signs nobody in.
-    return hashlib.sha256(session_id.encode("utf-8", errors="surrogatepass")).hexdigest()
+def _session_key(state: AppState, session_id: str) -> str:
+    # The store keeps a hash: a copy of the table signs nobody in. It is keyed with the token, so a
+    # changed token (after a leak, say) ends every sign-in made with the old one, on every replica.
+    token = (state.instructor_token or "").encode("utf-8", errors="surrogatepass")
+    return hmac.new(token, session_id.encode("utf-8", errors="surrogatepass"), hashlib.sha256).hexdigest()
 
 
 def is_instructor(request: Request) -> bool:
@@ -64,7 +67,7 @@ def is_instructor(request: Request) -> bool:
         _wrong_token(request)
         return False
     session_id = request.cookies.get(COOKIE)
-    return session_id is not None and state.progress.instructor_session_valid(_session_key(session_id))
+    return session_id is not None and state.progress.instructor_session_valid(_session_key(state, session_id))
 
 
 def _wrong_token(request: Request) -> None:
@@ -125,7 +128,7 @@ def login(request: Request, token: str = Form("")) -> Response:
         }
         return templates.TemplateResponse(request, "instructor_login.html", context, status_code=401)
     session_id = secrets.token_urlsafe(32)
-    state.progress.start_instructor_session(_session_key(session_id), COOKIE_MAX_AGE_S)
+    state.progress.start_instructor_session(_session_key(state, session_id), COOKIE_MAX_AGE_S)
     response = RedirectResponse("/instructor", status_code=303)
     response.set_cookie(COOKIE, session_id, max_age=COOKIE_MAX_AGE_S, path="/", httponly=True, samesite="strict",
                         secure=is_https(request.scope))  # fmt: skip
@@ -136,7 +139,7 @@ def login(request: Request, token: str = Form("")) -> Response:
 def logout(request: Request) -> Response:
     session_id = request.cookies.get(COOKIE)
     if session_id:
-        get_state(request).progress.end_instructor_session(_session_key(session_id))
+        get_state(request).progress.end_instructor_session(_session_key(get_state(request), session_id))
     response = RedirectResponse("/instructor", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict", secure=is_https(request.scope))
     return response

@@ -147,6 +147,21 @@ def test_the_sign_in_cookie_is_a_session_not_the_token_and_signing_out_ends_it(s
     assert replay.status_code == 401  # the old cookie signs nobody in
 
 
+def test_a_changed_token_ends_every_sign_in_made_with_the_old_one(tmp_path) -> None:  # noqa: ANN001
+    """From the side of someone who signed in with a leaked token: the instructor sets a new one and
+    restarts; the old sign-in no longer opens anything. The same token kept keeps sign-ins."""
+    with InProcessApp(tmp_path, instructor_token=TOKEN) as first, first.client(headers=where(6)) as client:
+        assert client.post("/instructor/login", data={"token": TOKEN}).status_code == 303
+        session = {"playground_instructor": client.cookies["playground_instructor"]}
+    with InProcessApp(tmp_path, instructor_token=TOKEN) as same:
+        assert same.request("GET", "/instructor", cookies=session).status_code == 200
+    with InProcessApp(tmp_path, instructor_token=TOKEN + "-new") as changed:
+        assert changed.request("GET", "/instructor", cookies=session).status_code == 401
+        with changed.client(headers=where(6)) as client:
+            assert client.post("/instructor/login", data={"token": TOKEN + "-new"}).status_code == 303
+            assert client.get("/instructor").status_code == 200
+
+
 def test_a_class_behind_one_address_gets_in_with_a_few_typos(tmp_path) -> None:  # noqa: ANN001
     with InProcessApp(tmp_path, instructor_token=TOKEN) as defaults:  # the default throttle
         with defaults.client(headers={"Authorization": f"Bearer {TOKEN}"}) as teacher:
