@@ -127,6 +127,7 @@ class PlainSource:
             *command, *target,
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT, env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": os.getcwd(), "TMPDIR": self.tmp},
+            cwd=os.path.dirname(target[0]) if source is not None else self.tmp,  # what it writes stays there
             start_new_session=True,
         )  # fmt: skip
         process = PlainProcess(server, proc)
