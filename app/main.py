@@ -16,6 +16,7 @@ from app.sandbox.process import ProcessSource
 from app.web import (
     access,
     api,
+    class_joins,
     consent,
     course_pages,
     endpoints,
@@ -90,6 +91,7 @@ def create_app(
     app.include_router(resume.router)
     app.include_router(access.router)
     app.include_router(instructor.router)
+    app.include_router(class_joins.router)
     app.include_router(gradebook.router)
     app.include_router(roster.router)
     errors.install(app)

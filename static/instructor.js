@@ -77,7 +77,10 @@ function followGrid(holder) {
     const response = await fetch(holder.dataset.src, { headers: { Accept: "text/html" } });
     if (!response.ok) return response.status !== 404 && response.status !== 401;
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    // A list the instructor opened stays open as the grid refreshes.
+    const opened = [...holder.querySelectorAll("details[id][open]")].map((details) => details.id);
     holder.replaceChildren(...fresh.body.childNodes);
+    for (const id of opened) document.getElementById(id)?.setAttribute("open", "");
     sortGrid(holder);
     return true;
   });

@@ -73,6 +73,18 @@ class SQLClasses(SQLDatabase):
                     raise
         raise ProgressError("could not draw a free join code")
 
+    def new_join_code(self, class_id: str) -> str:
+        for _ in range(CODE_ATTEMPTS):
+            code = new_code(JOIN_CODE_LENGTH)
+            try:
+                with self._write() as db:
+                    self._exec(db, "UPDATE classes SET join_code = ? WHERE id = ?", (code, class_id))
+                return code
+            except Exception as exc:
+                if not self._is_integrity_error(exc):
+                    raise
+        raise ProgressError("could not draw a free join code")
+
     def update_class(self, class_id: str, max_sessions: int | None, expected_size: int) -> None:
         if max_sessions is not None:
             clean_class_number(max_sessions, SESSION_CAP)
@@ -127,11 +139,40 @@ class SQLClasses(SQLDatabase):
     def remove_from_class(self, class_id: str, learner_id: str) -> bool:
         with self._write() as db:
             self.lock_class(db, class_id)
-            done = self._exec(
-                db,
-                "UPDATE learners SET class_id = NULL WHERE id = ? AND class_id = ?",
-                (learner_id, class_id),
-            )
+            member = self._exec(db, "SELECT display_name FROM learners WHERE id = ? AND class_id = ?",
+                                (learner_id, class_id)).fetchone()  # fmt: skip
+            if member is None:
+                return False
+            self._exec(db, "UPDATE learners SET class_id = NULL WHERE id = ?", (learner_id,))
+            seat = self._exec(db, "SELECT student_id FROM roster_seats WHERE class_id = ? AND learner_id = ?",
+                              (class_id, learner_id)).fetchone()  # fmt: skip
+            if seat is not None:  # free again, and its identifier is no longer theirs
+                self._exec(db, "UPDATE roster_seats SET learner_id = NULL WHERE class_id = ? AND learner_id = ?",
+                           (class_id, learner_id))  # fmt: skip
+                if seat[0]:
+                    self._exec(db, "UPDATE learners SET student_id = NULL WHERE id = ? AND student_id = ?",
+                               (learner_id, seat[0]))  # fmt: skip
+            self._turn_away(db, class_id, learner_id, member[0])
+            return True
+
+    def _turn_away(self, db: Any, class_id: str, learner_id: str, name: str | None) -> None:
+        self._exec(db, "INSERT INTO turned_away (class_id, learner_id, display_name, turned_away_at) "
+                       "VALUES (?, ?, ?, ?) ON CONFLICT (class_id, learner_id) DO NOTHING",
+                   (class_id, learner_id, name, time.time()))  # fmt: skip
+
+    def turned_away(self, class_id: str) -> list[JoinRequest]:
+        with self._read() as db:
+            rows = self._exec(db, "SELECT learner_id, class_id, display_name, turned_away_at FROM turned_away "
+                                  "WHERE class_id = ? ORDER BY turned_away_at", (class_id,)).fetchall()  # fmt: skip
+        return [JoinRequest(row[0], row[1], row[2], row[3], denied=True) for row in rows]
+
+    def let_in_again(self, class_id: str, learner_id: str) -> bool:
+        with self._write() as db:
+            self.lock_class(db, class_id)
+            done = self._exec(db, "DELETE FROM turned_away WHERE class_id = ? AND learner_id = ?",
+                              (class_id, learner_id))  # fmt: skip
+            self._exec(db, "DELETE FROM join_requests WHERE learner_id = ? AND class_id = ? AND denied_at IS NOT NULL",
+                       (learner_id, class_id))  # fmt: skip
             return bool(done.rowcount)
 
     def add_seats(self, class_id: str, seats: Sequence[tuple[str, str | None]]) -> int:
@@ -182,6 +223,7 @@ class SQLClasses(SQLDatabase):
     def delete_class(self, class_id: str) -> None:
         with self._write() as db:
             self._exec(db, "DELETE FROM join_requests WHERE class_id = ?", (class_id,))
+            self._exec(db, "DELETE FROM turned_away WHERE class_id = ?", (class_id,))
             self._exec(db, "DELETE FROM roster_seats WHERE class_id = ?", (class_id,))
             self._exec(db, "DELETE FROM learners WHERE class_id = ?", (class_id,))
             self._exec(db, "DELETE FROM classes WHERE id = ?", (class_id,))
@@ -196,6 +238,10 @@ class SQLClasses(SQLDatabase):
             ).fetchone()
             if klass is None:
                 raise ValueError("There is no such class (it may have been deleted).")
+            turned_away = self._exec(db, "SELECT 1 FROM turned_away WHERE class_id = ? AND learner_id = ?",
+                                     (class_id, learner_id)).fetchone()  # fmt: skip
+            if turned_away is not None:  # the instructor's answer stands, whatever the code
+                return "denied"
             member = self._exec(
                 db, "SELECT 1 FROM learners WHERE id = ? AND class_id = ?", (learner_id, class_id)
             ).fetchone()
@@ -284,6 +330,7 @@ class SQLClasses(SQLDatabase):
                     "UPDATE join_requests SET denied_at = ? WHERE learner_id = ?",
                     (time.time(), learner_id),
                 )
+                self._turn_away(db, class_id, learner_id, row[0])
         return True
 
     def join_request(self, learner_id: str) -> JoinRequest | None:

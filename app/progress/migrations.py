@@ -230,6 +230,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE oauth_clients SET used_at = (SELECT MAX(expires_at) FROM oauth_grants "
         "WHERE oauth_grants.client_id = oauth_clients.client_id)",
     ),
+    # 17: who the instructor turned away from a class (a join denied, a member removed): the code
+    # no longer lets them in, until the instructor does. The denials kept so far count.
+    (
+        """CREATE TABLE turned_away (
+            class_id TEXT NOT NULL REFERENCES classes(id) ON DELETE CASCADE,
+            learner_id TEXT NOT NULL REFERENCES learners(id) ON DELETE CASCADE,
+            display_name TEXT,
+            turned_away_at {time} NOT NULL,
+            PRIMARY KEY (class_id, learner_id)
+        )""",
+        "INSERT INTO turned_away (class_id, learner_id, display_name, turned_away_at) "
+        "SELECT class_id, learner_id, display_name, denied_at FROM join_requests WHERE denied_at IS NOT NULL",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

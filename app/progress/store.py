@@ -33,7 +33,7 @@ MAX_PENDING_JOINS = 100
 # What the two numbers are called in the sentences that refuse them.
 EXPECTED_SIZE = "The expected class size"
 SESSION_CAP = "The session cap"
-JoinOutcome = Literal["joined", "pending", "locked", "too_many_waiting"]
+JoinOutcome = Literal["joined", "pending", "locked", "too_many_waiting", "denied"]
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,10 @@ class ProgressStore(Protocol):
         """New numbers for the class; members beyond a lowered expected size keep their place."""
         ...
 
+    def new_join_code(self, class_id: str) -> str:
+        """A fresh join code: the old one (and its link) stops working; members stay."""
+        ...
+
     def classes(self) -> list[ClassInfo]: ...
 
     def get_class(self, class_id: str) -> ClassInfo | None: ...
@@ -243,7 +247,8 @@ class ProgressStore(Protocol):
     def join_class(self, learner_id: str, class_id: str, display_name: str | None) -> JoinOutcome:
         """A member already, or one while the class has fewer members than its expected size:
         "joined"; past it the join waits for the instructor ("pending"), up to MAX_PENDING_JOINS.
-        Decided for one class at a time across replicas."""
+        One the instructor turned away is "denied", with any code. Decided for one class at a time
+        across replicas."""
         ...
 
     def class_learners(self, class_id: str) -> list[LearnerProgress]: ...
@@ -257,7 +262,8 @@ class ProgressStore(Protocol):
         ...
 
     def decide_join(self, class_id: str, learner_id: str, approve: bool) -> bool:
-        """Approve (the learner becomes a member at once) or deny a waiting join; False when none waits."""
+        """Approve (the learner becomes a member at once) or deny a waiting join (the learner is turned
+        away); False when none waits."""
         ...
 
     def join_request(self, learner_id: str) -> JoinRequest | None:
@@ -361,7 +367,17 @@ class ProgressStore(Protocol):
     def set_student_id(self, learner_id: str, student_id: str | None) -> None: ...
 
     def remove_from_class(self, class_id: str, learner_id: str) -> bool:
-        """The learner is no longer a member (their progress stays theirs); False if they were not one."""
+        """The learner is no longer a member (their progress stays theirs) and is turned away: the code
+        no longer lets them in. A roster seat they took is free again, and its identifier leaves them.
+        False if they were not a member."""
+        ...
+
+    def turned_away(self, class_id: str) -> list[JoinRequest]:
+        """Whom the instructor turned away from the class (a join denied, a member removed), oldest first."""
+        ...
+
+    def let_in_again(self, class_id: str, learner_id: str) -> bool:
+        """The learner may join with the code again; False if they were not turned away."""
         ...
 
     def record_exercise_run(self, learner_id: str, step_slug: str, passed: bool, report: str) -> None:

@@ -1,5 +1,5 @@
-"""The instructor dashboard: classes (their numbers, joins waiting for approval, locking joining),
-per-learner progress, live sessions, transcripts, CSV, resets.
+"""The instructor dashboard: classes and their numbers, per-learner progress, live sessions,
+transcripts, resets (who may join is app/web/class_joins.py; the roster app/web/roster.py).
 
 Protected by the instructor token, sent once to /instructor/login, which starts a sign-in session
 kept in the progress store (every replica knows it): the HttpOnly, SameSite=Strict cookie holds the
@@ -17,7 +17,7 @@ import time
 from typing import Annotated
 
 import anyio
-from fastapi import APIRouter, Body, Depends, Form, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from app import workspace
@@ -279,10 +279,12 @@ def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     cap = klass.max_sessions or state.settings.max_sessions_per_class
     waiting = [{"row_id": row_id(state, w.learner_id), "name": w.display_name, "at": w.requested_at}
                for w in state.progress.pending_joins(class_id)]  # fmt: skip
+    away = [{"row_id": row_id(state, t.learner_id), "name": t.display_name}
+            for t in state.progress.turned_away(class_id)]  # fmt: skip
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
             "seats": state.progress.seats(class_id),
             "completed_by": step_summary(steps, rows),
-            "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time(), "waiting": waiting,
+            "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time(), "waiting": waiting, "turned_away": away,
             "default_cap": state.settings.max_sessions_per_class, "max_number": MAX_CLASS_NUMBER}  # fmt: skip
 
 
@@ -298,77 +300,6 @@ def class_grid(state: Instructor, request: Request, class_id: str) -> HTMLRespon
     """The class page's live part alone (who joined, how far, which consoles are open): the page
     fetches it every few seconds, so an instructor never has to reload."""
     return templates.TemplateResponse(request, "_class_grid.html", _class_context(state, request, class_id))
-
-
-@router.post("/instructor/classes/{class_id}/lock")
-@router.post("/instructor/classes/{class_id}/close")  # the name scripts know: closed to new learners
-def lock_joining(state: Instructor, class_id: str) -> Response:
-    """No new joins at all, waiting or not; members keep their place and their consoles."""
-    class_or_404(state, class_id)
-    state.progress.lock_joining(class_id, True)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
-
-
-@router.post("/instructor/classes/{class_id}/unlock")
-def unlock_joining(state: Instructor, class_id: str) -> Response:
-    class_or_404(state, class_id)
-    state.progress.lock_joining(class_id, False)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
-
-
-# Joins past the class's expected size: the page's Approve / Deny buttons, and the same as JSON for scripts.
-
-
-def _decide(state: AppState, class_id: str, row: str, approve: bool) -> None:
-    """`row` is the waiting learner's opaque row id (as on the class page); 404 when no such join waits."""
-    class_or_404(state, class_id)
-    waiting = next(
-        (w for w in state.progress.pending_joins(class_id) if row_id(state, w.learner_id) == row), None
-    )
-    if waiting is None or not state.progress.decide_join(class_id, waiting.learner_id, approve):
-        raise HTTPException(404, "No such join waits in this class (it may have been answered already).")
-
-
-@router.post("/instructor/classes/{class_id}/joins/{row}/approve")
-def approve_join_form(state: Instructor, class_id: str, row: str) -> Response:
-    _decide(state, class_id, row, approve=True)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
-
-
-@router.post("/instructor/classes/{class_id}/joins/{row}/deny")
-def deny_join_form(state: Instructor, class_id: str, row: str) -> Response:
-    _decide(state, class_id, row, approve=False)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
-
-
-@router.get("/api/instructor/classes/{class_id}/joins")
-def pending_joins(state: Instructor, class_id: str) -> JSONResponse:
-    """The class's numbers and the joins waiting for a decision, oldest first."""
-    klass = class_or_404(state, class_id)
-    waiting = [{"id": row_id(state, w.learner_id), "name": w.display_name, "requested_at": w.requested_at}
-               for w in state.progress.pending_joins(class_id)]  # fmt: skip
-    return JSONResponse({"class": klass.id, "members": state.progress.class_size(class_id),
-                         "expected_size": klass.expected_size, "locked": klass.locked, "pending": waiting})  # fmt: skip
-
-
-@router.post("/api/instructor/classes/{class_id}/joins/{row}/approve")
-def approve_join(state: Instructor, class_id: str, row: str) -> JSONResponse:
-    _decide(state, class_id, row, approve=True)
-    return JSONResponse({"id": row, "status": "member"})
-
-
-@router.post("/api/instructor/classes/{class_id}/joins/{row}/deny")
-def deny_join(state: Instructor, class_id: str, row: str) -> JSONResponse:
-    _decide(state, class_id, row, approve=False)
-    return JSONResponse({"id": row, "status": "denied"})
-
-
-@router.post("/api/instructor/classes/{class_id}/joining")
-def set_joining(state: Instructor, class_id: str, locked: Annotated[bool, Body(embed=True)]) -> JSONResponse:
-    """`{"locked": true}` locks joining, `false` unlocks it."""
-    class_or_404(state, class_id)
-    state.progress.lock_joining(class_id, locked)
-    return JSONResponse({"class": class_id, "locked": locked})
 
 
 @router.post("/instructor/classes/{class_id}/delete")

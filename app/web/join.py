@@ -82,6 +82,11 @@ def join(request: Request, code: str = Form(""), display_name: str = Form("")) -
                 return RedirectResponse(WAITING, status_code=303)
             if outcome == "locked":
                 error = locked_message(klass)
+            elif outcome == "denied":
+                error = (
+                    f"Your instructor has not let you into the class “{klass.name}”. Ask them if this is a "
+                    "mistake; meanwhile you can follow the course on your own."
+                )
             elif outcome == "too_many_waiting":
                 error = (
                     f"The class “{klass.name}” is full, and too many joins already wait for the instructor. "

@@ -151,6 +151,22 @@ def test_joins_past_the_expected_size_wait_for_approve_or_deny(
         for name, answer in (("Bea", "member"), ("Cy", "denied")):
             late[name].reload()
             expect(late[name].locator("[data-join-status]")).to_have_attribute("data-join-status", answer)
+        # Cy is turned away: the list, opened, stays open as the grid refreshes itself.
+        teacher.locator("[data-turned-away] summary").click()
+        with teacher.expect_response(lambda response: response.url.endswith("/grid")):
+            pass
+        expect(teacher.locator("[data-turned-away]")).to_have_attribute("open", "")
+        expect(teacher.locator("[data-turned-away] li")).to_have_text(
+            [re.compile(r"^\s*Cy\s+Let them join again")]
+        )
+        # A new code: asked first; then the old one finds no class.
+        teacher.once("dialog", lambda dialog: dialog.accept())
+        teacher.get_by_role("button", name="New join code").click()
+        expect(teacher.locator("[data-join-code]")).not_to_have_text(code)
+        late["Cy"].goto(f"/join/{code}")
+        late["Cy"].get_by_label("Your name", exact=True).fill("Cy")
+        late["Cy"].get_by_role("button", name="Join").click()
+        expect(late["Cy"].locator(".form-error")).to_contain_text("There is no class with that code")
         teacher.screenshot(path=str(artifacts / "instructor-joins.png"), full_page=True)
     finally:
         for learner in late.values():

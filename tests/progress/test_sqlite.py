@@ -143,6 +143,33 @@ def test_clients_kept_before_their_use_was_recorded_are_kept_while_their_grants_
     new.close()
 
 
+def test_joins_denied_before_the_upgrade_stay_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upgrade to schema 17 (who is turned away): a learner denied before it cannot ask again."""
+    from app.progress import migrations
+
+    path = tmp_path / "p.sqlite3"
+    with monkeypatch.context() as older:
+        older.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:16])
+        older.setattr(migrations, "SCHEMA_VERSION", 16)
+        old = SQLiteProgressStore(path)
+        old.open()
+        klass = old.create_class("Before", expected_size=1)
+        old.close()
+    with closing(sqlite3.connect(path)) as db, db:  # a join denied as schema 16 kept it
+        db.execute(
+            "INSERT INTO learners (id, created_at, last_seen_at) VALUES ('learner-denied-00000000', 1, 1)"
+        )
+        db.execute("INSERT INTO join_requests (learner_id, class_id, display_name, requested_at, denied_at) "
+                   "VALUES ('learner-denied-00000000', ?, 'Dee', 1, 2)", (klass.id,))  # fmt: skip
+    new = SQLiteProgressStore(path)
+    new.open()
+    assert [(t.learner_id, t.display_name) for t in new.turned_away(klass.id)] == [
+        ("learner-denied-00000000", "Dee")
+    ]
+    assert new.join_class("learner-denied-00000000", klass.id, "Dee") == "denied"
+    new.close()
+
+
 def test_a_failed_migration_leaves_the_old_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.progress import migrations
 

@@ -162,6 +162,7 @@ def test_joins_past_the_expected_size_wait_for_the_instructor(store) -> None:  #
     assert store.decide_join(klass.id, learners[3], approve=False)
     assert store.join_request(learners[3]).denied and store.learner(learners[3]).class_id is None
     assert not store.decide_join(klass.id, learners[3], approve=True)  # denied: nothing waits
+    assert [t.learner_id for t in store.turned_away(klass.id)] == [learners[3]]
     assert not store.decide_join(klass.id, learners[0], approve=True)  # a member: nothing waits
     assert not store.decide_join(store.create_class("Other").id, learners[4], approve=True)
     assert [w.learner_id for w in store.pending_joins(klass.id)] == learners[4:]
@@ -181,6 +182,57 @@ def test_joins_past_the_expected_size_wait_for_the_instructor(store) -> None:  #
 
     store.delete_class(klass.id)
     assert store.join_request(learners[4]) is None and store.join_request(learners[3]) is None
+
+
+def test_whom_the_instructor_turns_away_stays_out_whatever_the_code_until_let_in(store) -> None:  # noqa: ANN001
+    """From the side of a learner denied or removed who still has the code (it was projected): asking
+    again, by way of another class, or with a new code, leaves them out; the instructor lets them in."""
+    klass = store.create_class("Firm", expected_size=1)
+    other = store.create_class("Other")
+    assert store.join_class(ADA, klass.id, "Ada") == "joined"
+    assert store.join_class(BOB, klass.id, "Bob") == "pending"
+    assert store.decide_join(klass.id, BOB, approve=False)
+    assert store.join_class(BOB, klass.id, "Bob again") == "denied"  # not waiting again
+    assert store.pending_joins(klass.id) == []
+    assert store.remove_from_class(klass.id, ADA)
+    assert not store.remove_from_class(klass.id, ADA)  # not a member now
+    assert store.join_class(ADA, klass.id, "Ada") == "denied" and store.class_size(klass.id) == 0
+    assert store.join_class(ADA, other.id, "Ada") == "joined"  # elsewhere, welcome
+    assert store.join_class(ADA, klass.id, "Ada") == "denied"  # ... and still out here
+    old_code = store.get_class(klass.id).join_code
+    code = store.new_join_code(klass.id)
+    assert code != old_code and store.class_by_code(old_code) is None
+    assert store.class_by_code(code).id == klass.id
+    assert store.join_class(BOB, klass.id, "Bob") == "denied"
+    assert [(t.learner_id, t.display_name) for t in store.turned_away(klass.id)] == [
+        (BOB, "Bob"),
+        (ADA, "Ada"),
+    ]
+    assert store.let_in_again(klass.id, ADA) and not store.let_in_again(klass.id, ADA)
+    assert store.join_class(ADA, klass.id, "Ada") == "joined"
+    assert store.learner(ADA).class_id == klass.id
+    assert [t.learner_id for t in store.turned_away(klass.id)] == [BOB]
+    store.delete_class(klass.id)
+    assert store.turned_away(klass.id) == []
+
+
+def test_removing_a_learner_frees_the_seat_they_took_and_its_identifier(store) -> None:  # noqa: ANN001
+    """From the side of a learner who took another's seat by typing their name: removed, they lose its
+    student identifier, and the real owner takes it when they join."""
+    klass = store.create_class("Seated")
+    store.add_seats(klass.id, [("Alice Smith", "S-1001")])
+    assert store.join_class(BOB, klass.id, "alice   SMITH") == "joined"
+    assert store.learner(BOB).student_id == "S-1001"
+    store.rename_learner(BOB, "Eve")
+    assert store.remove_from_class(klass.id, BOB)
+    assert store.learner(BOB).student_id is None
+    assert [(s.name, s.claimed) for s in store.seats(klass.id)] == [("Alice Smith", False)]
+    assert store.join_class(ADA, klass.id, "Alice Smith") == "joined"
+    assert store.learner(ADA).student_id == "S-1001"
+    # An identifier the instructor gave by hand is theirs to keep: only the seat's goes.
+    store.join_class(CY, klass.id, "Cy")
+    store.set_student_id(CY, "S-7")
+    assert store.remove_from_class(klass.id, CY) and store.learner(CY).student_id == "S-7"
 
 
 def test_waiting_joins_are_bounded_per_class(store) -> None:  # noqa: ANN001

@@ -158,6 +158,58 @@ def test_locked_joining_refuses_the_right_code_and_members_keep_their_place(
     assert members(app, class_id) == ["Ada L."]
 
 
+def test_whom_the_instructor_turns_away_cannot_come_back_with_the_code(app: InProcessApp, people) -> None:  # noqa: ANN001
+    """From the side of someone with a projected code: denied, they cannot ask again; removed, they
+    cannot join again; a new code locks out whoever saw the old one, and members stay."""
+    class_id, code = make_class(app, "Projected", size=1)
+    ada, _ = join(app, people, code, "Ada")
+    spam, _ = join(app, people, code, "Spam 1")
+    with teacher(app) as client:
+        spam_id = pending(app, class_id)["pending"][0]["id"]
+        assert client.post(f"/api/instructor/classes/{class_id}/joins/{spam_id}/deny").status_code == 200
+    again = spam.post("/join", data={"code": code, "display_name": "Spam 2"})
+    assert again.status_code == 400 and "has not let you into the class" in again.text
+    assert pending(app, class_id)["pending"] == []  # not back on the waiting list
+    # Removed from the learner's page: out, and the code no longer lets them in.
+    row = class_page(app, class_id).select_one("tr[data-learner]")["data-learner"]
+    with teacher(app) as client:
+        assert client.post(f"/instructor/classes/{class_id}/learners/{row}/remove").status_code == 303
+    back = ada.post("/join", data={"code": code, "display_name": "Ada"})
+    assert back.status_code == 400 and "has not let you into the class" in back.text
+    assert members(app, class_id) == []
+    away = class_page(app, class_id).select("[data-turned-away] li")
+    assert [li.get_text(" ", strip=True).removesuffix(" Let them join again") for li in away] == [
+        "Spam 1",
+        "Ada",
+    ]
+    # A new code: the old one finds no class; members stay; the instructor lets Ada join again.
+    with teacher(app) as client:
+        made = client.post(f"/api/instructor/classes/{class_id}/join-code").json()
+    assert made["join_code"] != code
+    let_in = class_page(app, class_id).select_one(f"[data-turned-away-row='{row}'] form")
+    for status in (303, 404):  # once
+        with teacher(app) as client:
+            assert client.post(let_in["action"]).status_code == status
+    assert [t["name"] for t in pending(app, class_id)["turned_away"]] == ["Spam 1"]
+    _, stale = join(app, people, code, "Late")
+    assert stale.status_code == 400 and "There is no class with that code" in stale.text
+    assert (
+        ada.post("/join", data={"code": made["join_code"], "display_name": "Ada"}).headers["location"]
+        == JOINED
+    )
+    assert members(app, class_id) == ["Ada"]
+    assert class_page(app, class_id).select_one("[data-join-code]").get_text() == made["join_code"]
+
+
+def test_turning_away_and_new_codes_are_the_instructors_alone(app: InProcessApp, people) -> None:  # noqa: ANN001
+    class_id, code = make_class(app, "Guarded", size=5)
+    mallory, _ = join(app, people, code, "Mallory")
+    for path in (f"/instructor/classes/{class_id}/join-code", f"/api/instructor/classes/{class_id}/join-code",
+                 f"/api/instructor/classes/{class_id}/turned-away/x/let-in"):  # fmt: skip
+        assert mallory.post(path).status_code == 401
+    assert class_page(app, class_id).select_one("[data-join-code]").get_text() == code
+
+
 NOT_NUMBERS = {"9" * 30: "at most", "9" * 5000: "at most", "9223372036854775808": "at most", "10001": "at most",
                "0": "at least 1", "-3": "at least 1", "abc": "a whole number", "1e3": "a whole number",
                "4.5": "a whole number", "٣": "a whole number"}  # fmt: skip
