@@ -62,6 +62,25 @@ def test_display_name_is_cleaned_and_can_be_cleared(store: SQLiteProgressStore) 
         store.set_display_name(LEARNER, "a\x07b")
 
 
+@pytest.mark.parametrize(
+    "blank",
+    ["\u3164\u3164\u3164", "\u2800", "\u115f\u1160", "\uffa0", "...", "\u2800 \u3164", "A" + "\u0301" * 39],
+)
+def test_a_name_that_shows_as_nothing_or_spills_over_is_refused(
+    store: SQLiteProgressStore, blank: str
+) -> None:
+    """From the side of a learner hiding on the class page: fillers, a braille blank or punctuation
+    alone look empty (or like the page's own "(no name)"); stacked accents spill over other rows."""
+    with pytest.raises(ValueError, match="letter or a digit that shows|accents on one letter"):
+        store.set_display_name(LEARNER, blank)
+
+
+@pytest.mark.parametrize("name", ["Nguyễn Thị Ánh", "李小龍", "שָׁלוֹם", "Zoë 2", "श्रुति", "7"])
+def test_names_of_every_script_are_kept(store: SQLiteProgressStore, name: str) -> None:
+    store.set_display_name(LEARNER, name)
+    assert store.learner(LEARNER).display_name == name
+
+
 def test_the_database_uses_wal_and_records_its_schema_version(
     tmp_path: Path, store: SQLiteProgressStore
 ) -> None:

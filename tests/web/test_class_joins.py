@@ -210,6 +210,13 @@ def test_turning_away_and_new_codes_are_the_instructors_alone(app: InProcessApp,
     assert class_page(app, class_id).select_one("[data-join-code]").get_text() == code
 
 
+def test_a_name_that_shows_as_nothing_joins_no_class(app: InProcessApp, people) -> None:  # noqa: ANN001
+    class_id, code = make_class(app, "Names", size=5)
+    _, hidden = join(app, people, code, "\u3164\u3164\u3164")  # Hangul fillers: an empty-looking row
+    assert hidden.status_code == 400 and "needs a letter or a digit that shows" in hidden.text
+    assert members(app, class_id) == []
+
+
 NOT_NUMBERS = {"9" * 30: "at most", "9" * 5000: "at most", "9223372036854775808": "at most", "10001": "at most",
                "0": "at least 1", "-3": "at least 1", "abc": "a whole number", "1e3": "a whole number",
                "4.5": "a whole number", "٣": "a whole number"}  # fmt: skip
