@@ -40,6 +40,7 @@ from app.web.client import TrustedProxies
 from app.web.connections import ConnectionLimits, Connections
 from app.web.credentials import FailureThrottle
 from app.web.endpoint_cache import EndpointCache
+from app.web.file_checks import FileChecks
 from app.web.learner import SECRET_NAME, Identity
 
 log = logging.getLogger("app")
@@ -75,6 +76,7 @@ class AppState:
     connections: Connections = field(init=False)  # every TCP connection, counted by address
     saves: KeyedBudget = field(init=False)  # bytes of workspace files saved, by address
     endpoint_starts: KeyedRate = field(init=False)  # endpoints made, by address
+    file_checks: FileChecks = field(default_factory=FileChecks)  # the editor's syntax checks
     # Set by `python -m app` (the real server process), never by in-process tests: become
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False

@@ -93,7 +93,7 @@ async def _save(request: Request, learner: str, source: str, name: str) -> JSONR
             lambda: state.progress.save_server_file(learner, source, name=name)
         )
         unchanged = False
-    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
+    diagnostics = await state.file_checks.diagnose(source, name, client_key(request.scope))
     return JSONResponse({"saved": True, **_version_json(saved), "unchanged": unchanged,
                          "diagnostics": [d.to_json() for d in diagnostics]})  # fmt: skip
 
@@ -189,7 +189,7 @@ async def workspace_state(request: Request, name: FileName = workspace.FILE_NAME
     saved = await _saved(state, learner, name)
     history = await anyio.to_thread.run_sync(lambda: state.progress.server_file_history(learner, name=name))
     source = saved.source if saved else workspace.starter(name)
-    diagnostics = await anyio.to_thread.run_sync(workspace.diagnose, source, name)
+    diagnostics = await state.file_checks.diagnose(source, name, client_key(request.scope))
     return JSONResponse({
         "file": name,
         "source": source,

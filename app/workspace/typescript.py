@@ -79,12 +79,16 @@ def _diagnostic(error: dict) -> Diagnostic:
     return Diagnostic(line, column, str(error.get("text") or "syntax error"))
 
 
+# How a diagnostic begins that says the file could not be checked at all.
+UNCHECKED = "Cannot check this file"
+
+
 def diagnose(source: str) -> list[Diagnostic]:
     """The syntax errors esbuild finds, or one saying why none can be looked for here."""
     try:
         return list(transpile(source).diagnostics)
     except RuntimeMissing as exc:
-        return [Diagnostic(1, 1, f"Cannot check this file: {exc}")]
+        return [Diagnostic(1, 1, f"{UNCHECKED}: {exc}")]
 
 
 def failing_module(diagnostics: tuple[Diagnostic, ...] | list[Diagnostic], why: str = "") -> str:
