@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -137,19 +138,30 @@ def test_migrations_run_in_order_from_any_older_version(
     assert "colour" in columns
 
 
+@contextmanager
+def older_store(path: Path, version: int, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteProgressStore]:
+    """A store at an earlier schema `version`, open for the block (its methods are today's: use those
+    its tables already serve)."""
+    from app.progress import migrations
+
+    with monkeypatch.context() as older:
+        older.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:version])
+        older.setattr(migrations, "SCHEMA_VERSION", version)
+        old = SQLiteProgressStore(path)
+        old.open()
+        try:
+            yield old
+        finally:
+            old.close()
+
+
 def test_clients_kept_before_their_use_was_recorded_are_kept_while_their_grants_live(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The upgrade to schema 16 (a client's last use): a client with a live grant keeps its tokens."""
-    from app.progress import migrations
-
     path = tmp_path / "p.sqlite3"
-    with monkeypatch.context() as older:
-        older.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:15])
-        older.setattr(migrations, "SCHEMA_VERSION", 15)
-        old = SQLiteProgressStore(path)
-        old.open()
-        old.close()
+    with older_store(path, 15, monkeypatch):
+        pass
     with closing(sqlite3.connect(path)) as db, db:
         for client in ("with-tokens", "without"):
             db.execute("INSERT INTO oauth_clients VALUES (?, '{}', 0)", (client,))
@@ -164,16 +176,9 @@ def test_clients_kept_before_their_use_was_recorded_are_kept_while_their_grants_
 
 def test_joins_denied_before_the_upgrade_stay_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The upgrade to schema 17 (who is turned away): a learner denied before it cannot ask again."""
-    from app.progress import migrations
-
     path = tmp_path / "p.sqlite3"
-    with monkeypatch.context() as older:
-        older.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:16])
-        older.setattr(migrations, "SCHEMA_VERSION", 16)
-        old = SQLiteProgressStore(path)
-        old.open()
+    with older_store(path, 16, monkeypatch) as old:
         klass = old.create_class("Before", expected_size=1)
-        old.close()
     with closing(sqlite3.connect(path)) as db, db:  # a join denied as schema 16 kept it
         db.execute(
             "INSERT INTO learners (id, created_at, last_seen_at) VALUES ('learner-denied-00000000', 1, 1)"
