@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from markupsafe import Markup
 
 from app.course import checks
 from app.course.checks import StepChecker
 from app.course.models import Step
 from app.protocol.transcript import Transcript
-from tests.course.checkhelp import init, init_result
+from tests.course.checkhelp import init, init_result, transcript
 
 
 def step(*names: str) -> Step:
@@ -64,3 +65,20 @@ def test_a_round_stops_at_its_budget_and_the_next_goes_on_where_it_stopped(monke
     rounds = [checker.run(t) for _ in range(3)]
     assert [complete for _, complete in rounds] == [False, False, True]
     assert ran == ["slow-a", "slow-b", "slow-c"]  # each round ran one, and every check had its turn
+
+
+def test_a_check_that_raises_fails_alone_and_the_others_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last guard behind each check's own reading: one that trips on a message fails with a plain
+    reason, and the step's other checks still run and pass."""
+
+    def trips(transcript: Transcript) -> checks.Outcome:
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setitem(checks.REGISTRY, "ping-answered", checks.Check("ping-answered", "goal", trips))
+    checker = StepChecker(step("ping-answered", "initialize-answered"), budget_s=60)
+    results, complete = checker.run(transcript((">", init()), ("<", init_result())))
+    assert complete
+    assert {r.name: (r.passed, r.reason) for r in results} == {
+        "ping-answered": (False, checks.UNREADABLE),
+        "initialize-answered": (True, next(r.reason for r in results if r.name == "initialize-answered")),
+    }

@@ -10,6 +10,7 @@ one module per lesson (imported at the bottom, which registers them).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from typing import Any
 
 from app.course.models import Step
 from app.protocol.transcript import Entry, Transcript
+
+log = logging.getLogger(__name__)
 
 Outcome = tuple[bool, str]
 
@@ -65,6 +68,10 @@ def check(
 
 # One round of a step's checks may take this long; checks not reached wait for the next round.
 ROUND_BUDGET_S = 0.02
+UNREADABLE = (
+    "This check could not read a message of this session: it is not shaped as MCP says. Restart the "
+    "server and send the messages the step asks for."
+)
 
 
 class StepChecker:
@@ -83,11 +90,13 @@ class StepChecker:
         self._passed: set[str] = set()
         self._shown: dict[str, tuple[bool, str]] = {}
         self._resume = 0  # where an unfinished round stopped: the next one goes on from there
+        self._broken: set[str] = set()  # checks that raised on this session, logged once
 
     def run(self, transcript: Transcript) -> tuple[list[CheckResult], bool]:
         """(results that changed, whether every open check had its turn)."""
         if transcript is not self._transcript:
             self._transcript, self._passed, self._shown, self._resume = transcript, set(), {}, 0
+            self._broken = set()
         with transcript.reading():
             return self._round(transcript)
 
@@ -104,7 +113,7 @@ class StepChecker:
                 return changed, False
             if REGISTRY[name].reads != TRANSCRIPT:  # read by the endpoint panel, never by a console
                 continue
-            result = REGISTRY[name].run(transcript)
+            result = self._run(name, transcript)
             ran += 1
             if result.passed:
                 self._passed.add(name)
@@ -113,6 +122,18 @@ class StepChecker:
                 changed.append(result)
         self._resume = 0
         return changed, True
+
+    def _run(self, name: str, transcript: Transcript) -> CheckResult:
+        """One check's result; a check that trips on a message it cannot read has not passed, and the
+        others go on (each reads the guarded way, `items`, `obj`, `key`: this is the last guard)."""
+        try:
+            return REGISTRY[name].run(transcript)
+        except Exception:
+            if name not in self._broken:  # once a session: the message stays, and so would the error
+                self._broken.add(name)
+                log.warning("hands-on check %s could not read the transcript of step %s", name, self.step.slug,
+                            exc_info=True)  # fmt: skip
+            return CheckResult(name, False, UNREADABLE)
 
 
 # --- Reading a transcript -------------------------------------------------------------------
@@ -148,13 +169,29 @@ def params_of(entry: Entry) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
+def items(value: Any) -> list[Any]:
+    """A list in a message, or none when it is not one: a server (or a learner) may send anything."""
+    return value if isinstance(value, list) else []
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """An object in a message, or an empty one when it is not one."""
+    return value if isinstance(value, dict) else {}
+
+
+def key(value: Any) -> str | int | None:
+    """A value a message names something by (a tool, a task, a URI, a cursor), if it can be one: a
+    text or a whole number, never a list or an object."""
+    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
+
+
 def error_words(error: dict[str, Any]) -> str:
     return f"error {error.get('code')} ({error.get('message')})"
 
 
 def first_text(result: dict[str, Any]) -> str:
     """The first text item of a tool result's `content`, shortened for a reason line."""
-    for item in result.get("content") or []:
+    for item in items(result.get("content")):
         if isinstance(item, dict) and isinstance(item.get("text"), str):
             text = " ".join(item["text"].split())
             return text if len(text) <= 120 else text[:117] + "..."

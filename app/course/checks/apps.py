@@ -24,6 +24,7 @@ from app.course.checks import (
     first_text,
     judge,
     newest_first,
+    obj,
     params_of,
     requests,
     result_of,
@@ -119,7 +120,7 @@ def ui_link(tool: Any) -> str | None:
 
 
 def _visibility(tool: dict[str, Any]) -> str:
-    ui = (tool.get("_meta") or {}).get("ui") or {}
+    ui = obj(obj(tool.get("_meta")).get("ui"))
     seen = ui.get("visibility") if isinstance(ui, dict) else None
     if not isinstance(seen, list):
         return 'none given, so `["model", "app"]`'

@@ -6,6 +6,7 @@ from app.course.checks import (
     Outcome,
     check,
     exchanges,
+    obj,
     params_of,
     requests,
     result_of,
@@ -61,7 +62,7 @@ def resource_update_received(t: Transcript) -> Outcome:
     "Call a long tool with a `progressToken` in `_meta` and receive `notifications/progress` for it.",
 )
 def progress_received(t: Transcript) -> Outcome:
-    calls = [r for r in requests(t, "tools/call") if "progressToken" in (params_of(r).get("_meta") or {})]
+    calls = [r for r in requests(t, "tools/call") if "progressToken" in obj(params_of(r).get("_meta"))]
     if not calls:
         return False, 'Call `run_diagnostics` with `"_meta": {"progressToken": "p1"}` in params.'
     tokens = {repr(params_of(r)["_meta"]["progressToken"]) for r in calls}

@@ -11,7 +11,9 @@ from app.course.checks import (
     error_of,
     error_words,
     first_text,
+    items,
     judge,
+    obj,
     params_of,
     result_of,
     server_notifications,
@@ -68,7 +70,7 @@ def url_elicitation_accepted(t: Transcript) -> Outcome:
     asked = _url_questions(t)
     for question in reversed(asked):
         reply = _client_reply(t, question)
-        if reply is None or (reply.message.get("result") or {}).get("action") != "accept":
+        if reply is None or obj(reply.message.get("result")).get("action") != "accept":
             continue
         for call, response in tool_calls(t):
             if (
@@ -104,7 +106,7 @@ def _ids_asked(t: Transcript) -> set[str]:
             data = error.get("data")
             data = data if isinstance(data, dict) else {}
             ids |= {
-                str(e.get("elicitationId")) for e in data.get("elicitations") or [] if isinstance(e, dict)
+                str(e.get("elicitationId")) for e in items(data.get("elicitations")) if isinstance(e, dict)
             }
     return ids
 
@@ -171,7 +173,7 @@ def url_input_required_completed(t: Transcript) -> Outcome:
     def asks_url(result: dict[str, Any] | None) -> bool:
         questions = (result or {}).get("inputRequests")
         return isinstance(questions, dict) and any(
-            isinstance(q, dict) and (q.get("params") or {}).get("mode") == "url" for q in questions.values()
+            isinstance(q, dict) and obj(q.get("params")).get("mode") == "url" for q in questions.values()
         )
 
     calls = tool_calls(t)

@@ -14,7 +14,9 @@ from app.course.checks import (
     exchanges,
     first_good_initialize,
     first_text,
+    items,
     judge,
+    key,
     newest_first,
     params_of,
     refused,
@@ -58,7 +60,7 @@ def output_schema_listed(t: Transcript) -> Outcome:
         tools = (result_of(response) or {}).get("tools")
         named = [
             x.get("name")
-            for x in tools or []
+            for x in items(tools)
             if isinstance(x, dict) and isinstance(x.get("outputSchema"), dict)
         ]
         return f"`{named[0]}` declares an `outputSchema`: its answers have a known shape." if named else None
@@ -103,7 +105,9 @@ def resource_link_followed(t: Transcript) -> Outcome:
         if calls and calls[0][1] is None:
             return False, waiting(calls[0][0])
         return False, "Call `search_books` with a word of a title or an author, to get resource links."
-    reads = newest_first(t, [r for r in requests(t, "resources/read") if params_of(r).get("uri") in linked])
+    reads = newest_first(
+        t, [r for r in requests(t, "resources/read") if key(params_of(r).get("uri")) in linked]
+    )
     for request, response in reads:
         uri = params_of(request)["uri"]
         if request.seq > linked[uri] and (result_of(response) or {}).get("contents"):
@@ -141,7 +145,7 @@ def _destructive(tool: dict[str, Any]) -> bool:
 def destructive_tool_called(t: Transcript) -> Outcome:
     marked: dict[str, int] = {}  # tool name -> seq of the list that marked it
     for _request, response in reversed(list(exchanges(t, "tools/list"))):
-        for tool in (result_of(response) or {}).get("tools") or []:
+        for tool in items((result_of(response) or {}).get("tools")):
             if isinstance(tool, dict) and _destructive(tool) and response is not None:
                 marked.setdefault(str(tool.get("name")), response.seq)
     if not marked:
@@ -201,7 +205,7 @@ def next_cursor_seen(t: Transcript) -> Outcome:
         result = result_of(response)
         if result is None or not isinstance(result.get("nextCursor"), str):
             return None
-        count = len(result.get(LIST_KEYS[str(request.method)]) or [])
+        count = len(items(result.get(LIST_KEYS[str(request.method)])))
         return f"`{request.method}` gave {count} items and a `nextCursor`: there is more."
 
     return judge(
@@ -242,7 +246,9 @@ def cursor_followed_to_end(t: Transcript) -> Outcome:
         unsent='List from the start, then send the same method with `"params": {"cursor": <the nextCursor>}`.',
         failed=failed,
         before_reply=lambda request: (
-            None if params_of(request)["cursor"] in given else "That cursor is not one the server gave you."
+            None
+            if key(params_of(request)["cursor"]) in given
+            else "That cursor is not one the server gave you."
         ),
     )
 

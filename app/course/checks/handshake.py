@@ -12,6 +12,7 @@ from app.course.checks import (
     first_good_initialize,
     judge,
     no_initialize_reason,
+    obj,
     params_of,
     refused,
     result_of,
@@ -160,7 +161,7 @@ def used_declared_capability(t: Transcript) -> Outcome:
     good = first_good_initialize(t)
     if good is None:
         return False, "First complete the handshake: `initialize`, then `notifications/initialized`."
-    declared = (result_of(good[1]) or {}).get("capabilities") or {}
+    declared = obj((result_of(good[1]) or {}).get("capabilities"))
     ready = next(
         (e for e in t.client_messages() if e.is_notification and e.method == "notifications/initialized"
          and e.seq > good[1].seq),

@@ -12,6 +12,7 @@ from app.course.checks import (
     check,
     exchanges,
     judge,
+    key,
     newest_first,
     params_of,
     requests,
@@ -180,8 +181,8 @@ def _declares_apps(request: Entry) -> bool:
 )
 def extension_fallback_compared(t: Transcript) -> Outcome:
     answered = [(r, s) for r, s in exchanges(t, "tools/call") if result_of(s) is not None]
-    with_apps = {params_of(r).get("name") for r, _ in answered if _declares_apps(r)}
-    without = {params_of(r).get("name") for r, _ in answered if not _declares_apps(r)}
+    with_apps = {key(params_of(r).get("name")) for r, _ in answered if _declares_apps(r)} - {None}
+    without = {key(params_of(r).get("name")) for r, _ in answered if not _declares_apps(r)}
     both = sorted(str(name) for name in with_apps & without)
     if both:
         return True, f"`{both[0]}` answered both ways: the core fallback and the extension's own answer."

@@ -7,6 +7,7 @@ from app.course.checks import (
     check,
     exchanges,
     first_text,
+    items,
     judge,
     params_of,
     requests,
@@ -21,7 +22,7 @@ HIDDEN_MARK = "<IMPORTANT>"
 @check("poisoned-description-seen", "List the tools and find the instruction hidden in a tool's description.")
 def poisoned_description_seen(t: Transcript) -> Outcome:
     def passes(_request: Entry, response: Entry | None) -> str | None:
-        for tool in (result_of(response) or {}).get("tools") or []:
+        for tool in items((result_of(response) or {}).get("tools")):
             if isinstance(tool, dict) and HIDDEN_MARK in str(tool.get("description", "")):
                 return f"`{tool.get('name')}` hides words for the model in its description. Read them in the reply."
         return None
@@ -83,7 +84,7 @@ def _read_only_claims(t: Transcript) -> set[str]:
     """Tools a `tools/list` result annotated as read-only."""
     names: set[str] = set()
     for _request, response in exchanges(t, "tools/list"):
-        for tool in (result_of(response) or {}).get("tools") or []:
+        for tool in items((result_of(response) or {}).get("tools")):
             annotations = tool.get("annotations") if isinstance(tool, dict) else None
             if isinstance(annotations, dict) and annotations.get("readOnlyHint") is True:
                 names.add(str(tool.get("name")))

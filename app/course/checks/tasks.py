@@ -12,7 +12,9 @@ from app.course.checks import (
     error_of,
     error_words,
     exchanges,
+    items,
     judge,
+    key,
     params_of,
     requests,
     result_of,
@@ -105,7 +107,7 @@ def task_created(t: Transcript) -> Outcome:
 def _polls(t: Transcript, method: str) -> list[tuple[Entry, Entry | None]]:
     """Requests of `method` (newest first) naming a task this session created."""
     made = _created(t)
-    return [(r, s) for r, s in exchanges(t, method) if params_of(r).get("taskId") in made]
+    return [(r, s) for r, s in exchanges(t, method) if key(params_of(r).get("taskId")) in made]
 
 
 def _no_task(t: Transcript) -> str:
@@ -125,7 +127,7 @@ def task_completed(t: Transcript) -> Outcome:
     for _request, response in polls:
         result = result_of(response) or {}
         if result.get("status") == "completed" and isinstance(result.get("result"), dict):
-            inner = result["result"].get("content") or [{}]
+            inner = items(result["result"].get("content")) or [{}]
             text = inner[0].get("text", "") if isinstance(inner[0], dict) else ""
             return True, f"Completed (message #{response.seq if response else '?'}): {text}"
     if not polls:
