@@ -179,14 +179,14 @@ async def _step_checks(
             if flow is None:
                 rows = await anyio.to_thread.run_sync(state.progress.oauth_events, endpoint_id, 0)
                 flow = [oauth_log.event_json(*row)["step"] for row in rows]
-            result = check.run(flow)
+            result = checks.run_guarded(name, flow, step.slug, set())
             if result.passed and name not in passed:
                 await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
                 passed = passed | {name}
             results.append({"check": name, "passed": name in passed, "reason": result.reason})
             continue
         if chosen is not None:
-            result = check.run(chosen.session.transcript)
+            result = checks.run_guarded(name, chosen.session.transcript, step.slug, set())
             if result.passed and name not in passed:
                 await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
                 passed = passed | {name}

@@ -68,9 +68,15 @@ class StepChecks:
         return frames, complete
 
 
-def step_checks(state: AppState, step_slug: str | None, learner: str | None) -> StepChecks | None:
+def step_checks(
+    state: AppState, step_slug: str | None, learner: str | None, server: str
+) -> StepChecks | None:
+    """The step's checks, on a console of the step's own server only: on another (the learner's own
+    server.py, which can answer anything) a check could be passed by a reply written to pass it."""
     step = state.catalog.step(step_slug) if step_slug else None
-    return StepChecks(state, step, learner) if step is not None and step.checks else None
+    if step is None or not step.checks or step.console is None or step.console.server != server:
+        return None
+    return StepChecks(state, step, learner)
 
 
 async def refuse_full(websocket: WebSocket, mode: str, offered: list[str], exc: CapacityError) -> None:
@@ -130,7 +136,7 @@ async def relay(websocket: WebSocket) -> None:
     if mode == MCP_SUBPROTOCOL:
         wire = McpWire(websocket, session, sessions, limits, lost=lost)
     else:
-        checks = step_checks(state, params.get("step"), owner.learner)
+        checks = step_checks(state, params.get("step"), owner.learner, name)
         wire = EnvelopeWire(websocket, session, sessions, limits, checks=checks, lost=lost)
     sessions.attach(session, wire)
     try:

@@ -70,3 +70,18 @@ async def test_initialized_check_fails_with_a_reason_then_passes(app) -> None:
         assert "after the server's reply" in done["reason"]
     finally:
         await client.close()
+
+
+def test_a_steps_checks_run_on_a_console_of_its_own_server_only(app) -> None:
+    """From the side of a learner whose own server.py answers whatever a check looks for: a console of
+    my-server on a demo server's step gets no checks, so it records nothing."""
+    from app.web.ws import step_checks
+
+    versions = "initialize-handshake/versions"
+    assert step_checks(app.state, versions, "someone", "demo-orders") is not None
+    assert step_checks(app.state, versions, "someone", "my-server") is None
+    own = next(
+        s for s in CATALOG.steps() if s.checks and s.console is not None and s.console.server == "my-server"
+    )
+    assert step_checks(app.state, own.slug, "someone", "my-server") is not None
+    assert step_checks(app.state, "no-such/step", "someone", "demo-orders") is None

@@ -124,16 +124,21 @@ class StepChecker:
         return changed, True
 
     def _run(self, name: str, transcript: Transcript) -> CheckResult:
-        """One check's result; a check that trips on a message it cannot read has not passed, and the
-        others go on (each reads the guarded way, `items`, `obj`, `key`: this is the last guard)."""
-        try:
-            return REGISTRY[name].run(transcript)
-        except Exception:
-            if name not in self._broken:  # once a session: the message stays, and so would the error
-                self._broken.add(name)
-                log.warning("hands-on check %s could not read the transcript of step %s", name, self.step.slug,
-                            exc_info=True)  # fmt: skip
-            return CheckResult(name, False, UNREADABLE)
+        return run_guarded(name, transcript, self.step.slug, self._broken)
+
+
+def run_guarded(name: str, read: Any, step_slug: str, logged: set[str]) -> CheckResult:
+    """One check's result; a check that trips on a message it cannot read has not passed, and the
+    others go on (each reads the guarded way, `items`, `obj`, `key`: this is the last guard). Logged
+    once per name in `logged`: the message stays in the transcript, and so would the error."""
+    try:
+        return REGISTRY[name].run(read)
+    except Exception:
+        if name not in logged:
+            logged.add(name)
+            log.warning("hands-on check %s could not read what it reads on step %s", name, step_slug,
+                        exc_info=True)  # fmt: skip
+        return CheckResult(name, False, UNREADABLE)
 
 
 # --- Reading a transcript -------------------------------------------------------------------
