@@ -50,6 +50,10 @@ RESTART_WINDOW_S = 60.0
 REFUSED_TEXT_KEPT = 2000
 # Hands-on checks run at most this often on one connection; a burst of messages is checked once.
 CHECK_MIN_INTERVAL_S = 0.05
+# ... and a round that held the event loop long waits this many times as long before the next: a
+# transcript made costly to check (thousands of entries of many values each, 90 ms a round) then takes
+# a tenth of the loop at most, not all of it, and other consoles' replies are not held up.
+CHECK_SPACING = 10
 POLICY_VIOLATION = 1008
 # A refused frame's id is read only from a frame this small: parsing megabytes per refused frame of a
 # flood would cost more than the answer is worth.
@@ -83,6 +87,8 @@ class WireLimits:
 
 class Checks(Protocol):
     """A step's hands-on checks on this connection (built by the web layer, which knows the course)."""
+
+    cost_s: float  # how long the last round held the event loop
 
     async def run(self, transcript: Transcript) -> tuple[list[dict[str, Any]], bool]:
         """`check` frames to push (only what changed), and whether every check had its turn."""
@@ -329,7 +335,7 @@ class EnvelopeWire(Wire):
         self.checks = checks
         self.restarts = RateLimiter(limits.restarts_per_window, RESTART_WINDOW_S)
         self._checks_dirty = False
-        self._last_check = 0.0
+        self._next_check = 0.0  # when the next round of checks may start
         self._check_task: asyncio.Task | None = None
 
     def id_of(self, text: str) -> Any:
@@ -461,16 +467,17 @@ class EnvelopeWire(Wire):
     async def _check_loop(self) -> None:
         assert self.checks is not None
         while self._checks_dirty and not self.ended:
-            delay = self._last_check + CHECK_MIN_INTERVAL_S - time.monotonic()
+            delay = self._next_check - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
             self._checks_dirty = False
-            self._last_check = time.monotonic()
+            began = time.monotonic()
             try:
                 frames, complete = await self.checks.run(self.session.transcript)
             except Exception:
                 log.exception("hands-on checks failed on session %s", self.session.id)
                 return
+            self._next_check = began + max(CHECK_MIN_INTERVAL_S, self.checks.cost_s * CHECK_SPACING)
             if not complete:
                 self._checks_dirty = True
             for frame in frames:

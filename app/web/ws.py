@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import anyio
 from fastapi import APIRouter, WebSocket
@@ -54,9 +55,12 @@ class StepChecks:
         self.learner = learner
         self.checker = StepChecker(step)
         self.recorded: set[str] = set()
+        self.cost_s = 0.0  # what the last round held the event loop for
 
     async def run(self, transcript: Transcript) -> tuple[list[dict], bool]:
+        began = time.perf_counter()
         results, complete = self.checker.run(transcript)
+        self.cost_s = time.perf_counter() - began
         frames = []
         for result in results:
             if result.passed and self.learner and result.name not in self.recorded:

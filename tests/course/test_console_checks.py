@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -85,3 +87,45 @@ def test_a_steps_checks_run_on_a_console_of_its_own_server_only(app) -> None:
     )
     assert step_checks(app.state, own.slug, "someone", "my-server") is not None
     assert step_checks(app.state, "no-such/step", "someone", "demo-orders") is None
+
+
+async def test_rounds_of_checks_that_hold_the_loop_long_are_spaced_out(
+    app, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the side of a console whose transcript is costly to check (thousands of entries of many
+    values each, 90 ms a round): each round waits CHECK_SPACING times as long as the last took, so
+    its pings keep the event loop busy a tenth of the time at most, not all of it."""
+    from app.course.checks import StepChecker
+    from app.relay.wire import CHECK_SPACING
+
+    cost_s = 0.02
+    starts: list[float] = []
+    real = StepChecker.run
+
+    def costly(self: StepChecker, transcript: Any) -> Any:
+        starts.append(time.perf_counter())
+        time.sleep(cost_s)  # holds the loop, as a costly round does
+        return real(self, transcript)
+
+    monkeypatch.setattr(StepChecker, "run", costly)
+    client = await connect(app, "initialize-handshake/versions")
+    try:
+        await client.recv_type("state")
+        began = time.perf_counter()
+        deadline = began + 60
+        n = 0
+        while len(starts) < 4 and time.perf_counter() < deadline:
+            rounds = len(starts)
+            for _ in range(5):  # a burst, answered as fast as it can be
+                n += 1
+                await client.send({"jsonrpc": "2.0", "id": n, "method": "ping"})
+                await client.recv_type("received")
+            while len(starts) == rounds and time.perf_counter() < deadline:  # the round it asked for
+                await asyncio.sleep(0.01)
+        elapsed = time.perf_counter() - began
+    finally:
+        await client.close()
+    gaps = [later - earlier for earlier, later in zip(starts, starts[1:], strict=False)]
+    assert len(starts) >= 4 and min(gaps) >= cost_s * CHECK_SPACING * 0.95, gaps
+    assert n > 2 * len(starts)  # many messages, few rounds
+    assert len(starts) <= 2 + elapsed / (cost_s * CHECK_SPACING)
