@@ -106,7 +106,7 @@ def declared(value: object) -> tuple[dict[str, list[str]], bool, list[str]]:
         if not isinstance(items, list):
             continue
         for item in items[:MAX_DOMAINS]:
-            if isinstance(item, str) and DOMAIN.match(item.lower()):
+            if isinstance(item, str) and DOMAIN.fullmatch(item.lower()):  # `$` alone lets a newline by
                 kept[name].append(item.lower())
             else:
                 left_out.append(f"{name}: {str(item)[:100]}")
@@ -118,8 +118,14 @@ def policy(csp: dict[str, list[str]], wasm: bool, site_origins: list[str], forbi
     declared origins that are not the site's or the proxy's own, and closed further where the
     extension lets a host (no forms, no plugins, framed only by the site)."""
 
+    def reaches_forbidden(domain: str) -> bool:
+        host = urlsplit(domain).hostname or ""
+        if host.startswith("*."):  # any subdomain: the site's own name may be one of them
+            return any(f == host[2:] or f.endswith(host[1:]) for f in forbidden_hosts)
+        return host in forbidden_hosts
+
     def allowed(name: str) -> list[str]:
-        return [d for d in csp[name] if (urlsplit(d).hostname or "").lstrip("*.") not in forbidden_hosts]
+        return [d for d in csp[name] if not reaches_forbidden(d)]
 
     resources, connect = allowed("resourceDomains"), allowed("connectDomains")
     frames, bases = allowed("frameDomains"), allowed("baseUriDomains")

@@ -92,6 +92,21 @@ def test_a_hostile_declaration_adds_nothing() -> None:
     assert len(left_out) == 6  # the two loopback origins are well formed, then dropped by name
 
 
+def test_a_wildcard_over_the_sites_name_or_a_trailing_newline_is_left_out(site: InProcessApp) -> None:
+    """From the side of a hostile app's declaration: `https://*.uni.edu` covers a site at
+    playground.uni.edu; a newline after a domain would end up in a response header."""
+    kept, wasm, left_out = declared({"connectDomains": ["https://a.example\n", "https://*.uni.edu",
+                                                         "https://*.edu", "https://*.other.edu"]})  # fmt: skip
+    assert left_out == ["connectDomains: https://a.example\n"]
+    csp = directives(
+        policy(kept, wasm, ["https://playground.uni.edu"], {"playground.uni.edu", "apps.example"})
+    )
+    assert csp["connect-src"] == "https://*.other.edu"
+    newline = quote(json.dumps({"connectDomains": ["https://a.example\n"]}))
+    page = site.request("GET", f"/apps/proxy?csp={newline}", headers=PROXY_HOST)
+    assert page.status_code == 200 and "a.example" not in page.headers["content-security-policy"]
+
+
 def test_a_declaration_of_many_domains_keeps_only_the_first_ones() -> None:
     many = {"connectDomains": [f"https://d{n}.example.com" for n in range(MAX_DOMAINS + 8)]}
     kept, _, _ = declared(many)
