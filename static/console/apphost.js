@@ -16,6 +16,8 @@ const APP_SHARE = 0.4;
 const TEARDOWN_MS = 2000;
 const MIN_HEIGHT = 80;
 const MAX_HEIGHT = 600;
+// How long an app's question is shown before Allow takes a press (browsers' permission prompts wait so).
+const ASK_ARMED_MS = 600;
 let bridgeModule = null;
 
 function loadBridge() {
@@ -409,14 +411,18 @@ export class AppHost {
         this.note(`${question} You ${answer ? "allowed" : "declined"} it.`);
         resolve(answer);
       };
-      row.append(
-        el("p", "", question),
-        button("Allow", () => done(true), "small"),
-        button("Deny", () => done(false)),
-      );
+      const allow = button("Allow", () => done(true), "small");
+      const deny = button("Deny", () => done(false));
+      row.append(el("p", "", question), allow, deny);
       app.asks.append(row);
       row.scrollIntoView({ block: "nearest" }); // the app waits on this answer
-      row.querySelector("button")?.focus({ preventScroll: true });
+      // An app can ask while the learner is typing in it: the keys they meant for the app must not
+      // answer. Focus goes to Deny, and Allow takes no press until the question has been seen.
+      deny.focus({ preventScroll: true });
+      allow.disabled = true;
+      setTimeout(() => {
+        allow.disabled = false;
+      }, ASK_ARMED_MS);
     });
   }
 }
