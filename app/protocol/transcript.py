@@ -178,8 +178,12 @@ class HttpExchange:
                 "response_headers": self.response_headers, "carried": self.carried}  # fmt: skip
 
 
-# HTTP exchanges kept per transcript (the oldest go first), and the headers worth showing.
+# HTTP exchanges kept per transcript (the oldest go first, also past MAX_EXCHANGE_BYTES of what they
+# hold), and the headers worth showing, each value cut at HEADER_CHARS: a client's headers are its own
+# to make long (59 KB of Accept, 500 times, was 30 MB a session).
 MAX_EXCHANGES = 500
+MAX_EXCHANGE_BYTES = 256 * 1024
+HEADER_CHARS = 200
 HTTP_HEADERS_SHOWN = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version", "mcp-method",
                       "mcp-name", "last-event-id", "origin")  # fmt: skip
 
@@ -226,8 +230,9 @@ class Transcript:
     _made_by: dict[int, Maker] = field(default_factory=dict, repr=False)
     _responses: dict[int, int] = field(default_factory=dict, repr=False)
     # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
-    exchanges: deque[HttpExchange] = field(default_factory=lambda: deque(maxlen=MAX_EXCHANGES))
+    exchanges: deque[HttpExchange] = field(default_factory=deque)
     exchanges_seen: int = 0
+    _exchange_bytes: int = field(default=0, repr=False)
     # The newest entries' parsed messages by seq; their seqs oldest first, and each one's parsed cost.
     _messages: Parsed = field(default_factory=Parsed, repr=False)
     _parsed_seqs: deque[int] = field(default_factory=deque, repr=False)
@@ -237,9 +242,20 @@ class Transcript:
     def add_exchange(self, method: str, status: int, request_headers: dict[str, str],
                      response_headers: dict[str, str], carried: dict[str, Any] | None = None) -> HttpExchange:  # fmt: skip
         self.exchanges_seen += 1
+        request_headers, response_headers = _clipped(request_headers), _clipped(response_headers)
+        if carried is not None:
+            carried = {
+                key: _clip(value) if isinstance(value, str) else value for key, value in carried.items()
+            }
         exchange = HttpExchange(self.exchanges_seen, self.now_ms(), method, status, request_headers,
                                 response_headers, carried)  # fmt: skip
+        cost = _exchange_cost(exchange)
+        while self.exchanges and (
+            len(self.exchanges) >= MAX_EXCHANGES or self._exchange_bytes + cost > MAX_EXCHANGE_BYTES
+        ):
+            self._exchange_bytes -= _exchange_cost(self.exchanges.popleft())
         self.exchanges.append(exchange)
+        self._exchange_bytes += cost
         return exchange
 
     def exchanges_after(self, number: int) -> list[HttpExchange]:
@@ -473,3 +489,17 @@ def _id_key(value: Any) -> Hashable:
     if kind is str or kind is int:
         return (kind, value)
     return json.dumps(value)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= HEADER_CHARS else text[: HEADER_CHARS - 1] + "…"
+
+
+def _clipped(headers: dict[str, str]) -> dict[str, str]:
+    return {name: _clip(value) for name, value in headers.items()}
+
+
+def _exchange_cost(exchange: HttpExchange) -> int:
+    """What an exchange holds, about: its headers' text and what its message carried."""
+    headers = (*exchange.request_headers.items(), *exchange.response_headers.items())
+    return 64 + sum(len(name) + len(value) for name, value in headers) + len(str(exchange.carried or ""))

@@ -23,8 +23,10 @@ from app.relay.rates import Pace
 from app.relay.session import RelaySession, line_cost
 from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 
-# Server messages kept for a GET stream that is not open (or is slow); the oldest go first.
+# Server messages kept for a GET stream that is not open (or is slow), and their bytes at most (a
+# line may be 1 MiB); the oldest go first.
 STREAM_KEPT = 200
+STREAM_KEPT_BYTES = 1024 * 1024
 # Ended sessions kept for the learner's traffic view (transcripts only): per endpoint, and in all.
 ENDED_KEPT = 5
 ENDED_KEPT_IN_ALL = 200
@@ -115,7 +117,8 @@ class HttpListener(Door):
         self.ended = asyncio.Event()
         self.end_reason = ""
         self._waiting: dict[str, Waiter] = {}
-        self._stream: deque[str] = deque(maxlen=STREAM_KEPT)
+        self._stream: deque[str] = deque()
+        self._stream_bytes = 0
         self._stream_ready = asyncio.Event()
         self._stream_open = False
         # Called once the session has ended or its server exited: an MCP session has no console to
@@ -168,7 +171,9 @@ class HttpListener(Door):
             finally:
                 for task in waits:
                     task.cancel()
-        return self._stream.popleft()
+        line = self._stream.popleft()
+        self._stream_bytes -= len(line)
+        return line
 
     # --- what the relay session tells (the Listener protocol) ---------------------------------------
 
@@ -189,8 +194,16 @@ class HttpListener(Door):
         if streaming:
             await streaming[-1].put_meanwhile(entry.line)
         else:
-            self._stream.append(entry.line)
-            self._stream_ready.set()
+            self._keep_for_stream(entry.line)
+
+    def _keep_for_stream(self, line: str) -> None:
+        while self._stream and (
+            len(self._stream) >= STREAM_KEPT or self._stream_bytes + len(line) > STREAM_KEPT_BYTES
+        ):
+            self._stream_bytes -= len(self._stream.popleft())
+        self._stream.append(line)
+        self._stream_bytes += len(line)
+        self._stream_ready.set()
 
     async def on_stderr(self, text: str, at_ms: float) -> None:
         pass  # an MCP client hears protocol messages only; the transcript view shows stderr

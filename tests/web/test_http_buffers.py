@@ -1,0 +1,84 @@
+"""What a learner's endpoint keeps for its owner and its clients, from the attacker's side: a server
+that writes big notifications while a plain JSON request waits (nobody reads a GET stream), and a
+client that sends long headers on every request. Each is kept within bytes, not only a count."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import httpx
+
+from app.protocol.transcript import HEADER_CHARS, MAX_EXCHANGE_BYTES
+from app.relay.httpwire import STREAM_KEPT_BYTES
+from app.web.learner import COOKIE
+from tests.support.inprocess import ServedApp
+from tests.support.wsclient import init_request, tool_call
+
+CHATTY = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "n", "version": "1"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    elif message.get("method") == "tools/call":
+        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "n" * 300000}}
+        while True:  # never answers: notifications as fast as they are read
+            print(json.dumps(note), flush=True)
+"""
+BOTH = {"Accept": "application/json, text/event-stream"}
+
+
+def endpoint(app: ServedApp, source: str) -> str:
+    with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
+        page.get("/")
+        assert page.put("/api/workspace/server.py", content=source).status_code == 200
+        made = page.post("/api/endpoints", json={"server": "my-server"})
+        assert made.status_code == 201, made.text
+        return made.json()["url"]
+
+
+def test_what_waits_for_a_get_stream_nobody_opened_is_kept_within_bytes(tmp_path: Path) -> None:
+    with ServedApp(tmp_path, warm_pool_size=0) as app:
+        url = endpoint(app, CHATTY)
+        opened = httpx.post(url, json=init_request(version="2025-11-25"), headers=BOTH, timeout=30)
+        session = opened.headers["Mcp-Session-Id"]
+        body = json.dumps(tool_call(2, "anything", {})).encode()
+        with socket.create_connection(("127.0.0.1", app.port), timeout=30) as waiting:
+            # A plain JSON request that waits for its answer: the session is heard, so read on.
+            waiting.sendall((f"POST {url.removeprefix(app.base)} HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\n"
+                             "Accept: application/json\r\nContent-Type: application/json\r\n"
+                             f"Mcp-Session-Id: {session}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)  # fmt: skip
+            listener = app.state.http_sessions.by_id[session]
+            deadline = time.monotonic() + 60
+            while listener.session.transcript.last_seq < 20 and time.monotonic() < deadline:  # 5 MB written
+                time.sleep(0.05)
+            assert listener.session.transcript.last_seq >= 20
+            kept = list(listener._stream)  # noqa: SLF001 - what the process holds is the point
+            assert 0 < sum(map(len, kept)) <= STREAM_KEPT_BYTES
+            assert listener._stream_bytes == sum(map(len, kept))  # noqa: SLF001
+
+
+def test_long_headers_on_every_request_are_kept_cut_and_within_bytes(tmp_path: Path) -> None:
+    with ServedApp(tmp_path, warm_pool_size=0) as app:
+        with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
+            page.get("/")
+            made = page.post("/api/endpoints", json={"server": "demo-orders"}).json()
+        opened = httpx.post(made["url"], json=init_request(version="2025-11-25"), headers=BOTH, timeout=30)
+        session = opened.headers["Mcp-Session-Id"]
+        long = "x" * 20_000
+        with httpx.Client(timeout=30) as client:
+            for n in range(150):  # refused (406: no text/event-stream), and recorded
+                headers = {"Mcp-Session-Id": session, "Accept": f"text/html;{long}{n}", "Last-Event-ID": long}
+                assert client.get(made["url"], headers=headers).status_code == 406
+        transcript = app.state.http_sessions.by_id[session].session.transcript
+        kept = list(transcript.exchanges)
+        assert kept[-1].number == transcript.exchanges_seen  # the newest are kept
+        assert all(len(value) <= HEADER_CHARS for x in kept for value in x.request_headers.values())
+        assert sum(len(json.dumps(x.to_json())) for x in kept) <= MAX_EXCHANGE_BYTES * 1.2
+        with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
+            traffic = page.get(f"/api/endpoints/{made['id']}/traffic")
+        assert traffic.status_code == 200 and len(traffic.content) < 2 * MAX_EXCHANGE_BYTES
