@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -247,6 +247,7 @@ class HttpSessions:
         # a few per endpoint and a bounded number in all.
         self.ended: deque[HttpListener] = deque(maxlen=ENDED_KEPT_IN_ALL)
         self.gates: dict[str, Gate] = {}  # by endpoint, the least recently used first
+        self._opening: dict[str, asyncio.Task[Any]] = {}  # stateless instances on their way, by endpoint
 
     def gate(self, endpoint_id: str, make: Callable[[], Gate]) -> Gate:
         """The endpoint's gate for requests that name no session."""
@@ -266,6 +267,16 @@ class HttpSessions:
             del self.stateless[endpoint_id]
             return None
         return listener
+
+    async def open_stateless(self, endpoint_id: str, open_one: Callable[[], Awaitable[Any]]) -> Any:
+        """What `open_one` gives (the endpoint's stateless instance, or why there is none), started once
+        however many requests ask at the same moment: each would start an instance of its own, and all
+        but the last would run on unseen, holding the owner's places."""
+        opening = self._opening.get(endpoint_id)
+        if opening is None:
+            opening = self._opening[endpoint_id] = asyncio.ensure_future(open_one())
+            opening.add_done_callback(lambda _: self._opening.pop(endpoint_id, None))
+        return await asyncio.shield(opening)  # a request that gives up leaves the others theirs
 
     def get(self, session_id: str, endpoint_id: str) -> HttpListener | None:
         listener = self.by_id.get(session_id)

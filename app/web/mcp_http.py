@@ -226,10 +226,17 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
         error = FrameError(HEADER_MISMATCH, "header mismatch", mismatch, id=first.message.get("id"))
         return _jsonrpc_error(400, error), listener
     if listener is None:
-        opened = await _open(request, state, info)
+
+        async def open_one() -> HttpListener | JSONResponse:
+            opened = await _open(request, state, info)
+            if not isinstance(opened, JSONResponse):
+                state.http_sessions.stateless[info.id] = opened
+            return opened
+
+        opened = await state.http_sessions.open_stateless(info.id, open_one)
         if isinstance(opened, JSONResponse):
             return opened, None
-        listener = state.http_sessions.stateless[info.id] = opened
+        listener = opened
     # Admitted at the endpoint's gate: the one instance's rate limit and pace are the gate's.
     if "method" not in first.message or "id" not in first.message:
         await _send(listener, first)

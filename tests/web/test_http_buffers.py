@@ -4,6 +4,7 @@ client that sends long headers on every request. Each is kept within bytes, not 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import time
@@ -82,3 +83,23 @@ def test_long_headers_on_every_request_are_kept_cut_and_within_bytes(tmp_path: P
         with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
             traffic = page.get(f"/api/endpoints/{made['id']}/traffic")
         assert traffic.status_code == 200 and len(traffic.content) < 2 * MAX_EXCHANGE_BYTES
+
+
+async def test_first_stateless_requests_at_once_start_one_instance(tmp_path: Path) -> None:
+    """From the side of a client with the URL: 2026-07-28 requests sent at the same moment, before the
+    endpoint has an instance for them, started one each; all but one ran on unseen, holding the
+    owner's places after the endpoint was ended."""
+    with ServedApp(tmp_path, warm_pool_size=0) as app:
+        with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as page:
+            page.get("/")
+            made = page.post("/api/endpoints", json={"server": "demo-modern"}).json()
+        version = "2026-07-28"
+        headers = {"Accept": "application/json", "MCP-Protocol-Version": version, "Mcp-Method": "ping"}
+        async with httpx.AsyncClient(timeout=60) as client:
+            replies = await asyncio.gather(*(
+                client.post(made["url"], headers=headers, json={"jsonrpc": "2.0", "id": n, "method": "ping",
+                            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": version}}})
+                for n in range(6)))  # fmt: skip
+        assert [reply.status_code for reply in replies] == [200] * 6, [r.text for r in replies]
+        live = httpx.get(app.base + "/healthz", timeout=30).json()["sessions"]["live"]
+        assert live == 1 and len(app.state.http_sessions.of_endpoint(made["id"])) == 1
