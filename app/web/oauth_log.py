@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 REPEAT_S = 10.0
 LAST_STEPS_KEPT = 10_000  # endpoints whose last step is remembered (this process's, at most)
 _last_step: dict[str, tuple[str, float]] = {}  # endpoint id -> its last step here, and when
+# (endpoint id, step) -> when a step of that kind was last written; (endpoint id, "") -> when any other
+_last_of_kind: dict[tuple[str, str], float] = {}
 AUTHZ = "MCP 2025-11-25 authorization"
 
 # A step's kind: its title, what it means, and where that is defined.
@@ -162,15 +164,27 @@ def masked(secret: str | None) -> str | None:
 
 
 async def record(store: ProgressStore, endpoint_id: str, step: str, request: str, status: int | None,
-                 **detail: Any) -> None:  # fmt: skip
+                 *, once_a_while: bool = False, **detail: Any) -> None:  # fmt: skip
     """Add one step to the endpoint's flow (a failure to record is logged, never the request's). A step
     the same as the endpoint's last, within REPEAT_S, is not written again: a client without a token
-    retrying in a loop (or a visitor hammering the URL) costs no write to the shared store."""
+    retrying in a loop (or a visitor hammering the URL) costs no write to the shared store. A step
+    `once_a_while` is written once per REPEAT_S whatever its detail: a refusal anyone with the URL can
+    cause, with a new junk token each time, would otherwise push the owner's real flow out."""
     data = json.dumps({"step": step, "request": request, "status": status, "detail": detail})
     now = time.monotonic()
     last = _last_step.get(endpoint_id)
     if last is not None and last[0] == data and now - last[1] < REPEAT_S:
         return
+    if once_a_while:  # again only past REPEAT_S, or once another kind of step has come between
+        written = _last_of_kind.get((endpoint_id, step))
+        other = _last_of_kind.get((endpoint_id, ""), 0.0)
+        if written is not None and now - written < REPEAT_S and other < written:
+            return
+        if len(_last_of_kind) >= LAST_STEPS_KEPT:
+            _last_of_kind.clear()
+        _last_of_kind[(endpoint_id, step)] = now
+    else:
+        _last_of_kind[(endpoint_id, "")] = now
     if len(_last_step) >= LAST_STEPS_KEPT:
         _last_step.clear()
     _last_step[endpoint_id] = (data, now)

@@ -73,7 +73,8 @@ async def _unauthorized(request: Request, token: str, info: EndpointInfo, messag
     challenge = _challenge(request, token, error, message if error else None)
     step = "invalid_token" if presented else "challenge"
     await oauth_log.record(get_state(request).progress, info.id, step, f"{request.method} /mcp/…", 401,
-                           presented=oauth_log.masked(presented), www_authenticate=_masked(challenge, token))  # fmt: skip
+                           once_a_while=True, presented=oauth_log.masked(presented),
+                           www_authenticate=_masked(challenge, token))  # fmt: skip
     return JSONResponse(error_body(401, message), status_code=401, headers={"WWW-Authenticate": challenge})
 
 

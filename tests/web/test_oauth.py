@@ -155,6 +155,19 @@ def test_a_visitor_hammering_without_a_token_adds_one_step_to_the_flow_not_one_e
     assert [step["step"] for step in steps] == ["challenge"]
 
 
+def test_junk_tokens_anyone_with_the_url_sends_cannot_push_the_owners_flow_out(app: ServedApp) -> None:
+    """From the side of a visitor with the URL (not a credential, on a protected endpoint): a new junk
+    token each time, or none, between them add one step of each kind, not one a request."""
+    endpoint = protected_endpoint(app)
+    before = len(flow(app, endpoint))
+    with httpx.Client(timeout=30) as visitor:
+        for n in range(60):
+            headers = {"Authorization": f"Bearer junk{n:04d}"} if n % 3 else {}
+            assert visitor.post(endpoint["url"], json=INITIALIZE, headers=headers).status_code == 401
+    steps = flow(app, endpoint)[before:]
+    assert sorted(step["step"] for step in steps) == ["challenge", "invalid_token"]
+
+
 # --- the flow by hand, from the attacker's side ----------------------------------------------------
 
 
