@@ -243,6 +243,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "INSERT INTO turned_away (class_id, learner_id, display_name, turned_away_at) "
         "SELECT class_id, learner_id, display_name, denied_at FROM join_requests WHERE denied_at IS NOT NULL",
     ),
+    # 18: which of a learner's sign-ins still hold: a new resume code ends those made before it.
+    ("ALTER TABLE learners ADD COLUMN sign_in_generation INTEGER NOT NULL DEFAULT 0",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

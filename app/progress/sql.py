@@ -347,7 +347,16 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
     def new_resume_code(self, learner_id: str) -> str:
         with self._write() as db:
             self._exec(db, "DELETE FROM resume_codes WHERE learner_id = ?", (learner_id,))
+            self._exec(db, "UPDATE learners SET sign_in_generation = sign_in_generation + 1 WHERE id = ?",
+                       (learner_id,))  # fmt: skip
         return self.resume_code(learner_id, touch=False)
+
+    def sign_in_generation(self, learner_id: str) -> int:
+        with self._read() as db:
+            row = self._exec(
+                db, "SELECT sign_in_generation FROM learners WHERE id = ?", (learner_id,)
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     def learner_for_resume_code(self, code: str) -> str | None:
         with self._read() as db:

@@ -357,7 +357,12 @@ class ProgressStore(Protocol):
         ...
 
     def new_resume_code(self, learner_id: str) -> str:
-        """A new resume code for the learner; the old one opens nothing any more."""
+        """A new resume code for the learner; the old one opens nothing any more, and every sign-in
+        made before (on any device: their cookies name the generation before) ends."""
+        ...
+
+    def sign_in_generation(self, learner_id: str) -> int:
+        """How many times the learner's sign-ins have been ended (0 for a learner with no row yet)."""
         ...
 
     # The roster (the instructor's): none of these counts as the learner's own activity.

@@ -21,13 +21,16 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
+from collections.abc import Callable
 
+import anyio
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import Response
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.relay.rates import KeyedRate
+from app.relay.rates import KEYS_KEPT, KeyedRate, Recent
 from app.web.client import client_key, is_https
 
 COOKIE = "playground_learner"
@@ -58,6 +61,10 @@ OWN_COOKIE_PATHS = ("/access", "/instructor", "/resume", "/oauth/consent/")
 READING = frozenset({"GET", "HEAD", "OPTIONS"})
 # New identities per client address are counted over this window (PLAYGROUND_NEW_LEARNERS_PER_ADDRESS).
 MINT_WINDOW_S = 600.0
+# A learner's sign-in generation is read again this long after (a new resume code made on another
+# replica ends the old sign-ins here within it), for this many learners at most.
+GENERATION_FRESH_S = 10.0
+GENERATIONS_KEPT = KEYS_KEPT
 
 router = APIRouter()
 
@@ -100,30 +107,62 @@ class CookieSigner:
         a secret (it is their identity), this one proves nothing."""
         return hmac.new(self._key, b"row:" + learner.encode(), hashlib.sha256).hexdigest()[:16]
 
-    def sign(self, learner: str) -> str:
-        return f"{learner}.{self._signature(learner)}"
+    def sign(self, learner: str, generation: int = 0) -> str:
+        """`learner.signature`, or `learner~N.signature` for a learner whose sign-ins were ended N times."""
+        body = learner if generation == 0 else f"{learner}~{generation}"
+        return f"{body}.{self._signature(body)}"
 
-    def verify(self, value: str) -> str | None:
-        learner, dot, signature = value.rpartition(".")
-        if not dot or not _ID.match(learner):
+    def verify(self, value: str) -> tuple[str, int] | None:
+        """The learner a value proves, and the generation it was signed in; None if it proves nobody."""
+        body, dot, signature = value.rpartition(".")
+        learner, tilde, generation = body.partition("~")
+        if not dot or not _ID.match(learner) or (tilde and not generation.isdigit()):
             return None
-        return learner if hmac.compare_digest(signature.encode(), self._signature(learner).encode()) else None
+        if not hmac.compare_digest(signature.encode(), self._signature(body).encode()):
+            return None
+        return learner, int(generation) if tilde else 0
 
 
 class Identity:
-    """Built at start-up, once the progress store (which keeps the signing secret) is open."""
+    """Built at start-up, once the progress store (which keeps the signing secret) is open. A cookie
+    proves its learner while its generation is the learner's: a new resume code (the instructor's,
+    for a code others saw) ends every sign-in made before, on every device."""
 
-    def __init__(self, secret: str, mint_limit: int) -> None:
+    def __init__(
+        self, secret: str, mint_limit: int, generation_of: Callable[[str], int] = lambda _: 0
+    ) -> None:
         self.signer = CookieSigner(secret)
         self.minting = KeyedRate(mint_limit, MINT_WINDOW_S)
+        self._generation_of = generation_of  # the store's, read off the event loop
+        self._generations: Recent[str, tuple[int, float]] = Recent(GENERATIONS_KEPT)
 
-    def learner_of(self, value: str | None) -> str | None:
-        """The learner a cookie value proves: only a value this server signed proves anyone."""
-        return self.signer.verify(value) if value else None
+    async def learner_of(self, value: str | None) -> str | None:
+        """The learner a cookie value proves: only a value this server signed, in the learner's
+        current generation, proves anyone."""
+        proved = self.signer.verify(value) if value else None
+        if proved is None:
+            return None
+        learner, generation = proved
+        return learner if generation == await self.generation(learner) else None
 
-    def cookie(self, learner: str, secure: bool) -> str:
+    async def generation(self, learner: str) -> int:
+        """The learner's current generation, as read at most GENERATION_FRESH_S ago (on this replica)."""
+        now = time.monotonic()
+        known = self._generations.get(learner)
+        if known is not None and now - known[1] < GENERATION_FRESH_S:
+            return known[0]
+        current = await anyio.to_thread.run_sync(self._generation_of, learner)
+        self._generations.add(learner, (current, now))
+        return current
+
+    def forget(self, learner: str) -> None:
+        """The learner's generation has changed here: read it again next time."""
+        self._generations.add(learner, (-1, 0.0))
+
+    def cookie(self, learner: str, secure: bool, generation: int = 0) -> str:
         flags = "; Secure" if secure else ""
-        return f"{COOKIE}={self.signer.sign(learner)}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax{flags}"
+        value = self.signer.sign(learner, generation)
+        return f"{COOKIE}={value}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax{flags}"
 
 
 class LearnerMiddleware:
@@ -135,7 +174,7 @@ class LearnerMiddleware:
         if scope["type"] not in ("http", "websocket") or identity is None:
             await self.app(scope, receive, send)
             return
-        learner = identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
+        learner = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
         scope["learner_id"] = learner
         if learner is not None or scope["type"] != "http" or scope["path"].startswith(ANONYMOUS_PATHS):
             await self.app(scope, receive, send)

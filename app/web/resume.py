@@ -38,7 +38,8 @@ def _switch_to(request: Request, code: str) -> Response:
     response = RedirectResponse("/course?resumed=1", status_code=303)
     identity = get_state(request).identity
     assert identity is not None  # the app has started
-    response.headers.append("set-cookie", identity.cookie(learner, secure=is_https(request.scope)))
+    generation = get_state(request).progress.sign_in_generation(learner)  # as new resume codes left it
+    response.headers.append("set-cookie", identity.cookie(learner, is_https(request.scope), generation))
     return response
 
 

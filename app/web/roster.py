@@ -129,7 +129,10 @@ def student_id(state: Instructor, class_id: str, row: str, student_id: str = For
 def new_resume_code(state: Instructor, class_id: str, row: str) -> Response:
     """A new resume code (for a learner whose code was seen by others); the old one stops working."""
     class_or_404(state, class_id)
-    state.progress.new_resume_code(class_learner(state, class_id, row).learner_id)
+    learner = class_learner(state, class_id, row).learner_id
+    state.progress.new_resume_code(learner)  # every device signed in as them is signed out
+    if state.identity is not None:
+        state.identity.forget(learner)
     return _back(class_id, row)
 
 

@@ -154,8 +154,9 @@ class AppState:
             self.instructor_token = secrets.token_urlsafe(24)
             print(f"Instructor dashboard token: {self.instructor_token}", file=sys.stderr, flush=True)
         self.identity = Identity(
-            s.cookie_secret or self.progress.shared_secret(SECRET_NAME), s.new_learners_per_address
-        )
+            s.cookie_secret or self.progress.shared_secret(SECRET_NAME), s.new_learners_per_address,
+            self.progress.sign_in_generation,
+        )  # fmt: skip
         if self.process_source is not None:
             source: ProcessSource = self.process_source
         else:

@@ -216,6 +216,17 @@ def test_whom_the_instructor_turns_away_stays_out_whatever_the_code_until_let_in
     assert store.turned_away(klass.id) == []
 
 
+def test_a_new_resume_code_moves_the_learners_sign_in_generation_on(store) -> None:  # noqa: ANN001
+    assert store.sign_in_generation(ADA) == 0  # no row yet
+    store.set_display_name(ADA, "Ada")
+    first = store.resume_code(ADA)
+    assert store.sign_in_generation(ADA) == 0
+    second = store.new_resume_code(ADA)
+    assert second != first and store.sign_in_generation(ADA) == 1
+    store.new_resume_code(ADA)
+    assert store.sign_in_generation(ADA) == 2 and store.sign_in_generation(BOB) == 0
+
+
 def test_removing_a_learner_frees_the_seat_they_took_and_its_identifier(store) -> None:  # noqa: ANN001
     """From the side of a learner who took another's seat by typing their name: removed, they lose its
     student identifier, and the real owner takes it when they join."""

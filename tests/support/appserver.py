@@ -45,8 +45,8 @@ def free_port() -> int:
 
 
 def learner_id_of(cookie: str) -> str:
-    """The learner id inside a signed learner cookie (`<id>.<signature>`)."""
-    return cookie.rpartition(".")[0]
+    """The learner id inside a signed learner cookie (`<id>.<signature>`, or `<id>~<generation>.<signature>`)."""
+    return cookie.rpartition(".")[0].partition("~")[0]
 
 
 class Pages:

@@ -12,8 +12,9 @@ from bs4 import BeautifulSoup
 
 from app.config import Settings
 from app.web.credentials import FailureThrottle
+from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
-from tests.support.appserver import AppProcess
+from tests.support.appserver import AppProcess, learner_id_of
 from tests.support.inprocess import InProcessApp, ServedApp
 from tests.support.wsclient import EnvelopeClient
 
@@ -160,6 +161,57 @@ def test_a_changed_token_ends_every_sign_in_made_with_the_old_one(tmp_path) -> N
         with changed.client(headers=where(6)) as client:
             assert client.post("/instructor/login", data={"token": TOKEN + "-new"}).status_code == 303
             assert client.get("/instructor").status_code == 200
+
+
+def test_a_new_resume_code_signs_out_whoever_used_the_old_one(tmp_path) -> None:  # noqa: ANN001
+    """From the side of someone who saw a learner's resume code and used it: the instructor gives the
+    learner a new code; the old code opens nothing, and the device it signed in is signed out."""
+    with InProcessApp(tmp_path, instructor_token=TOKEN) as site:
+        with site.client(headers=where(11)) as teacher:
+            made = teacher.post(
+                "/instructor/classes", data={"name": "Codes"}, headers={"Authorization": f"Bearer {TOKEN}"}
+            )
+            class_id = made.headers["location"].rsplit("/", 1)[1]
+        with site.client(headers=where(12)) as alice, site.client(headers=where(13)) as mallory:
+            join_code = BeautifulSoup(site.request("GET", f"/instructor/classes/{class_id}",
+                                                   headers={"Authorization": f"Bearer {TOKEN}"}).text,
+                                      "html.parser").select_one("[data-join-code]").get_text()  # fmt: skip
+            assert alice.post("/join", data={"code": join_code, "display_name": "Alice"}).status_code == 303
+            code = (
+                BeautifulSoup(alice.get("/resume").text, "html.parser")
+                .select_one("[data-resume-code]")
+                .get_text()
+            )
+            assert mallory.post("/resume", data={"code": code}).status_code == 303  # Mallory is Alice now
+            assert mallory.put("/api/progress/name", json={"display_name": "pwned"}).status_code == 200
+            teacher_page = site.request(
+                "GET", f"/instructor/classes/{class_id}", headers={"Authorization": f"Bearer {TOKEN}"}
+            )
+            row = BeautifulSoup(teacher_page.text, "html.parser").select_one("tr[data-learner]")[
+                "data-learner"
+            ]
+            renewed = site.request("POST", f"/instructor/classes/{class_id}/learners/{row}/resume-code",
+                                   headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+            assert renewed.status_code == 303
+            # Mallory's cookie proves nobody now: no name, no code, no renaming Alice.
+            assert (
+                BeautifulSoup(mallory.get("/resume").text, "html.parser").select_one("[data-resume-code]")
+                is None
+            )
+            assert mallory.put("/api/progress/name", json={"display_name": "again"}).status_code in (200, 429)
+            assert site.state.progress.learner(learner_id_of(alice.cookies[COOKIE])).display_name == "pwned"
+            assert (
+                mallory.post("/resume", data={"code": code}).status_code == 404
+            )  # the old code opens nothing
+            # Alice, given the new code by the instructor, is back in.
+            new = site.state.progress.resume_code(learner_id_of(alice.cookies[COOKIE]))
+            assert alice.post("/resume", data={"code": new}).status_code == 303
+            assert (
+                BeautifulSoup(alice.get("/resume").text, "html.parser")
+                .select_one("[data-resume-code]")
+                .get_text()
+                == new
+            )
 
 
 def test_a_class_behind_one_address_gets_in_with_a_few_typos(tmp_path) -> None:  # noqa: ANN001

@@ -159,6 +159,12 @@ def test_the_roster_renames_identifies_messages_and_removes(site: InProcessApp) 
         new = BeautifulSoup(teacher.get(base).text, "html.parser").select_one("[data-resume-code]").get_text()
         assert new != old and site.state.progress.learner_for_resume_code(old) is None
         assert site.state.progress.learner_for_resume_code(new) == learner_id_of(grace.cookies[COOKIE])
+        # ... and every device signed in before is signed out: Grace comes back with the new code.
+        assert BeautifulSoup(grace.get("/course").text, "html.parser").select_one("[data-member-of]") is None
+        assert grace.post("/resume", data={"code": new}).status_code == 303
+        assert (
+            BeautifulSoup(grace.get("/course").text, "html.parser").select_one("[data-member-of]") is not None
+        )
         # Removed: the class no longer shows her; her progress is still hers, her pages name no class.
         assert teacher.post(base + "/remove").status_code == 303
         assert teacher.get(base).status_code == 404
