@@ -317,7 +317,15 @@ export class AppHost {
     const transport = new FrameTransport(frame, this.on.origin, this);
     const app = { frame, bridge, transport, card, asks };
     this.current = app;
+    let loaded = false;
     bridge.onsandboxready = () => {
+      // Once a mount: the proxy saying it is ready again means its page was reloaded, which an app
+      // can do itself, with another policy in its address. The declared one stands: nothing more loads.
+      if (loaded) {
+        this.note("The app's sandbox page loaded again; the host loads an app once. Call the tool again to show it.");
+        return;
+      }
+      loaded = true;
       bridge.sendSandboxResourceReady({ html, csp: ui.csp, permissions: ui.permissions });
     };
     bridge.oninitialized = () => {

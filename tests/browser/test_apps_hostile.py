@@ -82,3 +82,15 @@ def test_a_hostile_app_reaches_nothing_of_the_playground(
     send(page, {"jsonrpc": "2.0", "id": 77, "method": "ping"})
     expect(page.locator(".log-received .log-label").filter(has_text="id 77")).to_be_visible()
     expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
+
+
+def test_an_app_that_reloads_its_sandbox_page_is_not_loaded_again(context: BrowserContext) -> None:
+    """From the side of an app that reloads the proxy's page (its own origin) with a wider policy in
+    the address: the host loads an app once a mount, so its declared policy stands."""
+    page: Page = context.new_page()
+    open_app(page, "test-hostile-app", "reload_app", {})
+    # The proxy said it was ready a second time: its page was reloaded, by the app.
+    expect(page.locator(".log-note-entry").filter(has_text="sandbox page loaded again")).to_be_attached()
+    assert any("again=1" in frame.url for frame in page.frames)
+    proxy = page.frame_locator("iframe.app-frame")
+    expect(proxy.locator("iframe")).to_have_count(0)  # the reloaded proxy got no app to load
