@@ -17,19 +17,10 @@ from app.relay.httpwire import STREAM_KEPT_BYTES
 from app.web.learner import COOKIE
 from tests.support.inprocess import ServedApp
 from tests.support.wsclient import init_request, tool_call
+from tests.web.test_endpoints import NOTIFIER
 
-CHATTY = """
-import json, sys
-for line in sys.stdin:
-    message = json.loads(line)
-    if message.get("method") == "initialize":
-        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "n", "version": "1"}}
-        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
-    elif message.get("method") == "tools/call":
-        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "n" * 300000}}
-        while True:  # never answers: notifications as fast as they are read
-            print(json.dumps(note), flush=True)
-"""
+# A server that answers a tools/call with notifications for ever, each of 300 KB.
+CHATTY = NOTIFIER.replace('"n" * 2000', '"n" * 300000')
 BOTH = {"Accept": "application/json, text/event-stream"}
 
 
