@@ -116,7 +116,7 @@ class CookieSigner:
         """The learner a value proves, and the generation it was signed in; None if it proves nobody."""
         body, dot, signature = value.rpartition(".")
         learner, tilde, generation = body.partition("~")
-        if not dot or not _ID.match(learner) or (tilde and not generation.isdigit()):
+        if not dot or not _ID.match(learner) or (tilde and not (generation.isascii() and generation.isdigit())):
             return None
         if not hmac.compare_digest(signature.encode(), self._signature(body).encode()):
             return None
@@ -157,7 +157,7 @@ class Identity:
 
     def forget(self, learner: str) -> None:
         """The learner's generation has changed here: read it again next time."""
-        self._generations.add(learner, (-1, 0.0))
+        self._generations.add(learner, (-1, float("-inf")))
 
     def cookie(self, learner: str, secure: bool, generation: int = 0) -> str:
         flags = "; Secure" if secure else ""

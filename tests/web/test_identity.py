@@ -70,6 +70,7 @@ def test_a_signed_cookie_proves_its_learner_and_nothing_else_does() -> None:
     body, _, signature = later.rpartition(".")
     assert signer.verify(body.replace("~3", "~4") + "." + signature) is None  # a generation is signed too
     assert signer.verify(f"{learner}~x.{signature}") is None
+    assert signer.verify(f"{learner}~³.{signature}") is None  # a digit, but not one we write
     assert signer.verify(learner) is None  # a bare id is not proof
     assert signer.verify(value[:-1] + ("A" if value[-1] != "A" else "B")) is None
     assert signer.verify(new_id() + "." + value.rpartition(".")[2]) is None  # a signature is for one id
