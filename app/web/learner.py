@@ -116,7 +116,8 @@ class CookieSigner:
         """The learner a value proves, and the generation it was signed in; None if it proves nobody."""
         body, dot, signature = value.rpartition(".")
         learner, tilde, generation = body.partition("~")
-        if not dot or not _ID.match(learner) or (tilde and not (generation.isascii() and generation.isdigit())):
+        number = not tilde or (generation.isascii() and generation.isdigit())
+        if not dot or not _ID.match(learner) or not number:
             return None
         if not hmac.compare_digest(signature.encode(), self._signature(body).encode()):
             return None
