@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.progress.database import CODE_ATTEMPTS, SQLDatabase
+from app.progress.names import clean_display_name
 from app.progress.store import (
     DEFAULT_CLASS_SIZE,
     EXPECTED_SIZE,
@@ -23,7 +24,6 @@ from app.progress.store import (
     Seat,
     clean_class_name,
     clean_class_number,
-    clean_display_name,
     new_code,
     normalise_code,
     seat_key,

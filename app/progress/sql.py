@@ -12,6 +12,7 @@ from typing import Any
 
 from app.progress.classes_sql import SQLClasses
 from app.progress.database import CODE_ATTEMPTS
+from app.progress.names import clean_display_name
 from app.progress.oauth_sql import SQLOAuth
 from app.progress.store import (
     ENDPOINT_KEPT_S,
@@ -23,7 +24,6 @@ from app.progress.store import (
     LearnerProgress,
     ProgressError,
     ServerFile,
-    clean_display_name,
     new_code,
     normalise_code,
 )

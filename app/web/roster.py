@@ -14,7 +14,7 @@ import time
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from app.progress.store import clean_display_name
+from app.progress.names import clean_display_name
 from app.web.instructor import Instructor, class_learner, class_or_404, live_sessions
 from app.web.templating import page
 
