@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
+from app.protocol.exchanges import Exchanges, HttpExchange
 from app.protocol.jsonrpc import crude_items, parse_json, to_line
 
 # "to_app" and "from_app": the console, as an MCP Apps host, and an app it renders (docs/websocket.md).
@@ -159,35 +160,6 @@ def _kind(message: Any) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class HttpExchange:
-    """One HTTP request on a Streamable HTTP endpoint's session and the answer it got: what the
-    learner watches besides the messages (method, status, the MCP headers), and what HTTP checks read."""
-
-    number: int  # 1, 2, ... per transcript
-    at_ms: float
-    method: str  # POST, GET, DELETE
-    status: int
-    request_headers: dict[str, str]  # only the ones that matter to MCP (see HTTP_HEADERS_SHOWN)
-    response_headers: dict[str, str]
-    carried: dict[str, Any] | None = None  # the JSON-RPC message's method and id, for a POST
-
-    def to_json(self) -> dict[str, Any]:
-        return {"number": self.number, "at_ms": round(self.at_ms, 3), "method": self.method,
-                "status": self.status, "request_headers": self.request_headers,
-                "response_headers": self.response_headers, "carried": self.carried}  # fmt: skip
-
-
-# HTTP exchanges kept per transcript (the oldest go first, also past MAX_EXCHANGE_BYTES of what they
-# hold), and the headers worth showing, each value cut at HEADER_CHARS: a client's headers are its own
-# to make long (59 KB of Accept, 500 times, was 30 MB a session).
-MAX_EXCHANGES = 500
-MAX_EXCHANGE_BYTES = 256 * 1024
-HEADER_CHARS = 200
-HTTP_HEADERS_SHOWN = ("accept", "content-type", "mcp-session-id", "mcp-protocol-version", "mcp-method",
-                      "mcp-name", "last-event-id", "origin")  # fmt: skip
-
-
 @dataclass
 class Transcript:
     """Entries in order, with indexes so that a reader's cost does not grow with the whole session:
@@ -230,9 +202,7 @@ class Transcript:
     _made_by: dict[int, Maker] = field(default_factory=dict, repr=False)
     _responses: dict[int, int] = field(default_factory=dict, repr=False)
     # A Streamable HTTP session's requests and answers (empty for a console's WebSocket session).
-    exchanges: deque[HttpExchange] = field(default_factory=deque)
-    exchanges_seen: int = 0
-    _exchange_bytes: int = field(default=0, repr=False)
+    exchanges: Exchanges = field(default_factory=Exchanges)  # on a Streamable HTTP endpoint
     # The newest entries' parsed messages by seq; their seqs oldest first, and each one's parsed cost.
     _messages: Parsed = field(default_factory=Parsed, repr=False)
     _parsed_seqs: deque[int] = field(default_factory=deque, repr=False)
@@ -241,25 +211,14 @@ class Transcript:
 
     def add_exchange(self, method: str, status: int, request_headers: dict[str, str],
                      response_headers: dict[str, str], carried: dict[str, Any] | None = None) -> HttpExchange:  # fmt: skip
-        self.exchanges_seen += 1
-        request_headers, response_headers = _clipped(request_headers), _clipped(response_headers)
-        if carried is not None:
-            carried = {
-                key: _clip(value) if isinstance(value, str) else value for key, value in carried.items()
-            }
-        exchange = HttpExchange(self.exchanges_seen, self.now_ms(), method, status, request_headers,
-                                response_headers, carried)  # fmt: skip
-        cost = _exchange_cost(exchange)
-        while self.exchanges and (
-            len(self.exchanges) >= MAX_EXCHANGES or self._exchange_bytes + cost > MAX_EXCHANGE_BYTES
-        ):
-            self._exchange_bytes -= _exchange_cost(self.exchanges.popleft())
-        self.exchanges.append(exchange)
-        self._exchange_bytes += cost
-        return exchange
+        return self.exchanges.add(self.now_ms(), method, status, request_headers, response_headers, carried)
+
+    @property
+    def exchanges_seen(self) -> int:
+        return self.exchanges.seen
 
     def exchanges_after(self, number: int) -> list[HttpExchange]:
-        return [x for x in self.exchanges if x.number > number]
+        return self.exchanges.after(number)
 
     def now_ms(self) -> float:
         """Milliseconds since the transcript began."""
@@ -489,17 +448,3 @@ def _id_key(value: Any) -> Hashable:
     if kind is str or kind is int:
         return (kind, value)
     return json.dumps(value)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= HEADER_CHARS else text[: HEADER_CHARS - 1] + "…"
-
-
-def _clipped(headers: dict[str, str]) -> dict[str, str]:
-    return {name: _clip(value) for name, value in headers.items()}
-
-
-def _exchange_cost(exchange: HttpExchange) -> int:
-    """What an exchange holds, about: its headers' text and what its message carried."""
-    headers = (*exchange.request_headers.items(), *exchange.response_headers.items())
-    return 64 + sum(len(name) + len(value) for name, value in headers) + len(str(exchange.carried or ""))

@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from app.protocol.exchanges import HTTP_HEADERS_SHOWN
 from app.protocol.jsonrpc import FrameError
-from app.protocol.transcript import HTTP_HEADERS_SHOWN
 from app.relay.httpwire import Door, HttpListener, Waiter
 
 SESSION_HEADER = "Mcp-Session-Id"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from app.protocol.transcript import HEADER_CHARS, MAX_EXCHANGE_BYTES
+from app.protocol.exchanges import HEADER_CHARS, MAX_EXCHANGE_BYTES
 from app.relay.httpwire import STREAM_KEPT_BYTES
 from app.web.learner import COOKIE
 from tests.support.inprocess import ServedApp

@@ -11,7 +11,8 @@ from __future__ import annotations
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from app.course.checks import Outcome, check
-from app.protocol.transcript import HttpExchange, Transcript
+from app.protocol.exchanges import HttpExchange
+from app.protocol.transcript import Transcript
 
 NO_CLIENT = "No client has used your endpoint yet: connect one with the URL above."
 
