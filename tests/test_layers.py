@@ -40,3 +40,14 @@ def test_the_contract_finds_the_course_importing_the_sandbox(tmp_path: Path) -> 
     assert result.returncode != 0
     assert "app.course is not allowed to import app.sandbox" in result.stdout
     assert "app.sandbox is not allowed to import app.web" in result.stdout
+
+
+# docs/ARCHITECTURE.md: small modules with obvious names; a module that outgrows this is split.
+MODULE_LINES = 500
+
+
+def test_no_module_of_the_app_is_over_its_size() -> None:
+    sizes = {path.relative_to(ROOT): len(path.read_text(encoding="utf-8").splitlines())
+             for path in (ROOT / "app").rglob("*.py")}  # fmt: skip
+    assert len(sizes) > 100  # the app's modules were found
+    assert {str(path): lines for path, lines in sizes.items() if lines > MODULE_LINES} == {}
