@@ -1,7 +1,7 @@
 """The HTTP exchanges of a session on a Streamable HTTP endpoint, kept beside its transcript: what the
 learner watches besides the messages (method, status, the MCP headers), and what HTTP checks read.
 The newest are kept, within a count and within bytes: a client's headers are its own to make long
-(59 KB of Accept, 500 times, was 30 MB a session)."""
+(59 KB of Accept on each of 500 requests would hold 30 MB a session)."""
 
 from __future__ import annotations
 
