@@ -14,6 +14,7 @@ import time
 from typing import Any, Protocol
 
 from app.protocol import messages
+from app.protocol.text import clip
 
 # Each test's reply must come within this.
 REPLY_LIMIT_S = 5.0
@@ -153,7 +154,7 @@ QUOTED_CHARS = 160
 
 
 def cut(text: str, most: int = QUOTED_CHARS) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
+    return clip(text, most)
 
 
 def error_words(error: Any) -> str:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from app.protocol.text import clip
+
 
 @dataclass(frozen=True)
 class HttpExchange:
@@ -52,7 +54,8 @@ class Exchanges:
         self.seen += 1
         if carried is not None:
             carried = {
-                key: _clip(value) if isinstance(value, str) else value for key, value in carried.items()
+                key: clip(value, HEADER_CHARS) if isinstance(value, str) else value
+                for key, value in carried.items()
             }
         exchange = HttpExchange(self.seen, at_ms, method, status, _clipped(request_headers),
                                 _clipped(response_headers), carried)  # fmt: skip
@@ -73,12 +76,8 @@ class Exchanges:
         return len(self._kept)
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= HEADER_CHARS else text[: HEADER_CHARS - 1] + "…"
-
-
 def _clipped(headers: dict[str, str]) -> dict[str, str]:
-    return {name: _clip(value) for name, value in headers.items()}
+    return {name: clip(value, HEADER_CHARS) for name, value in headers.items()}
 
 
 def _cost(exchange: HttpExchange) -> int:

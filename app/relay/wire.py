@@ -36,6 +36,7 @@ from app.protocol.jsonrpc import (
     rate_limit_error,
     readable_id,
 )
+from app.protocol.text import clip
 from app.protocol.transcript import Entry, Transcript
 from app.relay.apphost import app_frame, direction_of, host_request
 from app.relay.session import RelaySession, line_cost
@@ -218,7 +219,7 @@ class Wire:
         self.session.metrics.relay_errors.labels(str(error.code)).inc()
         seq = None
         if text is not None:
-            seq = self.session.transcript.add_relay_error(_clip(text), error.reply()).seq
+            seq = self.session.transcript.add_relay_error(clip(text, REFUSED_TEXT_KEPT), error.reply()).seq
         await self.on_bad_frame(error, seq)
 
     def admit(self, text: str) -> Frame | FrameError:
@@ -249,11 +250,6 @@ def _envelope(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return None
-
-
-def _clip(text: str) -> str:
-    # A refused frame may be megabytes; the transcript keeps enough to show what it was.
-    return text if len(text) <= REFUSED_TEXT_KEPT else text[:REFUSED_TEXT_KEPT] + "…"
 
 
 def _close_reason(reason: str) -> str:
