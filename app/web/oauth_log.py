@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 REPEAT_S = 10.0
 LAST_STEPS_KEPT = 10_000  # endpoints whose last step is remembered (this process's, at most)
 _last_step: dict[str, tuple[str, float]] = {}  # endpoint id -> its last step here, and when
-# (endpoint id, step) -> when a step of that kind was last written; (endpoint id, "") -> when any other
-_last_of_kind: dict[tuple[str, str], float] = {}
+_last_refusal: dict[tuple[str, str], float] = {}  # (endpoint id, a `once_a_while` step) -> when written
+_last_other: dict[str, float] = {}  # endpoint id -> when any other step was written
 AUTHZ = "MCP 2025-11-25 authorization"
 
 # A step's kind: its title, what it means, and where that is defined.
@@ -148,9 +148,7 @@ _readers: dict[str, tuple[str, float]] = {}  # client address -> (endpoint id, w
 
 
 def read_resource_metadata(address: str, endpoint_id: str) -> None:
-    if len(_readers) >= LAST_STEPS_KEPT:
-        _readers.clear()
-    _readers[address] = (endpoint_id, time.monotonic())
+    _remember(_readers, address, (endpoint_id, time.monotonic()))
 
 
 def endpoint_read_by(address: str) -> str | None:
@@ -176,22 +174,24 @@ async def record(store: ProgressStore, endpoint_id: str, step: str, request: str
     if last is not None and last[0] == data and now - last[1] < REPEAT_S:
         return
     if once_a_while:  # again only past REPEAT_S, or once another kind of step has come between
-        written = _last_of_kind.get((endpoint_id, step))
-        other = _last_of_kind.get((endpoint_id, ""), 0.0)
-        if written is not None and now - written < REPEAT_S and other < written:
+        written = _last_refusal.get((endpoint_id, step))
+        if written is not None and now - written < REPEAT_S and _last_other.get(endpoint_id, 0.0) < written:
             return
-        if len(_last_of_kind) >= LAST_STEPS_KEPT:
-            _last_of_kind.clear()
-        _last_of_kind[(endpoint_id, step)] = now
+        _remember(_last_refusal, (endpoint_id, step), now)
     else:
-        _last_of_kind[(endpoint_id, "")] = now
-    if len(_last_step) >= LAST_STEPS_KEPT:
-        _last_step.clear()
-    _last_step[endpoint_id] = (data, now)
+        _remember(_last_other, endpoint_id, now)
+    _remember(_last_step, endpoint_id, (data, now))
     try:
         await anyio.to_thread.run_sync(store.add_oauth_event, endpoint_id, data)
     except Exception:
         log.exception("could not record an authorization step of endpoint %s", endpoint_id)
+
+
+def _remember(table: dict[Any, Any], key: Any, value: Any) -> None:
+    """Set `key`; a table of LAST_STEPS_KEPT keys is emptied first (this process's memory, at most)."""
+    if len(table) >= LAST_STEPS_KEPT:
+        table.clear()
+    table[key] = value
 
 
 def event_json(number: int, at: float, data: str) -> dict[str, Any]:
@@ -354,7 +354,7 @@ class TokenWatch:
             await answer.release()
 
     async def _refused(self, body: bytes, status: int, answer: bytes) -> None:
-        form = {key: values[0] for key, values in parse_qs(body.decode("utf-8", errors="replace")).items()}
+        form = _first(parse_qs(body.decode("utf-8", errors="replace")))
         secret = form.get("code") or form.get("refresh_token")
         if not secret:
             return
