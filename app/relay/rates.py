@@ -47,6 +47,9 @@ class Recent(Generic[K, V]):
         self._values[key] = value
         return value
 
+    def discard(self, key: K) -> None:
+        self._values.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._values)
 

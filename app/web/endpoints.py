@@ -119,6 +119,8 @@ async def delete_endpoint(request: Request, endpoint_id: str) -> JSONResponse:
 
 # A page of an endpoint's traffic, for the learner watching it.
 TRAFFIC_PAGE = 200
+# Checks that could not read an endpoint's session, logged once here: the panel asks every few seconds.
+_UNREADABLE_LOGGED: set[str] = set()
 
 
 @router.get("/api/endpoints/{endpoint_id}/traffic")
@@ -179,14 +181,14 @@ async def _step_checks(
             if flow is None:
                 rows = await anyio.to_thread.run_sync(state.progress.oauth_events, endpoint_id, 0)
                 flow = [oauth_log.event_json(*row)["step"] for row in rows]
-            result = checks.run_guarded(name, flow, step.slug, set())
+            result = checks.run_guarded(name, flow, step.slug, _UNREADABLE_LOGGED)
             if result.passed and name not in passed:
                 await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
                 passed = passed | {name}
             results.append({"check": name, "passed": name in passed, "reason": result.reason})
             continue
         if chosen is not None:
-            result = checks.run_guarded(name, chosen.session.transcript, step.slug, set())
+            result = checks.run_guarded(name, chosen.session.transcript, step.slug, _UNREADABLE_LOGGED)
             if result.passed and name not in passed:
                 await anyio.to_thread.run_sync(state.progress.record_check, learner, step.slug, name)
                 passed = passed | {name}

@@ -158,7 +158,7 @@ class Identity:
 
     def forget(self, learner: str) -> None:
         """The learner's generation has changed here: read it again next time."""
-        self._generations.add(learner, (-1, float("-inf")))
+        self._generations.discard(learner)
 
     def cookie(self, learner: str, secure: bool, generation: int = 0) -> str:
         flags = "; Secure" if secure else ""
