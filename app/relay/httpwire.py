@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id
+from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id, to_line
 from app.protocol.transcript import Entry
 from app.relay.rates import Pace
 from app.relay.session import RelaySession, line_cost
@@ -81,6 +81,10 @@ class Waiter:
     response stream is over (`close`: the client went away), nothing more is kept for it."""
 
     sse: bool
+    client_id: Any = None  # the request's id as its client sent it
+    id: Any = None  # ... and as the server got it (another on a shared instance, when that was in use)
+    token: Any = None  # its progressToken as the server got it, if it carried one
+    client_token: Any = None
     events: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     response: str | None = None
     gone: bool = False
@@ -107,9 +111,16 @@ class Waiter:
 
 
 class HttpListener(Door):
-    def __init__(self, session: RelaySession, endpoint_id: str, limits: WireLimits) -> None:
+    def __init__(
+        self, session: RelaySession, endpoint_id: str, limits: WireLimits, shared: bool = False
+    ) -> None:
         self.session = session
         self.endpoint_id = endpoint_id
+        # The endpoint's one instance for 2026-07-28 requests, which every client of the endpoint shares:
+        # each client numbers its own requests (from 0 or 1), so an id or a progressToken already in use
+        # by a waiting request is given another on the way to the server, and its own on the way back.
+        self.shared = shared
+        self._fresh = 0
         self.limits = limits
         self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
         self.pace = session.client_pace  # the session's, which its replays and traffic pages share
@@ -149,15 +160,40 @@ class HttpListener(Door):
 
     async def request(self, frame: Frame, sse: bool) -> Waiter:
         """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""
-        waiter = Waiter(sse)
-        self._waiting[_key(frame.message["id"])] = waiter
+        message = frame.message
+        token = _progress_token(message)
+        waiter = Waiter(sse, client_id=message["id"], id=message["id"], token=token, client_token=token)
+        if self.shared:
+            frame = self._unshared(frame, waiter)
+        self._waiting[_key(waiter.id)] = waiter
         self.session.listener_changed()
         try:
             await self.session.send(frame)
         except BaseException:
-            self._waiting.pop(_key(frame.message["id"]), None)
+            self._waiting.pop(_key(waiter.id), None)
             raise
         return waiter
+
+    def _unshared(self, frame: Frame, waiter: Waiter) -> Frame:
+        """The request with an id, and a progressToken, that no waiting request of another client has."""
+        tokens = {_key(other.token) for other in self._waiting.values() if other.token is not None}
+        if not self.waiting_for(waiter.id) and (waiter.token is None or _key(waiter.token) not in tokens):
+            return frame
+        message = dict(frame.message)
+        if self.waiting_for(waiter.id):
+            waiter.id = message["id"] = self._fresh_value(lambda value: self.waiting_for(value))
+        if waiter.token is not None and _key(waiter.token) in tokens:
+            waiter.token = self._fresh_value(lambda value: _key(value) in tokens)
+            params = message["params"] = dict(message["params"])
+            params["_meta"] = {**params["_meta"], "progressToken": waiter.token}
+        return Frame(message, to_line(message), frame.items)
+
+    def _fresh_value(self, taken: Callable[[Any], bool]) -> str:
+        while True:
+            self._fresh += 1
+            value = f"relay-{self._fresh}"
+            if not taken(value):
+                return value
 
     async def stream(self) -> str | None:
         """The next message for the GET stream; None once the session has ended."""
@@ -185,16 +221,38 @@ class HttpListener(Door):
             waiter = self._waiting.pop(_key(entry.message.get("id")), None)
             if waiter is not None:
                 if not waiter.gone:  # else its stream has ended: only the transcript keeps it
-                    waiter.response = entry.line
-                    waiter.events.put_nowait(entry.line)
+                    line = entry.line
+                    if waiter.id != waiter.client_id:
+                        line = to_line({**entry.message, "id": waiter.client_id})
+                    waiter.response = line
+                    waiter.events.put_nowait(line)
                     waiter.events.put_nowait(FINAL)
                 return
-        # The server's own requests and notifications (and lines that are not messages).
-        streaming = [w for w in self._waiting.values() if w.sse and not w.gone]
+        # Progress goes to the request whose token it carries; the server's other requests and
+        # notifications (and lines that are not messages) to the newest request that streams, if any.
+        line, streaming = entry.line, [w for w in self._waiting.values() if w.sse and not w.gone]
+        if (progress := self._progress_of(entry)) is not None:
+            line = entry.line
+            if progress.token != progress.client_token:
+                params = {**entry.message["params"], "progressToken": progress.client_token}
+                line = to_line({**entry.message, "params": params})
+            streaming = [progress] if progress.sse and not progress.gone else []
         if streaming:
-            await streaming[-1].put_meanwhile(entry.line)
+            await streaming[-1].put_meanwhile(line)
         else:
-            self._keep_for_stream(entry.line)
+            self._keep_for_stream(line)
+
+    def _progress_of(self, entry: Entry) -> Waiter | None:
+        """The waiting request a progress notification is about, by its token."""
+        message = entry.message
+        if not isinstance(message, dict) or message.get("method") != "notifications/progress":
+            return None
+        params = message.get("params")
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        if token is None:
+            return None
+        key = _key(token)
+        return next((waiter for waiter in self._waiting.values() if _key(waiter.token) == key), None)
 
     def _keep_for_stream(self, line: str) -> None:
         while self._stream and (
@@ -215,7 +273,7 @@ class HttpListener(Door):
         # The relay answers requests the server can no longer answer (it exited).
         waiter = self._waiting.pop(_key(error.id), None) if error.id is not None else None
         if waiter is not None:
-            line = json.dumps(error.reply(), separators=(",", ":"))
+            line = json.dumps({**error.reply(), "id": waiter.client_id}, separators=(",", ":"))
             waiter.response = line
             waiter.events.put_nowait(line)
             waiter.events.put_nowait(FINAL)
@@ -233,6 +291,12 @@ class HttpListener(Door):
 
 def _key(value: Any) -> str:
     return json.dumps(value)
+
+
+def _progress_token(message: dict[str, Any]) -> Any:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
 
 
 class HttpSessions:

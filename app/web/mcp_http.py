@@ -170,8 +170,10 @@ async def _send(listener: HttpListener, frame: Any) -> None:
         pass  # the server has gone; the next request learns that the session ended
 
 
-async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpListener | JSONResponse:
-    """A new sandboxed session for this endpoint, admitted against the endpoint owner's caps."""
+async def _open(request: Request, state: AppState, info: EndpointInfo,
+                shared: bool = False) -> HttpListener | JSONResponse:  # fmt: skip
+    """A new sandboxed session for this endpoint, admitted against the endpoint owner's caps (shared:
+    the endpoint's one instance for 2026-07-28 requests, which all its clients share)."""
     assert state.sessions is not None
     klass = await anyio.to_thread.run_sync(state.progress.learner_class, info.learner_id)
     owner = Owner(info.learner_id, client_key(request.scope), klass.id if klass else None,
@@ -182,7 +184,7 @@ async def _open(request: Request, state: AppState, info: EndpointInfo) -> HttpLi
         return _error(exc.status_code, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
     except SandboxError as exc:
         return _error(exc.status_code, exc.message)
-    listener = HttpListener(session, info.id, WireLimits.from_settings(state.settings))
+    listener = HttpListener(session, info.id, WireLimits.from_settings(state.settings), shared)
     sessions = state.sessions
 
     def gone() -> None:  # its server exited, or a timer ended it: forget it, free its place
@@ -228,7 +230,7 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
     if listener is None:
 
         async def open_one() -> HttpListener | JSONResponse:
-            opened = await _open(request, state, info)
+            opened = await _open(request, state, info, shared=True)
             if not isinstance(opened, JSONResponse):
                 state.http_sessions.stateless[info.id] = opened
             return opened
@@ -245,7 +247,7 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
 
 
 async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
-    if listener.waiting_for(frame.message["id"]):
+    if not listener.shared and listener.waiting_for(frame.message["id"]):
         error = FrameError(INVALID_REQUEST, "id in use by a request still waiting for its response",
                            "A request of this session with this id still waits for its response: each request "
                            "needs an id of its own.", id=frame.message["id"])  # fmt: skip

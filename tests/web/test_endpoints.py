@@ -200,6 +200,59 @@ async def test_the_sdk_client_speaks_2026_07_28_statelessly_to_one_instance(app:
     assert live_sessions(app) == before + 1  # one instance served every stateless request
 
 
+async def test_clients_of_one_endpoint_share_its_stateless_instance_without_mixing(app: ServedApp) -> None:
+    """Two clients of one endpoint (an IDE and the Inspector, say) number their requests alike, the
+    SDK's way, and ask at the same moment: each gets its own answer under its own id, with the
+    progress of its own request only. The relay gave the second "id in use" (400), and the SDK's
+    second client fell back to an older revision."""
+    from mcp import Client
+
+    url = make_endpoint(app, "demo-monitor")["url"]
+    version = "2026-07-28"
+    headers = {
+        **ACCEPT,
+        "MCP-Protocol-Version": version,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "run_diagnostics",
+    }
+
+    def diagnostics(steps: int) -> dict:
+        meta = {"io.modelcontextprotocol/protocolVersion": version,
+                "io.modelcontextprotocol/clientCapabilities": {}, "progressToken": 0}  # fmt: skip
+        return {"jsonrpc": "2.0", "id": 0, "method": "tools/call",
+                "params": {"name": "run_diagnostics", "arguments": {"steps": steps, "step_seconds": 0.5},
+                           "_meta": meta}}  # fmt: skip
+
+    async with httpx.AsyncClient(timeout=60) as client:
+        replies = await asyncio.gather(*(client.post(url, json=diagnostics(steps), headers=headers)
+                                         for steps in (2, 4)))  # fmt: skip
+    for reply, steps in zip(replies, (2, 4), strict=True):
+        assert reply.status_code == 200, reply.text
+        events = [json.loads(line[6:]) for line in reply.text.splitlines() if line.startswith("data: ")]
+        progress = [event["params"] for event in events if event.get("method") == "notifications/progress"]
+        assert [(p["progressToken"], p["progress"], p["total"]) for p in progress] == [
+            (0, n, steps) for n in range(1, steps + 1)
+        ]
+        assert events[-1]["id"] == 0 and f"All {steps} sensors" in events[-1]["result"]["content"][0]["text"]
+
+    async def sdk_client(steps: int) -> tuple[str | None, list[float], str]:
+        heard: list[float] = []
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            heard.append(done)
+
+        async with Client(url) as client:
+            call = await client.call_tool("run_diagnostics", {"steps": steps, "step_seconds": 0.3},
+                                          progress_callback=progress)  # fmt: skip
+            return client.protocol_version, heard, call.content[0].text
+
+    both = await asyncio.gather(sdk_client(2), sdk_client(3))
+    assert both == [
+        (version, [1, 2], "All 2 sensors answered."),
+        (version, [1, 2, 3], "All 3 sensors answered."),
+    ]
+
+
 def test_stateless_headers_must_say_what_the_body_says(app: ServedApp) -> None:
     url = make_endpoint(app)["url"]
     meta = {
