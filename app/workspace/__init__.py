@@ -3,7 +3,7 @@ beside it (test_server.py), what a file must be to be saved, what is wrong with 
 the program my-server runs for the language the learner chose.
 
 Nothing here runs the file: `diagnose` compiles server.py (the parser and compiler only, never
-executing a line) and has esbuild parse server.ts (typescript.py), and the file runs only inside a
+executing a line, in a process of its own: pysyntax.py) and has esbuild parse server.ts (typescript.py), and the file runs only inside a
 sandboxed instance (app/sandbox/own_server.py). These rules
 sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process checks a file with
 `problem_with` before it saves it, and the instance checks it again before it runs it.
@@ -12,7 +12,8 @@ sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process chec
 from __future__ import annotations
 
 import json
-import warnings
+import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -24,6 +25,9 @@ __all__ = ["DEFAULT_LANGUAGE", "FILES", "FILE_NAME", "LANGUAGES", "MAX_PROGRAM_B
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
 # it saves and by the instance before it runs: one number for both.
 MAX_SOURCE_BYTES = 64 * 1024
+# Python's compiler takes milliseconds for most files; a file written to keep it busy is stopped at
+# its CPU limit (pysyntax.py), and this bounds the wait.
+PYTHON_CHECK_TIMEOUT_S = 10.0
 FILE_NAME = "server.py"
 # The learner's tests of their server (pytest, run beside server.py by run_tests.py).
 TEST_FILE_NAME = "test_server.py"
@@ -112,23 +116,25 @@ def test_run_input(server: str, tests: str) -> str:
 
 def diagnose(source: str, name: str = FILE_NAME) -> list[Diagnostic]:
     """The syntax errors found without running the file: Python's (at most one: the first) for a
-    Python file, esbuild's for server.ts."""
+    Python file, from the compiler in a process of its own (pysyntax.py), esbuild's for server.ts."""
     if name == TS_FILE_NAME:
         from app.workspace import typescript
 
         return typescript.diagnose(source)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarnings are not errors; the server still runs
-            compile(source, name, "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        message = exc.msg
-        if isinstance(exc, IndentationError) and "indent" not in message:
-            message = f"indentation: {message}"
-        return [Diagnostic(exc.lineno or 1, exc.offset or 1, message)]
-    except (ValueError, MemoryError, RecursionError) as exc:  # e.g. too deeply nested to compile
-        return [Diagnostic(1, 1, f"Python cannot compile this file: {exc}")]
-    return []
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(HERE / "pysyntax.py"), name],
+            input=source.encode("utf-8", errors="surrogatepass"), capture_output=True,
+            timeout=PYTHON_CHECK_TIMEOUT_S, check=False, env={},
+        )  # fmt: skip
+        found = json.loads(done.stdout or b"null")
+    except subprocess.TimeoutExpired:
+        found = None
+    except ValueError:
+        found = None
+    if found is None:  # killed at its CPU limit, or it did not answer
+        return [Diagnostic(1, 1, "Python's compiler took too long on this file: it was not checked.")]
+    return [Diagnostic(int(found["line"]), int(found["col"]), str(found["message"]))] if found else []
 
 
 def program(language: str, source: str) -> Program:
