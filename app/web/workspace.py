@@ -93,7 +93,7 @@ async def _save(request: Request, learner: str, source: str, name: str) -> JSONR
             lambda: state.progress.save_server_file(learner, source, name=name)
         )
         unchanged = False
-    diagnostics = await state.file_checks.diagnose(source, name, client_key(request.scope))
+    diagnostics = await _diagnose(state, source, name, request)
     return JSONResponse({"saved": True, **_version_json(saved), "unchanged": unchanged,
                          "diagnostics": [d.to_json() for d in diagnostics]})  # fmt: skip
 
@@ -181,6 +181,11 @@ async def save_file(request: Request, name: str) -> JSONResponse:
     return await _save(request, learner_id(request), data.decode("utf-8"), name)
 
 
+async def _diagnose(state: AppState, source: str, name: str, request: Request) -> list[workspace.Diagnostic]:
+    assert state.sessions is not None  # set in the lifespan, before any request
+    return await state.file_checks.diagnose(source, name, client_key(request.scope), state.sessions)
+
+
 @router.get("/api/workspace")
 async def workspace_state(request: Request, name: FileName = workspace.FILE_NAME) -> JSONResponse:
     """What the editor opens with: the file (saved, or the starter), its diagnostics and its history."""
@@ -189,7 +194,7 @@ async def workspace_state(request: Request, name: FileName = workspace.FILE_NAME
     saved = await _saved(state, learner, name)
     history = await anyio.to_thread.run_sync(lambda: state.progress.server_file_history(learner, name=name))
     source = saved.source if saved else workspace.starter(name)
-    diagnostics = await state.file_checks.diagnose(source, name, client_key(request.scope))
+    diagnostics = await _diagnose(state, source, name, request)
     return JSONResponse({
         "file": name,
         "source": source,

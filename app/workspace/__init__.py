@@ -3,7 +3,8 @@ beside it (test_server.py), what a file must be to be saved, what is wrong with 
 the program my-server runs for the language the learner chose.
 
 Nothing here runs the file: `diagnose` compiles server.py (the parser and compiler only, never
-executing a line, in a process of its own: pysyntax.py) and has esbuild parse server.ts (typescript.py), and the file runs only inside a
+executing a line; the web process has it done in the sandbox: pysyntax.py) and has esbuild parse
+server.ts (typescript.py), and the file runs only inside a
 sandboxed instance (app/sandbox/own_server.py). These rules
 sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process checks a file with
 `problem_with` before it saves it, and the instance checks it again before it runs it.
@@ -12,22 +13,19 @@ sit below the sandbox in the layers (docs/ARCHITECTURE.md): the web process chec
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from app.workspace import pysyntax
 
 HERE = Path(__file__).parent
 
 __all__ = ["DEFAULT_LANGUAGE", "FILES", "FILE_NAME", "LANGUAGES", "MAX_PROGRAM_BYTES", "MAX_SOURCE_BYTES", "RUNTIMES", "TEST_FILE_NAME", "TS_FILE_NAME", "Diagnostic",
-           "Program", "diagnose", "problem_with", "program", "type_check_input", "type_checker", "starter", "test_run_input", "test_runner"]  # fmt: skip
+           "Program", "diagnose", "problem_with", "syntax_check_answer", "syntax_check_input", "syntax_checker", "program", "type_check_input", "type_checker", "starter", "test_run_input", "test_runner"]  # fmt: skip
 
 # The most a learner's file may hold (DESIGN.md: at most 64 KiB), checked by the web process before
 # it saves and by the instance before it runs: one number for both.
 MAX_SOURCE_BYTES = 64 * 1024
-# Python's compiler takes milliseconds for most files; a file written to keep it busy is stopped at
-# its CPU limit (pysyntax.py), and this bounds the wait.
-PYTHON_CHECK_TIMEOUT_S = 10.0
 FILE_NAME = "server.py"
 # The learner's tests of their server (pytest, run beside server.py by run_tests.py).
 TEST_FILE_NAME = "test_server.py"
@@ -115,25 +113,36 @@ def test_run_input(server: str, tests: str) -> str:
 
 
 def diagnose(source: str, name: str = FILE_NAME) -> list[Diagnostic]:
-    """The syntax errors found without running the file: Python's (at most one: the first) for a
-    Python file, from the compiler in a process of its own (pysyntax.py), esbuild's for server.ts."""
+    """The syntax errors found without running the file, in this process: Python's (at most one: the
+    first) for a Python file, esbuild's for server.ts (in a subprocess). The web process checks a
+    Python file in the sandbox instead (`syntax_checker`): a file can be written to hold the compiler,
+    and the interpreter's lock with it, for a second."""
     if name == TS_FILE_NAME:
         from app.workspace import typescript
 
         return typescript.diagnose(source)
+    return _diagnostics(pysyntax.first_error(source, name))
+
+
+def syntax_checker() -> Program:
+    """The program that checks a Python file's syntax in an instance (pysyntax.py)."""
+    return Program.python((HERE / "pysyntax.py").read_text(encoding="utf-8"))
+
+
+def syntax_check_input(source: str, name: str = FILE_NAME) -> str:
+    """The one line the syntax checker reads on its stdin."""
+    return json.dumps({"name": name, "source": source})
+
+
+def syntax_check_answer(line: str) -> list[Diagnostic] | None:
+    """The diagnostics in the syntax checker's answer; None when the line is not one."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-S", str(HERE / "pysyntax.py"), name],
-            input=source.encode("utf-8", errors="surrogatepass"), capture_output=True,
-            timeout=PYTHON_CHECK_TIMEOUT_S, check=False, env={},
-        )  # fmt: skip
-        found = json.loads(done.stdout or b"null")
-    except subprocess.TimeoutExpired:
-        found = None
-    except ValueError:
-        found = None
-    if found is None:  # killed at its CPU limit, or it did not answer
-        return [Diagnostic(1, 1, "Python's compiler took too long on this file: it was not checked.")]
+        return _diagnostics(json.loads(line))
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
+
+
+def _diagnostics(found: dict) -> list[Diagnostic]:
     return [Diagnostic(int(found["line"]), int(found["col"]), str(found["message"]))] if found else []
 
 

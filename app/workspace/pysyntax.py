@@ -1,26 +1,22 @@
-"""The syntax check of a learner's Python file, as a program of its own: the file on stdin, its first
-syntax error on stdout as JSON (`{}` when there is none). The compiler parses and compiles; nothing of
-the file runs.
+"""The syntax check of a learner's Python file, as a program: one line on stdin (`{"name": ...,
+"source": ...}`), the file's first syntax error on stdout as one JSON line (`{}` when there is none).
+The compiler parses and compiles; nothing of the file runs.
 
-A program and not a call in the web process: a 64 KiB file can be written to take the compiler a
-second (thousands of nested f-string fields), and a compile holds the interpreter's lock throughout,
-so that every console of the web process would wait for it. Here it takes a core of its own, at a
-lower priority, within a time (`diagnose` in app/workspace/__init__.py runs it).
+A program, run in a sandboxed instance (app/web/file_checks.py), and not a call in the web process:
+a 64 KiB file can be written to take the compiler a second (thousands of nested f-string fields), and
+a compile holds the interpreter's lock throughout, so that every console of the web process would
+wait for it. `first_error` is the check itself, for a caller with a file of its own.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import resource
 import sys
 import warnings
 
-CPU_S = 5
-MEMORY_BYTES = 1 << 30
-
 
 def first_error(source: str, name: str) -> dict[str, object]:
+    """The file's first syntax error (`line`, `col`, `message`), or {} when it compiles."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings are not errors; the server still runs
@@ -36,11 +32,8 @@ def first_error(source: str, name: str) -> dict[str, object]:
 
 
 def main() -> None:
-    os.nice(10)  # the web process and the sandboxed servers come first
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_S, CPU_S))
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    source = sys.stdin.buffer.read().decode("utf-8", errors="surrogateescape")
-    sys.stdout.write(json.dumps(first_error(source, sys.argv[1] if len(sys.argv) > 1 else "server.py")))
+    asked = json.loads(sys.stdin.readline())
+    print(json.dumps(first_error(asked["source"], asked["name"])), flush=True)
 
 
 if __name__ == "__main__":

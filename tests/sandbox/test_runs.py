@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from app import workspace
 from app.config import PROJECT_ROOT
 from app.web.learner import COOKIE
 from app.web.runs import RUN_OUTPUT_BYTES
+from bench.stats import cpu_seconds
 from tests.course.test_lesson_code import step_code
 from tests.sandbox.attacks import ATTACKS, is_denied
 from tests.support.appserver import AppProcess
@@ -221,3 +223,24 @@ def test_tests_cannot_reach_another_learners_files(app: AppProcess) -> None:
     events = test_run(app, "pryer", prying + "    assert False, 'show the output'\n")
     text = "\n".join(event.get("stdout", "") for event in events)
     assert "FOUND []" in text and "DATA False" in text, text  # it looked everywhere, and found nothing
+
+
+def test_a_saved_server_py_is_checked_in_the_sandbox_and_never_holds_the_web_process(app: AppProcess) -> None:
+    """The editor's syntax check of a save, in the real sandbox, with the web process's privileges
+    dropped: an error is found where it is; a file of thousands of nested f-string fields (about 0.4 s
+    of Python's compiler) costs the web process next to nothing, since its compiler runs elsewhere."""
+    busy = "x = f'{a:" + "{b}" * 21_000 + "}'\n"
+    busy = busy.encode()[: workspace.MAX_SOURCE_BYTES - 3].decode() + "}'\n"
+    with app.client(cookies={COOKIE: app.learner_cookie("checked")}) as page:
+        broken = page.put("/api/workspace/server.py", content="def f(:\n    pass\n")
+        assert broken.status_code == 200, broken.text
+        assert broken.json()["diagnostics"] == [{"line": 1, "col": 7, "message": "invalid syntax"}]
+        fine = page.put("/api/workspace/server.py", content="x = 1\n")
+        assert fine.json()["diagnostics"] == []
+        before = cpu_seconds(app.proc.pid)
+        hostile = page.put("/api/workspace/server.py", content=busy)
+        spent_s = cpu_seconds(app.proc.pid) - before
+    assert hostile.status_code == 200 and hostile.json()["diagnostics"] == [
+        d.to_json() for d in workspace.diagnose(busy)
+    ]
+    assert spent_s < 0.15, spent_s  # the compile alone takes 0.3-1 s
