@@ -254,8 +254,9 @@ class Settings(BaseSettings):
         gt=0,
         description=(
             "Bytes a second the relay reads from one session's client, on average after a first "
-            "second's worth, each JSON value counting as 128 bytes more. A client that sends faster "
-            "waits: its next WebSocket frame stays unread, its next HTTP request unanswered."
+            "second's worth, each JSON value counting as 128 bytes more; the sessions of one learner in "
+            "a class together, and of one address outside classes together, at twice that. A client that "
+            "sends faster waits: its next WebSocket frame stays unread, its next HTTP request unanswered."
         ),
     )
     extra_demo_modules: list[str] = Field(

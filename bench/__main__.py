@@ -38,7 +38,8 @@ def main() -> int:
         # session comes from 127.0.0.1 without a learner cookie, one owner by address and in no class,
         # so that owner's cap, its rate of new sessions, its pace of requests (the HTTP endpoint's
         # round trips, thousands of handshakes), the pace its servers' output is read at (the same
-        # owner's thousands of replies a second; output_flood measures that pace at its default) and
+        # owner's thousands of replies a second; output_flood measures that pace at its default), the
+        # pace its clients' messages are read at (that address's thousands of consoles share one) and
         # the visitors' share are lifted too.
         settings = {
             "max_sessions": 2100 if not args.skip_capacity else 250,
@@ -48,6 +49,7 @@ def main() -> int:
             "new_sessions_per_min": 1_000_000,
             "requests_per_s_per_address": 1_000_000,
             "server_read_bytes_per_s": 1 << 40,
+            "client_read_bytes_per_s": 1 << 40,
             "outside_class_share": 1.0,
         }
         raised = ", ".join(f"PLAYGROUND_{k.upper()}={v}" for k, v in settings.items())

@@ -53,6 +53,12 @@ class Owner:
     def key(self) -> str:
         return f"learner:{self.learner}" if self.learner else f"address:{self.address}"
 
+    @property
+    def client_key(self) -> str:
+        """Whose sessions' client messages share one pace: a class member's, or outside classes the
+        address's, whatever its identities (as `Caps.per_address_outside` counts them)."""
+        return self.key if self.class_id is not None else f"address:{self.address}"
+
 
 @dataclass(frozen=True)
 class Caps:

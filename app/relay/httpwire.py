@@ -19,7 +19,7 @@ from typing import Any
 
 from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id, to_line
 from app.protocol.transcript import Entry
-from app.relay.rates import Pace
+from app.relay.rates import Pace, Paced
 from app.relay.session import RelaySession, line_cost
 from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 
@@ -45,7 +45,7 @@ class Door:
 
     limits: WireLimits
     limiter: RateLimiter
-    pace: Pace
+    pace: Paced
 
     def refused(self, text: str, wait: float) -> FrameError:
         """The answer to a request past the rate limit, with its id when that is cheap to read."""

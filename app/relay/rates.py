@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict, deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 # Keys a table remembers at most.
@@ -168,3 +168,55 @@ class Pace:
         asked for side by side queues up."""
         if wait := self.charge(units):
             await self.clock.sleep(wait)
+
+
+class Paced(Protocol):
+    """What paces work: one Pace, or several together (`Joint`)."""
+
+    def charge(self, units: float) -> float: ...
+
+    async def turn(self, units: float) -> None: ...
+
+
+class Joint:
+    """Work paced by several paces at once (a session's own and its address's): each counts it, and
+    it waits for the slowest."""
+
+    def __init__(self, *paces: Pace) -> None:
+        self.paces = paces
+
+    def charge(self, units: float) -> float:
+        return max(pace.charge(units) for pace in self.paces)
+
+    async def turn(self, units: float) -> None:
+        if wait := self.charge(units):
+            await self.paces[0].clock.sleep(wait)
+
+
+class HeldPaces:
+    """Paces by key (an owner, an address), kept while sessions hold them, and after the last lets go
+    until they have rested: a debt outlives the sessions that made it."""
+
+    def __init__(self, make: Callable[[], Pace]) -> None:
+        self.make = make
+        self._held: dict[str, tuple[Pace, int]] = {}
+
+    def hold(self, key: str) -> Pace:
+        pace, held = self._held.get(key) or (self.make(), 0)
+        self._held[key] = (pace, held + 1)
+        return pace
+
+    def let_go(self, key: str) -> None:
+        pace, held = self._held[key]
+        if held > 1 or not pace.rested:
+            self._held[key] = (pace, held - 1)
+        else:
+            del self._held[key]
+
+    def forget_rested(self) -> None:
+        for key, (pace, held) in list(self._held.items()):
+            if not held and pace.rested:
+                del self._held[key]
+
+    def __len__(self) -> int:
+        return len(self._held)

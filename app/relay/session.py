@@ -19,7 +19,7 @@ from app.metrics import Metrics
 from app.protocol.jsonrpc import MAX_ITEMS, Frame, FrameError, json_items, parse_json
 from app.protocol.transcript import PARSED_ITEM_BYTES, Entry, Maker, Transcript
 from app.relay.admission import Owner, Slot
-from app.relay.rates import MONOTONIC, Clock, Pace
+from app.relay.rates import MONOTONIC, Clock, Joint, Pace, Paced
 from app.sandbox.errors import OutputLimitError, SandboxError
 from app.sandbox.launcher import ExitStatus
 from app.sandbox.process import ServerProcess
@@ -82,6 +82,10 @@ YIELD_BYTES = 64 * 1024
 # of the web process's core (the echo of each, a parse, a check); four of them, one visitor's cap,
 # 66%. A learner types messages of a few kilobytes.
 CLIENT_READ_BYTES_PER_S = 1024 * 1024
+# ... and all the sessions of one learner in a class, or of one address outside classes (whatever its
+# identities: ten of them, forty consoles, each at the pace of one, held 74% of the core and others'
+# pings at p99 420 ms), together at this many times that.
+CLIENT_READ_SHARED = 2
 TOO_MANY_ITEMS = "The server wrote a line of more than {limit} JSON values; the session was ended."
 FLOODED = (
     "The server kept writing faster than the playground reads output (each line counts as {line} bytes "
@@ -126,6 +130,12 @@ class SessionLimits:
     def client_pace(self) -> Pace:
         return Pace(self.client_read_bytes_per_s, burst=self.client_read_bytes_per_s, clock=self.clock)
 
+    def shared_client_pace(self) -> Pace:
+        """The pace of the client messages of one learner's sessions together (or of one address's,
+        outside classes): `Sessions` holds it, by `Owner.client_key`."""
+        rate = self.client_read_bytes_per_s * CLIENT_READ_SHARED
+        return Pace(rate, burst=rate, clock=self.clock)
+
 
 DEFAULT_LIMITS = SessionLimits()
 
@@ -155,7 +165,7 @@ class RelaySession:
     def __init__(self, server: str, owner: Owner, slot: Slot, metrics: Metrics, *,
                  new_transcript: Callable[[], Transcript], on_exit: ExitHandler,
                  watch_serving: bool = False, limits: SessionLimits = DEFAULT_LIMITS,
-                 owner_pace: Pace | None = None) -> None:  # fmt: skip
+                 owner_pace: Pace | None = None, shared_client_pace: Pace | None = None) -> None:  # fmt: skip
         self.id = secrets.token_urlsafe(12)
         self.server = server
         self.owner = owner
@@ -186,7 +196,9 @@ class RelaySession:
         self._unyielded = 0  # output work done since the pumps last gave the loop a turn
         self._unheard = 0  # output read since anyone last heard the session (`output_cost`)
         self._heard = asyncio.Event()  # set when someone may hear it again
-        self.client_pace = limits.client_pace()  # across restarts and reconnects
+        # Across restarts and reconnects; with the pace its owner's other sessions share, when given.
+        own = limits.client_pace()
+        self.client_pace: Paced = Joint(own, shared_client_pace) if shared_client_pace else own
 
     @property
     def learner(self) -> str | None:

@@ -20,7 +20,7 @@ from app.metrics import Metrics
 from app.protocol.jsonrpc import server_exited_error
 from app.protocol.transcript import Transcript
 from app.relay.admission import Admission, Owner
-from app.relay.rates import Pace
+from app.relay.rates import HeldPaces
 from app.relay.session import DEFAULT_LIMITS, Listener, RelaySession, SessionLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.sandbox.process import ProcessSource, ServerProcess
@@ -71,9 +71,10 @@ class Sessions:
         self.session_limits = session_limits
         self.clock = session_limits.timer_clock
         self.sessions: dict[str, RelaySession] = {}
-        # Each owner's output pace, shared by their sessions: four consoles get one budget, not four.
-        # Kept, with how many live sessions hold it, until it is not held and has rested.
-        self._owner_paces: dict[str, tuple[Pace, int]] = {}
+        # Each owner's output pace, shared by their sessions: four consoles get one budget, not four;
+        # and the pace their client messages share (`Owner.client_key`).
+        self._owner_paces = HeldPaces(session_limits.pace)
+        self._client_paces = HeldPaces(session_limits.shared_client_pace)
         self._grace: dict[str, asyncio.Task] = {}
         self._endings: set[asyncio.Task] = set()
         self._reaper: asyncio.Task | None = None
@@ -117,14 +118,15 @@ class Sessions:
         session = RelaySession(server, owner, slot, self.metrics,
                                new_transcript=lambda: self._new_transcript(server),
                                on_exit=self._process_exited, watch_serving=server == MY_SERVER,
-                               limits=self.session_limits, owner_pace=self._hold_pace(owner))  # fmt: skip
+                               limits=self.session_limits, owner_pace=self._owner_paces.hold(owner.key),
+                               shared_client_pace=self._client_paces.hold(owner.client_key))  # fmt: skip
         try:
             if self.shared is not None:
                 await self.shared.admitted(session)
             process = await self._acquire(server, owner)
         except BaseException:
             slot.release()
-            self._let_go_pace(owner)
+            self._let_go_paces(owner)
             if self.shared is not None:
                 self.shared.ended(session)
             raise
@@ -212,7 +214,7 @@ class Sessions:
         session.closed = True
         self.sessions.pop(session.id, None)
         session.slot.release()
-        self._let_go_pace(session.owner)
+        self._let_go_paces(session.owner)
         if self.shared is not None:
             self.shared.ended(session)
         timer = self._grace.pop(session.id, None)
@@ -269,22 +271,9 @@ class Sessions:
 
     # --- inside ----------------------------------------------------------------------------------
 
-    def _hold_pace(self, owner: Owner) -> Pace:
-        pace, held = self._owner_paces.get(owner.key) or (self.session_limits.pace(), 0)
-        self._owner_paces[owner.key] = (pace, held + 1)
-        return pace
-
-    def _let_go_pace(self, owner: Owner) -> None:
-        pace, held = self._owner_paces[owner.key]
-        if held > 1 or not pace.rested:
-            self._owner_paces[owner.key] = (pace, held - 1)  # a debt outlives the sessions that made it
-        else:
-            del self._owner_paces[owner.key]
-
-    def _forget_rested_paces(self) -> None:
-        for key, (pace, held) in list(self._owner_paces.items()):
-            if not held and pace.rested:
-                del self._owner_paces[key]
+    def _let_go_paces(self, owner: Owner) -> None:
+        self._owner_paces.let_go(owner.key)
+        self._client_paces.let_go(owner.client_key)
 
     async def _acquire(self, server: str, owner: Owner) -> ServerProcess:
         if server != MY_SERVER:
@@ -344,7 +333,8 @@ class Sessions:
         while True:
             await self.clock.sleep(interval)
             now = self.clock.now()
-            self._forget_rested_paces()
+            self._owner_paces.forget_rested()
+            self._client_paces.forget_rested()
             for session in list(self.sessions.values()):
                 if now - session.last_active > self.idle_timeout_s:
                     reason = f"session ended after {self.idle_timeout_s:g} s without a message"

@@ -354,6 +354,32 @@ async def test_a_clients_messages_are_read_at_the_sessions_pace_and_a_restart_ke
     await sessions.close_all()
 
 
+async def test_one_address_outside_classes_shares_one_pace_for_its_messages_whatever_its_identities(
+    source: PlainSource,
+) -> None:
+    """From the side of a visitor with many identities: ten of them at one address, four consoles
+    each, sending as fast as each session's pace let them, took 74% of the web process's core. Now
+    the sessions of an address outside classes share twice one session's pace, whatever learner each
+    is; a class member's sessions share their own (the class is counted by learner, not address)."""
+    clock = FrozenClock()
+    sessions = make(source, session_limits=SessionLimits(client_read_bytes_per_s=1000, clock=clock))
+    here, elsewhere = "198.51.100.66", "198.51.100.7"
+    mallory = [await sessions.open("demo-orders", Owner(name, here)) for name in ("m1", "m2", None)]
+    assert [mallory[0].client_read(1000), mallory[1].client_read(1000)] == [0.0, 0.0]  # two seconds' worth
+    assert mallory[2].client_read(600) == pytest.approx(0.3)  # the third identity waits for the address
+    assert mallory[0].client_owed() == pytest.approx(0.3)  # ... and so do the others
+    neighbour = await sessions.open("demo-orders", Owner("ada", elsewhere))
+    assert neighbour.client_read(1000) == 0.0  # another address: its own pace
+    student = [await sessions.open("demo-orders", Owner("cy", here, class_id="c1")) for _ in range(3)]
+    classmate = await sessions.open("demo-orders", Owner("dee", here, class_id="c1"))
+    assert [student[0].client_read(1000), student[1].client_read(1000)] == [0.0, 0.0]
+    assert student[2].client_read(100) == pytest.approx(0.05)  # one learner's consoles share theirs
+    assert classmate.client_read(1000) == 0.0  # behind the same address, a classmate has their own
+    clock.t += 0.3
+    assert mallory[0].client_owed() == 0.0
+    await sessions.close_all()
+
+
 # Writes one notification of known cost as fast as it can, once it has been sent a line.
 NOTICE = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}' % (
     "x" * 10_000
