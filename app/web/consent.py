@@ -183,7 +183,8 @@ async def consent_resume(request: Request, consent: str, code: str = Form("")) -
                                             "an approval code of theirs.")  # fmt: skip
     response = RedirectResponse(CONSENT_PATH + consent, status_code=303)
     assert state.identity is not None  # the app has started
-    response.headers.append("set-cookie", state.identity.cookie(learner, secure=is_https(request.scope)))
+    generation = await state.identity.generation(learner)  # as new resume codes left it
+    response.headers.append("set-cookie", state.identity.cookie(learner, is_https(request.scope), generation))
     return response
 
 

@@ -24,6 +24,7 @@ from mcp.shared.auth import (
 )
 
 from app.web.learner import COOKIE
+from tests.support.appserver import learner_id_of
 from tests.support.https_server import https_server, make_authority
 from tests.support.inprocess import ServedApp
 from tests.support.oauthflow import (
@@ -341,19 +342,20 @@ def test_a_public_client_revokes_with_its_client_id_alone(app: ServedApp) -> Non
     assert httpx.post(endpoint["url"], json=INITIALIZE, headers=bearer, timeout=30).status_code == 401
 
 
+@pytest.mark.parametrize("codes", [1, 2], ids=["first code", "a code the instructor renewed"])
 def test_the_owner_in_a_browser_without_their_cookie_continues_with_their_resume_code(
-    app: ServedApp,
+    app: ServedApp, codes: int
 ) -> None:
-    endpoint, client = protected_endpoint(app), register(app)
+    owner = f"owner-{codes}"
+    endpoint, client = protected_endpoint(app, owner=owner), register(app)
     verifier, challenge = pkce()
     asked = httpx.get(authorize_url(app, client, endpoint, challenge), timeout=30)
     consent = app.base + asked.headers["location"]
-    with app.client(cookies={COOKIE: app.learner_cookie("owner")}) as owner:
-        code = (
-            BeautifulSoup(owner.get("/resume").text, "html.parser")
-            .select_one("[data-resume-code]")
-            .get_text()
-        )
+    learner = learner_id_of(app.learner_cookie(owner))
+    for _ in range(codes - 1):  # as the instructor's "new resume code" does: every device signed out
+        app.state.progress.new_resume_code(learner)
+        app.state.identity.forget(learner)
+    code = app.state.progress.resume_code(learner)
     with app.client() as system_browser:  # the browser a client opened: no cookie of this site
         refused = system_browser.get(consent)
         assert refused.status_code == 403 and "resume code" in refused.text
