@@ -54,7 +54,8 @@ STEPS: dict[str, tuple[str, str, str]] = {
     ),
     "server_metadata": (
         "Authorization server metadata read",
-        "A client at the address that just read this endpoint's Protected Resource Metadata read the "
+        "A client at the address that just read this endpoint's Protected Resource Metadata (and no "
+        "other endpoint's) read the "
         "authorization server's metadata (RFC 8414): where to register, authorize and get tokens, and "
         "that PKCE S256 is supported, which a client must check before it goes on.",
         f"{AUTHZ} §Authorization Server Metadata Discovery, §Authorization Code Protection; RFC 8414 §3",
@@ -67,7 +68,8 @@ STEPS: dict[str, tuple[str, str, str]] = {
     ),
     "dynamic_registration": (
         "Client registered itself",
-        "A client at the address that just read this endpoint's metadata registered with the authorization "
+        "A client at the address that just read this endpoint's metadata (and no other endpoint's) "
+        "registered with the authorization "
         "server (Dynamic Client Registration): it sent its name and redirect URIs, and got a client_id. "
         "2025-11-25 prefers pre-registration, then client ID metadata documents, then this; 2026-07-28 "
         "deprecates it.",
@@ -142,19 +144,26 @@ def client_refused(reason: str) -> None:
 
 
 # Who read which endpoint's Protected Resource Metadata, lately: the authorization server's metadata
-# names no endpoint, so a read of it is shown on the endpoint its reader came from (this process only).
-READER_MEMORY_S = 120.0
-_readers: dict[str, tuple[str, float]] = {}  # client address -> (endpoint id, when)
+# and a dynamic registration name no endpoint, so each is shown on the endpoint its reader came from
+# (this process only), when that address read one endpoint's only. A class behind one address reads
+# many: a registration shown on the endpoint read last would show one learner's client (its name, its
+# redirect URIs) to another. There, the authorization request shows the client instead.
+READER_MEMORY_S = 60.0
+_readers: dict[str, dict[str, float]] = {}  # client address -> {endpoint id: when}
 
 
 def read_resource_metadata(address: str, endpoint_id: str) -> None:
-    _remember(_readers, address, (endpoint_id, time.monotonic()))
+    now = time.monotonic()
+    reads = {endpoint: at for endpoint, at in _readers.get(address, {}).items() if now - at < READER_MEMORY_S}
+    reads[endpoint_id] = now
+    _remember(_readers, address, dict(list(reads.items())[-2:]))  # two tell "more than one"
 
 
 def endpoint_read_by(address: str) -> str | None:
-    """The endpoint whose metadata this address read within READER_MEMORY_S, if any."""
-    found = _readers.get(address)
-    return found[0] if found is not None and time.monotonic() - found[1] < READER_MEMORY_S else None
+    """The endpoint whose metadata this address read within READER_MEMORY_S, if it read one only."""
+    now = time.monotonic()
+    read = [endpoint for endpoint, at in _readers.get(address, {}).items() if now - at < READER_MEMORY_S]
+    return read[0] if len(read) == 1 else None
 
 
 def masked(secret: str | None) -> str | None:

@@ -123,3 +123,33 @@ def test_an_owner_registers_at_most_a_few_clients_by_hand_per_endpoint(app: InPr
     )
     assert app.post(f"/api/endpoints/{other.json()['id']}/clients", json=body,
                     cookies={COOKIE: owner}).status_code == 201  # fmt: skip
+
+
+def test_learners_behind_one_address_do_not_see_each_others_clients_register(app: InProcessApp) -> None:
+    """From Mallory's side, in a class behind one address: Alice's client reads Alice's endpoint's
+    metadata, Mallory reads hers, Alice's client registers. Shown on the endpoint its address read
+    last, Alice's registration (its name, its redirect URIs) landed in Mallory's flow. Now one is
+    shown only where its address read one endpoint's metadata; Alice sees her client at its
+    authorization request."""
+    endpoints = {}
+    for who in ("alice", "mallory"):
+        made = app.post("/api/endpoints", json={"server": "demo-orders", "auth": "oauth"},
+                        cookies={COOKIE: app.learner_cookie(f"nat-{who}")})  # fmt: skip
+        assert made.status_code == 201, made.text
+        endpoints[who] = made.json()
+    prm = "/.well-known/oauth-protected-resource/mcp/{}"
+    with app.plain_client(address="10.0.3.3") as classroom:
+        assert classroom.get(prm.format(endpoints["alice"]["url"].rsplit("/", 1)[1])).status_code == 200
+        assert classroom.get(prm.format(endpoints["mallory"]["url"].rsplit("/", 1)[1])).status_code == 200
+        assert classroom.get("/.well-known/oauth-authorization-server").status_code == 200
+        registered = classroom.post("/register", json=metadata("Alice's Claude Desktop"))
+        assert registered.status_code == 201
+    for who, endpoint in endpoints.items():
+        steps = [json.loads(data)["step"] for _, _, data in app.state.progress.oauth_events(endpoint["id"])]
+        assert "dynamic_registration" not in steps and "server_metadata" not in steps, (who, steps)
+    with app.plain_client(address="10.0.3.4") as alone:  # one learner at an address: shown, as before
+        assert alone.get(prm.format(endpoints["alice"]["url"].rsplit("/", 1)[1])).status_code == 200
+        assert alone.post("/register", json=metadata("Alice's own")).status_code == 201
+    steps = [json.loads(data) for _, _, data in app.state.progress.oauth_events(endpoints["alice"]["id"])]
+    shown = [step["detail"]["client_name"] for step in steps if step["step"] == "dynamic_registration"]
+    assert shown == ["Alice's own"]
