@@ -26,6 +26,8 @@ import httpx2
 from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import ValidationError
 
+from app.web.redirects import redirect_problem
+
 MAX_BYTES = 64 * 1024
 TIMEOUT_S = 5.0
 DEFAULT_CACHE_S = 300.0
@@ -133,6 +135,12 @@ class ClientDocuments:
             raise DocumentError("The client's document names another client_id than its own URL.")
         if not isinstance(document.get("client_name"), str) or not document.get("redirect_uris"):
             raise DocumentError("The client's document needs client_name and redirect_uris.")
+        uris = document["redirect_uris"]
+        problems = (
+            [redirect_problem(uri) for uri in uris if isinstance(uri, str)] if isinstance(uris, list) else []
+        )
+        if problem := next((p for p in problems if p is not None), None):
+            raise DocumentError(f"The client's document has a redirect URI that may not be used: {problem}")
         method = document.get("token_endpoint_auth_method", "none")
         if method != "none":
             raise DocumentError(f"This server takes documents of public clients only, not {method!r}.")

@@ -33,6 +33,7 @@ from app.web.oauth import (
     secret_hash,
     tool_scopes,
 )
+from app.web.redirects import csp_source
 from app.web.state import get_state
 from app.web.templating import page
 
@@ -114,9 +115,10 @@ async def _consent_form(request: Request, consent: str, approval: str | None = N
                  endpoint=info, scopes=data["scopes"], descriptions=_descriptions(info),
                  approval=approval)  # fmt: skip
     # The answer redirects to the client: a browser applies the form's CSP to that redirect too.
-    shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
-        "form-action 'self'", f"form-action 'self' {_source(data['redirect_uri'])}"
-    )
+    if (source := csp_source(data["redirect_uri"])) is not None:
+        shown.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY.replace(
+            "form-action 'self'", f"form-action 'self' {source}"
+        )
     return shown
 
 
@@ -199,12 +201,6 @@ def _descriptions(info: EndpointInfo) -> dict[str, str]:
     for tool, scope in tool_scopes(info).items():
         tools.setdefault(scope, []).append(tool)
     return {**SCOPE_TEXT, **{scope: "call " + ", ".join(sorted(names)) for scope, names in tools.items()}}
-
-
-def _source(url: str) -> str:
-    """A redirect URI as a CSP source: its origin (http and https), or its scheme (an app's own)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") else f"{parts.scheme}:"
 
 
 def _host(url: str) -> str:

@@ -50,6 +50,7 @@ from app.web.client_documents import ClientDocuments, is_document_url
 from app.web.endpoints import token_hash
 from app.web.errors import error_body
 from app.web.learner import learner_id
+from app.web.redirects import redirect_problem
 from app.web.registration import NewClients, RegistrationGate, WithAddress, document_client
 from app.web.state import get_state
 
@@ -378,28 +379,7 @@ async def metadata(request: Request) -> JSONResponse:
 
 # --- clients the owner registers by hand (pre-registration) ---------------------------------------
 
-# A redirect URI's schemes that no client may use: they run or read something in the browser itself.
-REFUSED_SCHEMES = ("javascript", "data", "file", "vbscript", "blob", "about")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 HAND_CLIENT_PREFIX = "playground-"  # the ids of clients registered in the panel
-
-
-def redirect_problem(uri: str) -> str | None:
-    """Why a redirect URI may not be registered (None when it may): https anywhere, http on loopback
-    only, or an app's own scheme (OAuth 2.1; RFC 8252 for native apps)."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return "The redirect URI is not a URL."
-    if not parts.scheme or parts.scheme.lower() in REFUSED_SCHEMES or parts.fragment:
-        return "A redirect URI is https, http on loopback, or an app's own scheme, without a fragment."
-    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
-        return (
-            "A redirect URI over http must be on loopback (127.0.0.1, localhost, ::1); use https elsewhere."
-        )
-    if parts.scheme in ("http", "https") and not parts.hostname:
-        return "The redirect URI names no host."
-    return None
 
 
 async def register_by_hand(store: ProgressStore, endpoint_id: str, name: str, redirect_uri: str,

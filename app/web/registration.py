@@ -23,6 +23,7 @@ from app.relay.rates import KeyedRate
 from app.web.client import client_key
 from app.web.client_documents import ClientDocuments, DocumentError
 from app.web.oauth_log import Answer, client_refused, replaying
+from app.web.redirects import redirect_problem
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +107,22 @@ async def document_client(store: ProgressStore, documents: ClientDocuments, new_
     return found
 
 
+def _redirects_problem(body: bytes) -> str | None:
+    """Why the redirect URIs of a registration's metadata may not be kept (the SDK reads the rest)."""
+    try:
+        uris = json.loads(body).get("redirect_uris")
+    except (ValueError, AttributeError):
+        return None  # not a JSON object: the SDK refuses it in its own words
+    if not isinstance(uris, list):
+        return None
+    return next(
+        (problem for uri in uris if isinstance(uri, str) and (problem := redirect_problem(uri))), None
+    )
+
+
 class RegistrationGate:
-    """Around the SDK's `/register` route: the body's size first, then the address's hourly count; a
-    registration the SDK refuses is not counted."""
+    """Around the SDK's `/register` route: the body's size first, its redirect URIs (app/web/
+    redirects.py), then the address's hourly count; a registration the SDK refuses is not counted."""
 
     def __init__(self, app: ASGIApp, new_clients: NewClients) -> None:
         self.app = app
@@ -123,6 +137,9 @@ class RegistrationGate:
             await _refuse(send, 400, "invalid_client_metadata",
                           f"The client's metadata is over {METADATA_BYTES // 1024} KiB; a client needs a name, "
                           "its redirect URIs and a few fields more.")  # fmt: skip
+            return
+        if (problem := _redirects_problem(body)) is not None:
+            await _refuse(send, 400, "invalid_redirect_uri", problem)  # RFC 7591 §3.2.2
             return
         key = client_key(scope)
         if (wait := self.new_clients.wait(key)) is not None:

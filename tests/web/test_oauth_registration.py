@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.web import redirects
 from app.web.learner import COOKIE
 from app.web.oauth import MAX_HAND_CLIENTS
 from app.web.registration import METADATA_BYTES
@@ -153,3 +154,50 @@ def test_learners_behind_one_address_do_not_see_each_others_clients_register(app
     steps = [json.loads(data) for _, _, data in app.state.progress.oauth_events(endpoints["alice"]["id"])]
     shown = [step["detail"]["client_name"] for step in steps if step["step"] == "dynamic_registration"]
     assert shown == ["Alice's own"]
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://evil;sandbox/cb",  # a host that would add a directive to the consent page's policy
+        "https://evil.example;script-src/cb",
+        "javascript:alert(1)//",
+        "data:text/html,hi",
+        "http://evil.example/cb",  # http off loopback
+        "https://user@evil.example/cb",
+        "https://app.example/cb#fragment",
+        "https://app.example:0/cb",
+    ],
+)
+def test_a_redirect_uri_that_is_no_place_to_send_a_code_is_refused_at_registration(
+    app: InProcessApp, uri: str
+) -> None:
+    with app.plain_client(address="10.0.4.4") as client:
+        before = kept_clients(app)
+        refused = client.post("/register", json=metadata(redirect_uris=[REDIRECT, uri]))
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == "invalid_redirect_uri"
+        assert kept_clients(app) == before
+
+
+REAL_REDIRECTS = {
+    "http://127.0.0.1:53682/oauth/callback": "http://127.0.0.1:53682",
+    "http://[::1]:8080/cb": "http://[::1]:8080",
+    "https://App.Example/cb": "https://app.example",
+    "cursor://anysphere.cursor-retrieval/oauth/callback": "cursor:",
+    "com.example.app:/oauth2redirect": "com.example.app:",
+}
+
+
+def test_redirect_uris_real_clients_use_register_and_name_their_origin_in_the_consent_policy(
+    app: InProcessApp,
+) -> None:
+    for n, (uri, source) in enumerate(REAL_REDIRECTS.items()):
+        with app.plain_client(address=f"10.0.5.{n}") as client:
+            assert client.post("/register", json=metadata(redirect_uris=[uri])).status_code == 201, uri
+        assert redirects.csp_source(uri) == source
+
+
+def test_a_client_kept_from_before_the_rules_adds_nothing_to_the_consent_policy() -> None:
+    assert redirects.csp_source("http://evil;sandbox/cb") is None
+    assert redirects.csp_source("javascript:alert(1)//") is None
