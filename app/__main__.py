@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(settings)
     # Once the fork server is up, the web process stops being root (app/privileges.py).
     app.state.playground.drop_privileges = True
-    app.state.playground.freeze_startup_heap = True
+    app.state.playground.tend_heap = True
     print(f"MCP Playground on http://{settings.host}:{settings.port}", file=sys.stderr, flush=True)
     config = server_config(app, settings)
     server = uvicorn.Server(config)

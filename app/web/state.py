@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gc
+import asyncio
 import json
 import logging
 import secrets
@@ -35,6 +35,7 @@ from app.sandbox.errors import SandboxError
 from app.sandbox.limits import Limits
 from app.sandbox.pool import InstancePool
 from app.sandbox.process import ProcessSource
+from app.web import heap
 from app.web.apps_proxy import origin_problem
 from app.web.client import TrustedProxies
 from app.web.connections import ConnectionLimits, Connections
@@ -81,8 +82,9 @@ class AppState:
     # settings.run_as_user once the fork server is up. `privileges` is the layer's state for /healthz.
     drop_privileges: bool = False
     privileges: str = "off: the app runs in-process (a test), the web process keeps its user"
-    # Also set by `python -m app` only: see settle_heap().
-    freeze_startup_heap: bool = False
+    # Also set by `python -m app` only: the heap settled after start-up, and trimmed (app/web/heap.py).
+    tend_heap: bool = False
+    _heap_trim: asyncio.Task | None = None
 
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
@@ -193,8 +195,9 @@ class AppState:
                     reason="weak_sandbox",
                 )
         self.metrics.watch_gc()
-        if self.freeze_startup_heap:
-            settle_heap()
+        if self.tend_heap:
+            heap.settle_heap()
+            self._heap_trim = asyncio.create_task(heap.HeapTrim().run(), name="heap-trim")
         self.ready = True
 
     async def _start_pool(self) -> InstancePool:
@@ -244,6 +247,8 @@ class AppState:
     async def stop(self) -> None:
         self.ready = False
         self.metrics.unwatch_gc()
+        if self._heap_trim is not None:
+            self._heap_trim.cancel()
         if self.sessions is not None:
             await self.sessions.close_all()
         if self.fleet is not None:
@@ -320,21 +325,3 @@ def warm_pool_sizes(settings: Settings, demos: dict[str, DemoServer]) -> dict[st
 
 def get_state(request: Request) -> AppState:
     return request.app.state.playground
-
-
-# The collector's thresholds for the web process (Python's defaults: 700, 10, 10). Each message
-# allocates dozens of short-lived containers; with 700, collections come so often that objects
-# living a few milliseconds (a message in flight) reach the oldest generation, whose full
-# collections then run every few seconds. At 1500 sessions (bench/capacity.py): 7 full collections
-# (1.3 s of stalls) against 1 with these, and p99 295 ms against 55 ms.
-GC_THRESHOLDS = (50_000, 20, 10)
-
-
-def settle_heap() -> None:
-    """Move every object alive after start-up (modules, lessons, templates, the SDK's schemas) out of
-    the collector's reach, and collect less often. A full collection walks every tracked object and
-    stops the event loop meanwhile: with 1250 sessions live they took 150-430 ms, each a stall for
-    every learner at once. Objects made later (sessions, messages) are collected as before."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)

@@ -218,7 +218,7 @@ async def test_metrics_move_when_sessions_start_and_end(app: AppProcess) -> None
 
 def test_the_web_process_times_its_collections_and_froze_its_start_up_heap(app: AppProcess) -> None:
     """Past 1000 sessions a full collection stalls every learner: /metrics shows each one,
-    and the real server set its start-up objects aside (app.web.state.settle_heap, a full collection
+    and the real server set its start-up objects aside (app.web.heap.settle_heap, a full collection
     itself, so at least one is counted)."""
     assert metric(app, "playground_gc_pause_seconds_count", '{generation="2"}') >= 1
     assert metric(app, "playground_gc_pause_seconds_sum", '{generation="2"}') > 0
