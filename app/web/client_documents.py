@@ -6,7 +6,8 @@ Fetching a URL a stranger names is a way to make the server reach what it can an
 so the fetch keeps to these rules: https only, with a path, no user or fragment; the name resolved
 first and every address it has checked (in hosting mode none may be loopback, private, link-local or
 otherwise not global), then the connection made to that address only, with the certificate checked
-against the name; no redirect followed; at most MAX_BYTES within TIMEOUT_S. A document is kept as its
+against the name; no redirect followed; at most MAX_BYTES within TIMEOUT_S in all, the name's lookup
+included, LOOKUPS_AT_ONCE lookups at a time. A document is kept as its
 Cache-Control says (`no-store`: not at all), for at most MAX_CACHE_S.
 """
 
@@ -33,6 +34,9 @@ TIMEOUT_S = 5.0
 DEFAULT_CACHE_S = 300.0
 MAX_CACHE_S = 24 * 3600.0
 CACHE_ENTRIES = 1000
+# Name lookups at once: each holds a thread while it waits, and a name whose server never answers
+# would otherwise hold threads every page and query of the app waits for.
+LOOKUPS_AT_ONCE = 4
 _MAX_AGE = re.compile(r"max-age=(\d+)")
 
 
@@ -57,13 +61,18 @@ class ClientDocuments:
         if ca_file is not None:
             self.tls.load_verify_locations(cafile=str(ca_file))
         self._cache: dict[str, tuple[float, OAuthClientInformationFull]] = {}
+        self._lookups = anyio.CapacityLimiter(LOOKUPS_AT_ONCE)
 
     async def client(self, url: str) -> OAuthClientInformationFull:
         """The client the document at `url` describes; DocumentError says why there is none."""
         kept = self._cache.get(url)
         if kept is not None and kept[0] > time.monotonic():
             return kept[1]
-        body, keep_s = await self._fetch(url)
+        try:
+            with anyio.fail_after(TIMEOUT_S):  # in all: a document that trickles in is stopped too
+                body, keep_s = await self._fetch(url)
+        except TimeoutError as exc:
+            raise DocumentError(f"The client's document did not arrive within {TIMEOUT_S:g} s.") from exc
         info = self._read(url, body)
         if keep_s > 0:
             if len(self._cache) >= CACHE_ENTRIES:
@@ -112,8 +121,9 @@ class ClientDocuments:
         """The address to connect to: the name's first, once every address it has is allowed."""
         try:
             found = await anyio.to_thread.run_sync(
-                lambda: socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            )
+                lambda: socket.getaddrinfo(host, port, type=socket.SOCK_STREAM),
+                abandon_on_cancel=True, limiter=self._lookups,
+            )  # fmt: skip
         except OSError as exc:
             raise DocumentError(f"The client's document host {host} does not resolve.") from exc
         addresses = [ipaddress.ip_address(item[4][0]) for item in found]

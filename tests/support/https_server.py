@@ -18,8 +18,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-# path -> (status, headers, body)
-Answer = tuple[int, dict[str, str], bytes]
+# path -> (status, headers, body); a body given as a list of pieces is sent one piece at a time, each
+# after TRICKLE_S (a site that keeps a fetch going without ever finishing it soon).
+Answer = tuple[int, dict[str, str], bytes | list[bytes]]
+TRICKLE_S = 0.2
 
 
 def make_authority(folder: Path) -> tuple[Path, Path]:
@@ -48,16 +50,25 @@ def make_authority(folder: Path) -> tuple[Path, Path]:
 def https_server(cert: Path, key: Path, answer: Callable[[str], Answer]) -> Iterator[str]:
     """Serve `answer(path)` for every GET; yields the base URL (https://127.0.0.1:PORT)."""
     seen: list[str] = []
+    closing = threading.Event()  # ends a trickle when the server stops
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
             seen.append(self.path)
             status, headers, body = answer(self.path)
+            pieces = body if isinstance(body, list) else [body]
             self.send_response(status)
-            for name, value in {"Content-Length": str(len(body)), **headers}.items():
+            for name, value in {"Content-Length": str(sum(map(len, pieces))), **headers}.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(body)
+            for n, piece in enumerate(pieces):
+                if n and closing.wait(TRICKLE_S):
+                    return
+                try:
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                except OSError:  # the fetcher gave up
+                    return
 
         def log_message(self, *args: object) -> None:
             pass
@@ -71,6 +82,7 @@ def https_server(cert: Path, key: Path, answer: Callable[[str], Answer]) -> Iter
     try:
         yield f"https://127.0.0.1:{server.server_address[1]}"
     finally:
+        closing.set()
         server.shutdown()
         server.server_close()
         thread.join(10)

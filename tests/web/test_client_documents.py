@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from app.config import Settings
 from app.progress import SQLiteProgressStore
+from app.web import client_documents
 from app.web.client_documents import MAX_BYTES, ClientDocuments, DocumentError, is_document_url
 from app.web.registration import ADDRESS, NewClients, document_client
 from tests.support.https_server import Answer, https_server, make_authority
@@ -164,3 +166,20 @@ async def test_new_document_clients_count_against_their_address_and_a_big_one_is
     finally:
         ADDRESS.reset(token)
         store.close()
+
+
+async def test_a_document_that_trickles_in_is_given_up_on_in_its_time(
+    authority,
+    site,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """From the side of a client's site that sends its document a byte at a time, each byte before a
+    read would time out: without a time for the whole fetch, 80 bytes held it for 16 s."""
+    monkeypatch.setattr(client_documents, "TIMEOUT_S", 1.0)
+    base, answers, _ = site
+    url = base + "/slow.json"
+    answers["/slow.json"] = (200, {"Content-Type": "application/json"}, [bytes([b]) for b in document(url)])
+    began = time.monotonic()
+    with pytest.raises(DocumentError, match="did not arrive within 1 s"):
+        await fetcher(authority).client(url)
+    assert time.monotonic() - began < 5
