@@ -108,11 +108,11 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         names = scope["app"].state.playground.settings.host_names
-        if names is not None and not scope["path"].startswith(HOST_EXEMPT) and not host_allowed(scope, names):
-            await _wrong_host(scope, receive, send)
-            return
+        wrong_host = (
+            names is not None and not scope["path"].startswith(HOST_EXEMPT) and not host_allowed(scope, names)
+        )
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await (_wrong_host(scope, receive, send) if wrong_host else self.app(scope, receive, send))
             return
         if self.headers is None:
             self.headers = site_headers(scope["app"].state.playground.settings.apps_proxy[0])
@@ -126,6 +126,9 @@ class GuardMiddleware:
                         headers.append(name.decode(), value.decode())
             await send(message)
 
+        if wrong_host:
+            await _wrong_host(scope, receive, send_with_headers)
+            return
         headers = Headers(scope=scope)
         cross_site_ok = scope["path"].startswith(EXEMPT_PREFIXES) or scope["path"] in OAUTH_CLIENT_PATHS
         if scope["method"] in STATE_CHANGING and not cross_site_ok:

@@ -146,6 +146,8 @@ def test_a_page_moved_onto_this_machine_by_dns_rebinding_is_refused(site: InProc
     page = site.request("GET", "/course", headers=REBOUND)
     assert page.status_code == 421 and "does not answer to that name" in page.text
     assert "set-cookie" not in page.headers  # refused before any identity is minted
+    assert "script-src 'self'" in page.headers["content-security-policy"]  # the site's headers, as ever
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
     made = site.request("POST", "/api/endpoints", json={"server": "demo-orders"}, headers=REBOUND)
     assert made.status_code == 421
     assert site.request("GET", "/healthz", headers=REBOUND).status_code == 200  # probes name pods
