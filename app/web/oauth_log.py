@@ -336,13 +336,23 @@ class AuthorizeWatch:
                      error=error.get("error"), error_description=error.get("error_description"))  # fmt: skip
 
 
+async def _token_error(send: Send, error: str, description: str) -> None:
+    """A token endpoint's error answer (RFC 6749 §5.2), as the SDK's own are."""
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    await send({"type": "http.response.start", "status": 400, "headers": [
+        (b"content-type", b"application/json"), (b"cache-control", b"no-store"), (b"pragma", b"no-cache")]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
 def _first(values: dict[str, list[str]]) -> dict[str, str]:
     return {key: found[0] for key, found in values.items() if found}
 
 
 class TokenWatch:
-    """Around the SDK's `/token` route: a refused token request is recorded on the endpoint whose code
-    or refresh token it presented (a successful one is recorded by the provider as it issues)."""
+    """Around the SDK's `/token` route: a request naming another `resource` than its code or refresh
+    token was issued for is refused (RFC 8707 §2.2, invalid_target), which the SDK does not check; a
+    refused token request is recorded on the endpoint whose code or refresh token it presented (a
+    successful one is recorded by the provider as it issues)."""
 
     def __init__(self, app: ASGIApp, store: ProgressStore, secret_hash: Any) -> None:
         self.app = app
@@ -355,12 +365,32 @@ class TokenWatch:
             return
         body = await whole_body(receive)
         answer = Answer(send)  # the refusal is in the flow before its client reads it
-        await self.app(scope, replaying(body, receive), answer.send)
+        if await self._other_target(body):
+            # Not which one: its URL is the endpoint's secret, and a code may be in the wrong hands.
+            await _token_error(answer.send, "invalid_target", "This grant was issued for another resource "
+                               "than the one the request names.")  # fmt: skip
+        else:
+            await self.app(scope, replaying(body, receive), answer.send)
         try:
             if answer.status >= 400:
                 await self._refused(body, answer.status, answer.body)
         finally:
             await answer.release()
+
+    async def _other_target(self, body: bytes) -> bool:
+        """Whether the request names another resource than the presented grant was issued for."""
+        form = _first(parse_qs(body.decode("utf-8", errors="replace")))
+        secret, named = form.get("code") or form.get("refresh_token"), form.get("resource")
+        if not secret or named is None:
+            return False  # a request without `resource` asks for the grant's own
+        grant = await anyio.to_thread.run_sync(self.store.any_oauth_grant, self.secret_hash(secret))
+        if grant is None:
+            return False  # the SDK refuses it in its own words
+        try:
+            issued_for = json.loads(grant.data).get("resource")
+        except (ValueError, AttributeError):
+            return False
+        return isinstance(issued_for, str) and issued_for != named
 
     async def _refused(self, body: bytes, status: int, answer: bytes) -> None:
         form = _first(parse_qs(body.decode("utf-8", errors="replace")))

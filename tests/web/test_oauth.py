@@ -540,3 +540,30 @@ def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: ServedApp) -
     assert "orders:read" in refused.json()["error"]["message"]
     allowed = call_with("mcp:read mcp:tools orders:read")
     assert allowed.status_code == 200 and "shipped" in allowed.text
+
+
+def test_a_token_request_for_another_resource_than_its_grant_is_refused(app: ServedApp) -> None:
+    """From the side of a client that names another endpoint (Mallory's code, Alice's URL) at /token:
+    the SDK issued the token for the code's own endpoint, answering 200 to the wrong target. RFC 8707
+    §2.2: invalid_target; the right resource still gets its token, and a refresh is held alike."""
+    endpoint, client = protected_endpoint(app, owner="targets"), register(app)
+    other = protected_endpoint(app, owner="target-other")
+    verifier, challenge = pkce()
+    code = code_for(app, endpoint, client, challenge, owner="targets")
+    exchange = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                "code_verifier": verifier, **credentials(client)}  # fmt: skip
+    wrong = httpx.post(app.base + "/token", data={**exchange, "resource": other["url"]}, timeout=30)
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_target", wrong.text
+    assert other["url"] not in wrong.text and endpoint["url"] not in wrong.text  # no endpoint's secret URL
+    right = httpx.post(app.base + "/token", data={**exchange, "resource": endpoint["url"]}, timeout=30)
+    assert right.status_code == 200, right.text  # the refusal did not use the code up
+    refresh = {
+        "grant_type": "refresh_token",
+        "refresh_token": right.json()["refresh_token"],
+        **credentials(client),
+    }
+    elsewhere = httpx.post(app.base + "/token", data={**refresh, "resource": other["url"]}, timeout=30)
+    assert elsewhere.status_code == 400 and elsewhere.json()["error"] == "invalid_target"
+    assert httpx.post(app.base + "/token", data=refresh, timeout=30).status_code == 200  # its own: fine
+    refused = [event for event in flow(app, endpoint, owner="targets") if event["step"] == "token_refused"]
+    assert [event["detail"]["error"] for event in refused] == ["invalid_target", "invalid_target"]
