@@ -97,6 +97,7 @@ def client_findings(message: dict[str, Any], transcript: Transcript) -> list[Fin
             out.append(finding("warning", "Send notifications/initialized after the initialize reply, "
                                "not before.", "lifecycle"))  # fmt: skip
         return out
+    out.extend(_id_findings(message["id"], version, transcript))
     if method == "initialize":
         requested = _object(message.get("params")).get("protocolVersion")
         if isinstance(requested, str) and requested in NEVER_RELEASED:
@@ -132,6 +133,21 @@ def client_findings(message: dict[str, Any], transcript: Transcript) -> list[Fin
     for problem in table_problems(message, version, method):
         out.append(finding("warning", f"{problem[0].upper()}{problem[1:]}.", f"spec {version}"))
     return out
+
+
+def _id_findings(request_id: Any, version: str, transcript: Transcript) -> list[Finding]:
+    """A request id in use: every revision forbids one a request still waiting has; the handshake
+    revisions forbid any this session has used (2026-07-28 has no session, and allows it again)."""
+    waiting = transcript.open_request(request_id)
+    if waiting is not None:
+        return [finding("warning", f"A request with id {request_id!r} ({waiting.method}) still waits for its "
+                        "reply: a request's id must not be that of one the sender has had no reply to, "
+                        "or the replies cannot be told apart.", f"spec {version}, basic §Requests")]  # fmt: skip
+    if version in HANDSHAKE_PROTOCOL_VERSIONS and transcript.used_request_id(request_id):
+        return [finding("warning", f"Id {request_id!r} was used by an earlier request of this session: in "
+                        f"{version} a request's id must not have been used by the sender in the same "
+                        "session.", f"spec {version}, basic §Requests")]  # fmt: skip
+    return []
 
 
 def _before_any_handshake(request: Entry, transcript: Transcript) -> bool:

@@ -29,6 +29,8 @@ MAX_ENTRIES = 5000
 MAX_BYTES = 2 * 1024 * 1024
 # Client requests still waiting for a reply: a client that never reads its replies cannot grow this.
 MAX_OPEN_REQUESTS = 1000
+# Client request ids remembered as used in one run (for the finding "used before"), at most.
+USED_IDS_KEPT = 4096
 
 
 # Parsed messages a transcript keeps: the newest entries' (what the live relay and the checks read),
@@ -192,6 +194,8 @@ class Transcript:
     # Open client requests by JSON-RPC id (keyed by `_id_key`, so 1 and "1" differ), oldest first;
     # each lives until its response, even past its entry's being let go.
     _open_client: dict[Hashable, Entry] = field(default_factory=dict, repr=False)
+    # Every client request id of this run (the first USED_IDS_KEPT), keyed alike.
+    _used_ids: set[Hashable] = field(default_factory=set, repr=False)
     # The seqs of the kept entries by direction, and each response's seq by its request's.
     _by_direction: dict[str, list[int]] = field(
         default_factory=lambda: {"client": [], "server": [], "relay": [], "to_app": [], "from_app": []},
@@ -331,7 +335,10 @@ class Transcript:
         if by is not None:
             self._made_by[entry.seq] = by
         if entry.is_request:
-            self._open_client[_id_key(message["id"])] = entry
+            key = _id_key(message["id"])
+            self._open_client[key] = entry
+            if len(self._used_ids) < USED_IDS_KEPT:
+                self._used_ids.add(key)
             if len(self._open_client) > MAX_OPEN_REQUESTS:
                 del self._open_client[next(iter(self._open_client))]
         return entry
@@ -377,6 +384,14 @@ class Transcript:
             version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
             if isinstance(version, str):
                 self.revision = version
+
+    def open_request(self, request_id: Any) -> Entry | None:
+        """The client request with this id that still waits for its response, if one does."""
+        return self._open_client.get(_id_key(request_id))
+
+    def used_request_id(self, request_id: Any) -> bool:
+        """Whether a client request of this run (of this MCP session) had this id already."""
+        return _id_key(request_id) in self._used_ids
 
     def unanswered(self) -> list[Entry]:
         """Client requests that have had no response yet, oldest first."""

@@ -126,3 +126,31 @@ def test_a_client_declaring_mcp_apps_is_not_flagged_in_any_revision() -> None:
         message = messages.initialize(1, revision, client_info={"name": "c", "version": "1"})
         message["params"]["capabilities"] = {"extensions": apps}
         assert client_findings(message, Transcript("demo-orders")) == [], revision
+
+
+def test_an_id_in_use_is_pointed_out_as_the_revision_reads_it() -> None:
+    """A request whose id one still waiting has, in any revision; one used before in the session, in
+    the handshake revisions only (2026-07-28's stateless requests may use an id again once answered)."""
+    t = negotiated("2025-11-25")  # id 1: initialize, answered
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/list"}
+    assert not client_findings(call, t)
+    t.add_client(json.dumps(call), call)
+    [waiting] = client_findings({**call, "method": "ping"}, t)
+    assert waiting["level"] == "warning" and "id 5 (tools/list) still waits for its reply" in waiting["text"]
+    assert waiting["ref"] == "spec 2025-11-25, basic §Requests"
+    [again] = client_findings({"jsonrpc": "2.0", "id": 1, "method": "ping"}, t)
+    assert "Id 1 was used by an earlier request of this session" in again["text"]
+    assert not client_findings({"jsonrpc": "2.0", "id": "1", "method": "ping"}, t)  # "1" is another id
+    stateless = Transcript("demo-modern")
+    meta = {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    }
+    listing = {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": meta}
+    stateless.add_client(json.dumps(listing), listing)
+    [in_flight] = client_findings(listing, stateless)
+    assert "still waits for its reply" in in_flight["text"] and in_flight["ref"].startswith("spec 2026-07-28")
+    stateless.add_server("r", {"jsonrpc": "2.0", "id": 9, "result": {"tools": []}})
+    assert not client_findings(listing, stateless)  # answered: 2026-07-28 allows it again
