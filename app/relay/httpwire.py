@@ -35,6 +35,9 @@ GATES_KEPT = 10_000
 FINAL = None  # the end of one request's events
 # Server messages one SSE response holds for a client that is not reading them (see Waiter).
 SSE_KEPT = 64
+# The _meta key of a 2026-07-28 notification that names the subscriptions/listen request it is for.
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+LISTEN = "subscriptions/listen"
 
 
 class Door:
@@ -81,6 +84,7 @@ class Waiter:
     response stream is over (`close`: the client went away), nothing more is kept for it."""
 
     sse: bool
+    method: str | None = None
     client_id: Any = None  # the request's id as its client sent it
     id: Any = None  # ... and as the server got it (another on a shared instance, when that was in use)
     token: Any = None  # its progressToken as the server got it, if it carried one
@@ -88,6 +92,7 @@ class Waiter:
     events: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     response: str | None = None
     gone: bool = False
+    on_close: Callable[[Waiter], None] | None = None  # told once its response stream is over
     _taken: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def next_event(self) -> str | None:
@@ -104,23 +109,31 @@ class Waiter:
             self.events.put_nowait(line)
 
     def close(self) -> None:
+        if self.gone:
+            return
         self.gone = True
         while not self.events.empty():
             self.events.get_nowait()
         self._taken.set()
+        if self.on_close is not None:
+            self.on_close(self)
+
+    def finish(self, line: str | None) -> None:
+        """Its response (None: none will come), and the end of its events."""
+        if line is not None:
+            self.response = line
+            self.events.put_nowait(line)
+        self.events.put_nowait(FINAL)
 
 
 class HttpListener(Door):
-    def __init__(
-        self, session: RelaySession, endpoint_id: str, limits: WireLimits, shared: bool = False
-    ) -> None:
+    """One MCP session of an endpoint (a handshake revision's), as its client's requests come."""
+
+    shared = False  # see SharedListener (app/relay/stateless.py)
+
+    def __init__(self, session: RelaySession, endpoint_id: str, limits: WireLimits) -> None:
         self.session = session
         self.endpoint_id = endpoint_id
-        # The endpoint's one instance for 2026-07-28 requests, which every client of the endpoint shares:
-        # each client numbers its own requests (from 0 or 1), so an id or a progressToken already in use
-        # by a waiting request is given another on the way to the server, and its own on the way back.
-        self.shared = shared
-        self._fresh = 0
         self.limits = limits
         self.limiter = RateLimiter(limits.messages_per_window, RATE_WINDOW_S)
         self.pace = session.client_pace  # the session's, which its replays and traffic pages share
@@ -156,44 +169,53 @@ class HttpListener(Door):
 
     def waiting_for(self, request_id: Any) -> bool:
         """Whether a request with this id waits for its response (another would take its answer)."""
-        return _key(request_id) in self._waiting
+        return key_of(request_id) in self._waiting
 
     async def request(self, frame: Frame, sse: bool) -> Waiter:
         """Send a request; its Waiter gets the response (and, with SSE, what comes meanwhile)."""
         message = frame.message
         token = _progress_token(message)
-        waiter = Waiter(sse, client_id=message["id"], id=message["id"], token=token, client_token=token)
-        if self.shared:
-            frame = self._unshared(frame, waiter)
-        self._waiting[_key(waiter.id)] = waiter
-        self.session.listener_changed()
+        waiter = Waiter(sse, message.get("method"), client_id=message["id"], id=message["id"], token=token,
+                        client_token=token)  # fmt: skip
+        await self._admit(waiter)
         try:
+            frame = self._as_sent(frame, waiter)
+            self._waiting[key_of(waiter.id)] = waiter
+            waiter.on_close = self._closed
+            self.session.listener_changed()
             await self.session.send(frame)
         except BaseException:
-            self._waiting.pop(_key(waiter.id), None)
+            self._waiting.pop(key_of(waiter.id), None)
+            self._done(waiter)
             raise
         return waiter
 
-    def _unshared(self, frame: Frame, waiter: Waiter) -> Frame:
-        """The request with an id, and a progressToken, that no waiting request of another client has."""
-        tokens = {_key(other.token) for other in self._waiting.values() if other.token is not None}
-        if not self.waiting_for(waiter.id) and (waiter.token is None or _key(waiter.token) not in tokens):
-            return frame
-        message = dict(frame.message)
-        if self.waiting_for(waiter.id):
-            waiter.id = message["id"] = self._fresh_value(lambda value: self.waiting_for(value))
-        if waiter.token is not None and _key(waiter.token) in tokens:
-            waiter.token = self._fresh_value(lambda value: _key(value) in tokens)
-            params = message["params"] = dict(message["params"])
-            params["_meta"] = {**params["_meta"], "progressToken": waiter.token}
-        return Frame(message, to_line(message), frame.items)
+    async def send_other(self, frame: Frame) -> FrameError | None:
+        """A notification, or a response to the server's own request; why not, if it may not go."""
+        await self.session.send(frame)
+        return None
 
-    def _fresh_value(self, taken: Callable[[Any], bool]) -> str:
-        while True:
-            self._fresh += 1
-            value = f"relay-{self._fresh}"
-            if not taken(value):
-                return value
+    # Hooks for a listener whose instance several clients share (SharedListener).
+
+    async def _admit(self, waiter: Waiter) -> None:
+        """Wait until the request may go to the server."""
+
+    def _as_sent(self, frame: Frame, waiter: Waiter) -> Frame:
+        """The request as the server gets it (`waiter.id` and `waiter.token` as in it)."""
+        return frame
+
+    def _done(self, waiter: Waiter) -> None:
+        """The request has its answer, or will have none."""
+
+    def _closed(self, waiter: Waiter) -> None:
+        """Its client stopped listening before the answer came. The request goes on: a handshake
+        revision's client cancels with notifications/cancelled, not by leaving (2025-11-25 transports:
+        a disconnection is not a cancellation)."""
+
+    def _meanwhile(self, entry: Entry) -> Waiter | None:
+        """The request a server message that answers none belongs with: the newest that streams."""
+        streaming = [waiter for waiter in self._waiting.values() if waiter.sse and not waiter.gone]
+        return streaming[-1] if streaming else None
 
     async def stream(self) -> str | None:
         """The next message for the GET stream; None once the session has ended."""
@@ -218,29 +240,46 @@ class HttpListener(Door):
 
     async def on_server_entry(self, entry: Entry) -> None:
         if entry.is_response:
-            waiter = self._waiting.pop(_key(entry.message.get("id")), None)
+            waiter = self._waiting.pop(key_of(entry.message.get("id")), None)
             if waiter is not None:
+                self._done(waiter)
                 if not waiter.gone:  # else its stream has ended: only the transcript keeps it
                     line = entry.line
                     if waiter.id != waiter.client_id:
                         line = to_line({**entry.message, "id": waiter.client_id})
-                    waiter.response = line
-                    waiter.events.put_nowait(line)
-                    waiter.events.put_nowait(FINAL)
+                    waiter.finish(line)
                 return
-        # Progress goes to the request whose token it carries; the server's other requests and
-        # notifications (and lines that are not messages) to the newest request that streams, if any.
-        line, streaming = entry.line, [w for w in self._waiting.values() if w.sse and not w.gone]
+            if self.shared:
+                return  # a request its client gave up on: nobody could be told
+        # Progress goes to the request whose token it carries, a subscription's notification to the
+        # subscriptions/listen request it names; the server's other requests and notifications (and
+        # lines that are not messages) as `_meanwhile` says.
+        line = entry.line
         if (progress := self._progress_of(entry)) is not None:
-            line = entry.line
+            target: Waiter | None = progress
             if progress.token != progress.client_token:
                 params = {**entry.message["params"], "progressToken": progress.client_token}
                 line = to_line({**entry.message, "params": params})
-            streaming = [progress] if progress.sse and not progress.gone else []
-        if streaming:
-            await streaming[-1].put_meanwhile(line)
+        elif (listen := self._listen_of(entry)) is not None:
+            target = listen
+            if listen.id != listen.client_id:
+                params = entry.message["params"]
+                meta = {**params["_meta"], SUBSCRIPTION_ID: listen.client_id}
+                line = to_line({**entry.message, "params": {**params, "_meta": meta}})
+        else:
+            target = self._meanwhile(entry)
+        if target is not None and target.sse and not target.gone:
+            await target.put_meanwhile(line)
         else:
             self._keep_for_stream(line)
+
+    def _listen_of(self, entry: Entry) -> Waiter | None:
+        """The waiting subscriptions/listen request a notification names (2026-07-28)."""
+        params = entry.message.get("params") if isinstance(entry.message, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        named = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        found = self._waiting.get(key_of(named)) if named is not None else None
+        return found if found is not None and found.method == LISTEN else None
 
     def _progress_of(self, entry: Entry) -> Waiter | None:
         """The waiting request a progress notification is about, by its token."""
@@ -251,8 +290,8 @@ class HttpListener(Door):
         token = params.get("progressToken") if isinstance(params, dict) else None
         if token is None:
             return None
-        key = _key(token)
-        return next((waiter for waiter in self._waiting.values() if _key(waiter.token) == key), None)
+        key = key_of(token)
+        return next((waiter for waiter in self._waiting.values() if key_of(waiter.token) == key), None)
 
     def _keep_for_stream(self, line: str) -> None:
         while self._stream and (
@@ -271,25 +310,25 @@ class HttpListener(Door):
 
     async def on_bad_frame(self, error: FrameError, seq: int | None = None) -> None:
         # The relay answers requests the server can no longer answer (it exited).
-        waiter = self._waiting.pop(_key(error.id), None) if error.id is not None else None
+        waiter = self._waiting.pop(key_of(error.id), None) if error.id is not None else None
         if waiter is not None:
-            line = json.dumps({**error.reply(), "id": waiter.client_id}, separators=(",", ":"))
-            waiter.response = line
-            waiter.events.put_nowait(line)
-            waiter.events.put_nowait(FINAL)
+            self._done(waiter)
+            waiter.finish(json.dumps({**error.reply(), "id": waiter.client_id}, separators=(",", ":")))
 
     async def on_ended(self, code: int, reason: str) -> None:
         self.end_reason = reason
         self.ended.set()
         for waiter in self._waiting.values():
-            waiter.events.put_nowait(FINAL)
+            self._done(waiter)
+            waiter.finish(None)
         self._waiting.clear()
         if self.on_gone is not None:
             gone, self.on_gone = self.on_gone, None
             gone()
 
 
-def _key(value: Any) -> str:
+def key_of(value: Any) -> str:
+    """The key a request waits under: equal only for the same JSON value."""
     return json.dumps(value)
 
 

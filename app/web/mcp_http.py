@@ -37,6 +37,7 @@ from app.relay.httptransport import (
 )
 from app.relay.httpwire import FINAL, Gate, HttpListener
 from app.relay.sessions import NORMAL_CLOSURE
+from app.relay.stateless import SharedListener
 from app.relay.wire import WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.web import protected
@@ -152,8 +153,7 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     if (refusal := await _beyond_scopes(request, token, info, result.message)) is not None:
         return refusal, listener, result.message
     if "method" not in result.message or "id" not in result.message:
-        await _send(listener, result)  # a notification, or a response to the server's own request
-        return Response(status_code=202), listener, result.message
+        return await _send(listener, result), listener, result.message
     return await _answer(listener, result, sse), listener, result.message
 
 
@@ -163,11 +163,16 @@ def _gate(state: AppState, endpoint_id: str) -> Gate:
     return state.http_sessions.gate(endpoint_id, lambda: Gate(limits, pace()))
 
 
-async def _send(listener: HttpListener, frame: Any) -> None:
+async def _send(listener: HttpListener, frame: Frame) -> Response:
+    """A notification, or a response to the server's own request: 202, or why it may not go."""
     try:
-        await listener.session.send(frame)
+        refused = await listener.send_other(frame)
     except SandboxError:
-        pass  # the server has gone; the next request learns that the session ended
+        refused = None  # the server has gone; the next request learns that the session ended
+    if refused is not None:
+        listener.session.transcript.add_relay_error(frame.line[:2000], refused.reply())
+        return _jsonrpc_error(400, refused)
+    return Response(status_code=202)
 
 
 async def _open(request: Request, state: AppState, info: EndpointInfo,
@@ -184,7 +189,8 @@ async def _open(request: Request, state: AppState, info: EndpointInfo,
         return _error(exc.status_code, exc.message, {"Retry-After": str(exc.retry_after_s or 60)})
     except SandboxError as exc:
         return _error(exc.status_code, exc.message)
-    listener = HttpListener(session, info.id, WireLimits.from_settings(state.settings), shared)
+    limits = WireLimits.from_settings(state.settings)
+    listener = SharedListener(session, info.id, limits) if shared else HttpListener(session, info.id, limits)
     sessions = state.sessions
 
     def gone() -> None:  # its server exited, or a timer ended it: forget it, free its place
@@ -241,8 +247,7 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
         listener = opened
     # Admitted at the endpoint's gate: the one instance's rate limit and pace are the gate's.
     if "method" not in first.message or "id" not in first.message:
-        await _send(listener, first)
-        return Response(status_code=202), listener
+        return await _send(listener, first), listener
     return await _answer(listener, first, sse), listener
 
 
@@ -255,6 +260,9 @@ async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
         return _jsonrpc_error(400, error)
     try:
         waiter = await listener.request(frame, sse)
+    except TimeoutError:  # a shared instance's turn did not come
+        return _error(503, f"Another request has had this endpoint's instance for {REPLY_LIMIT_S:g} s; try "
+                      "again later.", {"Retry-After": "10"})  # fmt: skip
     except SandboxError as exc:
         return _error(404, f"{exc.message} The MCP session has ended; send initialize to start a new one.")
     if sse:
