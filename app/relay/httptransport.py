@@ -8,6 +8,7 @@ finds the endpoint, admits a session and answers with the app's errors is app/we
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -28,6 +29,8 @@ METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
 # A reply the server has not sent in this long is answered by the relay (the session goes on).
 REPLY_LIMIT_S = 300.0
+# How long a 2026-07-28 answer is waited for before its stream begins (see `answer_status`).
+FIRST_EVENT_S = 1.0
 # An idle SSE stream gets a comment this often, so proxies keep it open.
 KEEPALIVE_S = 15.0
 
@@ -87,6 +90,38 @@ def modern_version(message: dict[str, Any]) -> str | None:
     return version if version in MODERN_PROTOCOL_VERSIONS else None
 
 
+def unsupported_version(request: Request, message: dict[str, Any]) -> str | None:
+    """The version a request asks for when it is a 2026-07-28-era request (its params._meta names a
+    version, or its MCP-Protocol-Version header names one of no handshake revision) of a version
+    this endpoint does not implement; None otherwise."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    named = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+    header = request.headers.get(VERSION_HEADER)
+    asked = named if named is not None else header
+    if asked is None or asked in MODERN_PROTOCOL_VERSIONS:
+        return None
+    if named is None and asked in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None  # a handshake revision's request: the header names the session's version
+    return str(asked)
+
+
+# The JSON-RPC errors a 2026-07-28 answer carries with an HTTP status of their own (2026-07-28
+# basic/transports/streamable-http §Protocol Version Header; basic §Meta).
+ERROR_STATUSES = {-32601: 404, -32021: 400, -32022: 400, -32020: 400}
+
+
+def answer_status(line: str) -> int:
+    """The HTTP status of a 2026-07-28 answer: 200, or the one its error code asks for."""
+    if '"error"' not in line:
+        return 200
+    try:
+        code = json.loads(line)["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return 200
+    return ERROR_STATUSES.get(code, 200) if isinstance(code, int) else 200
+
+
 def header_mismatch(request: Request, message: dict[str, Any], version: str) -> str | None:
     """2026-07-28: MCP-Protocol-Version, Mcp-Method and Mcp-Name must say what the body says."""
     headers = request.headers
@@ -139,6 +174,15 @@ class EventStream(StreamingResponse):
             self.ended()
 
 
-def waiter_events(waiter: Waiter) -> EventStream:
-    """A POST's SSE response: what comes for `waiter` meanwhile, then its response (FINAL is None)."""
-    return EventStream(sse_stream(waiter.next_event, b": still waiting\n\n"), waiter.close)
+def waiter_events(waiter: Waiter, first: str | None = None) -> EventStream:
+    """A POST's SSE response: what comes for `waiter` meanwhile (after `first`, taken already), then
+    its response (FINAL is None)."""
+
+    async def next_event() -> str | None:
+        nonlocal first
+        if first is not None:
+            taken, first = first, None
+            return taken
+        return await waiter.next_event()
+
+    return EventStream(sse_stream(next_event, b": still waiting\n\n"), waiter.close)

@@ -17,21 +17,26 @@ from typing import Any
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from starlette.requests import ClientDisconnect
 
 from app.progress.store import EndpointInfo
-from app.protocol.jsonrpc import INVALID_REQUEST, RATE_LIMITED, Frame, FrameError
+from app.protocol.jsonrpc import INVALID_REQUEST, RATE_LIMITED, UNSUPPORTED_VERSION, Frame, FrameError
 from app.relay.admission import Owner
 from app.relay.httptransport import (
+    FIRST_EVENT_S,
     REPLY_LIMIT_S,
     SESSION_HEADER,
+    VERSION_HEADER,
     EventStream,
+    answer_status,
     header_mismatch,
     modern_version,
     read_in_turn,
     record,
     sse_stream,
+    unsupported_version,
     version_problem,
     waiter_events,
 )
@@ -135,6 +140,12 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
         version = modern_version(first.message)
         if version is not None:
             response, listener = await _stateless(request, state, info, first, version, sse)
+        elif (asked := unsupported_version(request, first.message)) is not None:
+            response, listener = _unsupported(first.message, asked), None
+        elif request.headers.get(VERSION_HEADER) in MODERN_PROTOCOL_VERSIONS:
+            error = FrameError(HEADER_MISMATCH, "header mismatch", f"params._meta names no protocol version, "
+                               f"where {VERSION_HEADER} names one", id=first.message.get("id"))  # fmt: skip
+            response, listener = _jsonrpc_error(400, error), None
         else:
             response, listener = await _initialize(request, state, info, first)
         return response, listener, first.message
@@ -155,6 +166,14 @@ async def _post(request: Request, token: str) -> tuple[Response, HttpListener | 
     if "method" not in result.message or "id" not in result.message:
         return await _send(listener, result), listener, result.message
     return await _answer(listener, result, sse), listener, result.message
+
+
+def _unsupported(message: dict[str, Any], asked: str) -> JSONResponse:
+    """2026-07-28's answer to a version this endpoint does not implement: what it does, to choose from."""
+    supported = [*MODERN_PROTOCOL_VERSIONS, *sorted(HANDSHAKE_PROTOCOL_VERSIONS, reverse=True)]
+    error = {"code": UNSUPPORTED_VERSION, "message": "Unsupported protocol version",
+             "data": {"supported": supported, "requested": asked[:200], "from": "relay"}}  # fmt: skip
+    return JSONResponse({"jsonrpc": "2.0", "id": message.get("id"), "error": error}, status_code=400)
 
 
 def _gate(state: AppState, endpoint_id: str) -> Gate:
@@ -266,7 +285,19 @@ async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
     except SandboxError as exc:
         return _error(404, f"{exc.message} The MCP session has ended; send initialize to start a new one.")
     if sse:
-        return waiter_events(waiter)
+        if not listener.shared:
+            return waiter_events(waiter)
+        # 2026-07-28: some errors have an HTTP status of their own, which a stream begun at 200 could
+        # not have; an answer that comes at once, before anything else, is looked at first.
+        try:
+            first = await asyncio.wait_for(waiter.next_event(), FIRST_EVENT_S)
+        except TimeoutError:
+            return waiter_events(waiter)
+        if first is FINAL:
+            return _error(404, "The MCP session ended before the server answered.")
+        if first == waiter.response and (status := answer_status(first)) != 200:
+            return Response(first, status_code=status, media_type="application/json")
+        return waiter_events(waiter, first)
     try:
         while await asyncio.wait_for(waiter.events.get(), REPLY_LIMIT_S) is not FINAL:
             pass
@@ -275,7 +306,8 @@ async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
         return _error(504, f"The server did not answer in {REPLY_LIMIT_S:g} s; the session goes on.")
     if waiter.response is None:
         return _error(404, "The MCP session ended before the server answered.")
-    return Response(waiter.response, media_type="application/json")
+    status = answer_status(waiter.response) if listener.shared else 200
+    return Response(waiter.response, status_code=status, media_type="application/json")
 
 
 async def mcp_get(request: Request) -> Response:

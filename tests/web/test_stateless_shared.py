@@ -196,3 +196,34 @@ async def test_a_request_whose_turn_does_not_come_is_told_to_try_again(
             waited = await client.post(url, json=quick, headers=head)
             assert waited.status_code == 503 and waited.headers["retry-after"] == "10", waited.text
             assert "Another request has had this endpoint's instance" in waited.text
+
+
+async def test_errors_with_an_http_status_of_their_own_get_it(app: ServedApp) -> None:
+    """2026-07-28 transports §Protocol Version Header: a method the server does not implement is 404
+    with -32601; a version it does not implement is 400 with -32022 and what it does; a version in the
+    header and none in the body is a header mismatch. Answered 200, or as a handshake request ("start
+    with initialize"), a client could not tell, nor fall back as the spec has it."""
+    url = endpoint(app, "demo-orders")["url"]
+    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+        for accept in ("application/json", "application/json, text/event-stream"):
+            unknown = await client.post(
+                url, json=request(3, "no/such"), headers={**headers("no/such"), "Accept": accept}
+            )
+            assert unknown.status_code == 404, (accept, unknown.text)
+            assert unknown.json()["error"]["code"] == -32601 and unknown.json()["id"] == 3
+        listed = await client.post(url, json=request(4, "tools/list"), headers=headers("tools/list"))
+        assert listed.status_code == 200 and listed.headers["content-type"].startswith("text/event-stream")
+        future = {
+            **request(5, "tools/list"),
+            "params": {"_meta": {**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}},
+        }
+        newer = await client.post(
+            url, json=future, headers={**headers("tools/list"), "MCP-Protocol-Version": "2099-01-01"}
+        )
+        assert newer.status_code == 400, newer.text
+        error = newer.json()["error"]
+        assert error["code"] == -32022 and error["data"]["requested"] == "2099-01-01"
+        assert error["data"]["supported"][0] == VERSION and "2025-11-25" in error["data"]["supported"]
+        bare = {"jsonrpc": "2.0", "id": 6, "method": "tools/list"}
+        mismatched = await client.post(url, json=bare, headers=headers("tools/list"))
+        assert mismatched.status_code == 400 and mismatched.json()["error"]["code"] == -32020
