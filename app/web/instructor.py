@@ -337,8 +337,9 @@ def learner_server_file(state: Instructor, request: Request, class_id: str, row:
         "klass": klass, "learner": learner, "row": row, "saved": saved, "name": name,
         "runs": workspace.LANGUAGES.get(language) == name,
         "other": workspace.TS_FILE_NAME if name == workspace.FILE_NAME else workspace.FILE_NAME,
-        "code": code_block(saved.source, "typescript" if name == workspace.TS_FILE_NAME else "python")
-        if saved else None,
+        # As plain text: a lexer's patterns can take quadratic time on a file written for them (64 KiB
+        # of "a." held Pygments' TypeScript lexer, and with it the web process, for two minutes).
+        "code": code_block(saved.source, "text") if saved else None,
         "history": state.progress.server_file_history(learner.learner_id, name=name),
     }  # fmt: skip
     return templates.TemplateResponse(request, "instructor_server_file.html", context)

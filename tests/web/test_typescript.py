@@ -309,3 +309,29 @@ async def test_an_sdk_client_reaches_the_learners_server_ts_through_an_endpoint(
         assert result.server_info.name == "adder-ts"
         call = await client.call_tool("add", {"a": 20, "b": 22})
         assert not call.is_error and call.content[0].text == "42"
+
+
+def test_a_file_written_to_slow_a_highlighter_is_shown_to_the_instructor_as_text(site: InProcessApp) -> None:
+    """From the side of a class member who saves a server.ts of "a." over and over: Pygments'
+    TypeScript lexer takes time quadratic in such a run (64 KiB held the web process two minutes,
+    8 KiB four seconds) when the instructor opens the file. Learners' files are shown as text."""
+    from bs4 import BeautifulSoup
+
+    hostile = "a." * 4000
+    teacher = site.plain_client(headers={"Authorization": f"Bearer {TOKEN}"})
+    with teacher, browser(site, "ts-slower") as student:
+        made = teacher.post("/instructor/classes", data={"name": "Highlighted"})
+        class_page = made.headers["location"]
+        code = (
+            BeautifulSoup(teacher.get(class_page).text, "html.parser")
+            .select_one("[data-join-code]")
+            .get_text()
+        )
+        assert student.post("/join", data={"code": code, "display_name": "Slow"}).status_code == 303
+        assert student.put("/api/workspace/server.ts", content=hostile).status_code == 200
+        link = BeautifulSoup(teacher.get(class_page).text, "html.parser").select_one("a[data-server-file]")[
+            "href"
+        ]
+        shown = BeautifulSoup(teacher.get(link.replace("server.py", "server.ts")).text, "html.parser")
+    block = shown.select_one("pre.code")
+    assert block.get_text().strip() == hostile and block.select("span") == []  # no lexer ran over it
