@@ -13,8 +13,10 @@ response, and no state change from another site.
 - Every HTTP response carries a Content-Security-Policy without inline script or eval, framing
   refused, `nosniff`, no Referer sent onwards (URLs can hold codes), and HSTS when reached over HTTPS.
 - A request body is never held or parsed past its limit: an endpoint URL's is the hard frame cap
-  (PLAYGROUND_MAX_FRAME_BYTES), any other's `SITE_BODY_BYTES`. Past it, 413: at once when
-  Content-Length says so, else as soon as that many bytes have come.
+  (PLAYGROUND_MAX_FRAME_BYTES), an OAuth client route's `OAUTH_BODY_BYTES` (and `OAUTH_BODY_FIELDS`
+  fields), any other's `SITE_BODY_BYTES`. Past it, 413: at once when Content-Length says so, else as
+  soon as that many bytes have come. A query string is at most `QUERY_BYTES` and `QUERY_FIELDS`
+  fields (400 past them), before anything parses it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,14 @@ HSTS = (b"strict-transport-security", b"max-age=31536000")
 # thing a learner sends, a server.py, has its own smaller limit (64 KiB) that answers for itself.
 # Without it, a script could make the web process hold and parse a body of any size.
 SITE_BODY_BYTES = 128 * 1024
+# A query string no page, API or OAuth client comes near (an /authorize request is well under 2 KiB, a
+# dozen fields): parsing thousands of fields (50 KiB of `a&a&...`) held the event loop for seconds.
+QUERY_BYTES = 8 * 1024
+QUERY_FIELDS = 64
+# The OAuth client routes' bodies: a form of a few fields, or a client's metadata (at most 8 KiB: app/web/
+# registration.py), each parsed more than once on its way (the SDK's route, the flow's watches).
+OAUTH_BODY_BYTES = 16 * 1024
+OAUTH_BODY_FIELDS = 64
 
 
 def host_allowed(scope: Scope, names: frozenset[str]) -> bool:
@@ -129,6 +139,11 @@ class GuardMiddleware:
         if wrong_host:
             await _wrong_host(scope, receive, send_with_headers)
             return
+        query = scope.get("query_string", b"")
+        if len(query) > QUERY_BYTES or query.count(b"&") >= QUERY_FIELDS:
+            await _refuse_input(scope, receive, send_with_headers, f"The address's query is over {QUERY_BYTES // 1024} "
+                                f"KiB or {QUERY_FIELDS} fields; nothing here takes one that long.")  # fmt: skip
+            return
         headers = Headers(scope=scope)
         cross_site_ok = scope["path"].startswith(EXEMPT_PREFIXES) or scope["path"] in OAUTH_CLIENT_PATHS
         if scope["method"] in STATE_CHANGING and not cross_site_ok:
@@ -140,31 +155,40 @@ class GuardMiddleware:
         if length.isdigit() and int(length) > limit:
             await _too_large(scope, receive, send_with_headers, limit)
             return
-        await self.app(scope, _limited(receive, limit), send_with_headers)
+        fields = OAUTH_BODY_FIELDS if scope["path"] in OAUTH_CLIENT_PATHS else None
+        await self.app(scope, _limited(receive, limit, fields), send_with_headers)
 
 
 def body_limit(scope: Scope) -> int:
     if scope["path"].startswith(EXEMPT_PREFIXES):
         return int(scope["app"].state.playground.settings.max_frame_bytes)
-    return SITE_BODY_BYTES
+    return OAUTH_BODY_BYTES if scope["path"] in OAUTH_CLIENT_PATHS else SITE_BODY_BYTES
 
 
 def _too_large_message(limit: int) -> str:
     return f"The request's body is over the limit of {limit // 1024} KiB, so nothing of it was read."
 
 
-def _limited(receive: Receive, limit: int) -> Receive:
-    """`receive`, which ends a body that goes past `limit` with a 413, raised as FastAPI's routes and
-    the app's error handler expect (a route that reads the body itself sees it as well)."""
-    seen = 0
+def _limited(receive: Receive, limit: int, fields: int | None = None) -> Receive:
+    """`receive`, which ends a body that goes past `limit` with a 413 (or, given `fields`, a form of
+    more fields than that with a 400), raised as FastAPI's routes and the app's error handler expect
+    (a route that reads the body itself sees it as well)."""
+    seen = separators = 0
 
     async def limited_receive() -> Message:
-        nonlocal seen
+        nonlocal seen, separators
         message = await receive()
         if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
+            body = message.get("body", b"")
+            seen += len(body)
             if seen > limit:
                 raise HTTPException(413, _too_large_message(limit))
+            if fields is not None:
+                separators += body.count(b"&")
+                if separators >= fields:
+                    raise HTTPException(
+                        400, f"The form has more than {fields} fields; an OAuth request has a few."
+                    )
         return message
 
     return limited_receive
@@ -178,6 +202,12 @@ async def _wrong_host(scope: Scope, receive: Receive, send: Send) -> None:
 
     message = "This site does not answer to that name (PLAYGROUND_ALLOWED_HOSTS lists the names it does)."
     await error_response(Request(scope), 421, message)(scope, receive, send)
+
+
+async def _refuse_input(scope: Scope, receive: Receive, send: Send, message: str) -> None:
+    from app.web.errors import error_response
+
+    await error_response(Request(scope), 400, message)(scope, receive, send)
 
 
 async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int) -> None:
