@@ -164,7 +164,10 @@ class EventStream(StreamingResponse):
     until then its session counted as heard, and its server was read at full pace."""
 
     def __init__(self, events: AsyncIterator[bytes], ended: Callable[[], None]) -> None:
-        super().__init__(events, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+        # X-Accel-Buffering: a proxy in front (nginx, and others that read it) passes each event on
+        # at once (2026-07-28 transports: servers SHOULD send it).
+        super().__init__(events, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})  # fmt: skip
         self.ended = ended
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -315,7 +315,9 @@ async def mcp_get(request: Request) -> Response:
     if isinstance(listener, JSONResponse):
         return listener
     refusal = None
-    if "text/event-stream" not in request.headers.get("accept", ""):
+    if (problem := version_problem(request, listener)) is not None:
+        refusal = _error(400, problem)
+    elif "text/event-stream" not in request.headers.get("accept", ""):
         refusal = _error(406, "The GET stream is text/event-stream: say so in Accept.")
     elif listener.stream_open:
         refusal = _error(409, "This session's stream is already open.")
@@ -332,6 +334,10 @@ async def mcp_delete(request: Request) -> Response:
     listener = await _session(request, request.path_params["token"])
     if isinstance(listener, JSONResponse):
         return listener
+    if (problem := version_problem(request, listener)) is not None:
+        refused = _error(400, problem)
+        record(listener, request, refused)
+        return refused
     response = Response(status_code=204)
     record(listener, request, response)
     await end_session(get_state(request), listener, "the client ended the MCP session")

@@ -112,6 +112,7 @@ def test_the_transports_rules(app: ServedApp) -> None:
     assert as_json.headers["content-type"].startswith("application/json") and as_json.json()["id"] == 2
     as_sse = httpx.post(url, json={**ping, "id": 3}, headers=headers, timeout=30)
     assert as_sse.headers["content-type"].startswith("text/event-stream")
+    assert as_sse.headers["x-accel-buffering"] == "no"  # a proxy in front passes each event on at once
     data = [line[6:] for line in as_sse.text.splitlines() if line.startswith("data: ")]
     assert [json.loads(d)["id"] for d in data] == [3]
     wrong_version = httpx.post(url, json={**ping, "id": 4}, headers={**headers, "MCP-Protocol-Version": "2025-03-26"},
@@ -121,6 +122,11 @@ def test_the_transports_rules(app: ServedApp) -> None:
                                                                       "Accept": "application/json"}, timeout=30)  # fmt: skip
     assert right_version.json()["id"] == 5
     assert httpx.get(url, headers={"Mcp-Session-Id": session}, timeout=30).status_code == 406
+    for method in ("GET", "DELETE"):  # the version rule holds for every method of the session
+        wrong = httpx.request(
+            method, url, headers={**headers, "MCP-Protocol-Version": "1999-01-01"}, timeout=30
+        )
+        assert wrong.status_code == 400 and "negotiated" in wrong.text, method
     for method in ("PUT", "PATCH", "OPTIONS", "HEAD"):  # the transport has three methods, and says so
         other = httpx.request(method, url, headers=headers, timeout=30)
         assert other.status_code == 405 and other.headers["allow"] == "POST, GET, DELETE", method
