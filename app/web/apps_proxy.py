@@ -200,7 +200,7 @@ class AppsProxyMiddleware:
             )
         try:
             value = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a few thousand `[` nest past Python's limit
             return PlainTextResponse("csp must be JSON.", status_code=400, headers=_common_headers())
         kept, wasm, _ = declared(value)
         headers = _common_headers()
