@@ -19,7 +19,7 @@ from typing import Any
 
 from app.protocol.jsonrpc import Frame, FrameError, rate_limit_error, readable_id, to_line
 from app.protocol.transcript import Entry
-from app.relay.rates import Pace, Paced
+from app.relay.rates import Pace, Paced, Recent
 from app.relay.session import RelaySession, line_cost
 from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 
@@ -350,6 +350,8 @@ class HttpSessions:
         # a few per endpoint and a bounded number in all.
         self.ended: deque[HttpListener] = deque(maxlen=ENDED_KEPT_IN_ALL)
         self.gates: dict[str, Gate] = {}  # by endpoint, the least recently used first
+        # Endpoints deleted here: a session that was starting for one as it went is ended once started.
+        self._deleted: Recent[str, bool] = Recent(GATES_KEPT)
         self._opening: dict[str, asyncio.Task[Any]] = {}  # stateless instances on their way, by endpoint
 
     def gate(self, endpoint_id: str, make: Callable[[], Gate]) -> Gate:
@@ -406,7 +408,12 @@ class HttpSessions:
     def recently_ended(self, endpoint_id: str) -> list[HttpListener]:
         return [item for item in self.ended if item.endpoint_id == endpoint_id]
 
+    def was_deleted(self, endpoint_id: str) -> bool:
+        return self._deleted.get(endpoint_id) is not None
+
     def forget_endpoint(self, endpoint_id: str) -> None:
+        """The endpoint was deleted: let its gate and its ended sessions go, and remember it."""
+        self._deleted.add(endpoint_id, True)
         self.gates.pop(endpoint_id, None)
         for item in self.recently_ended(endpoint_id):
             self.ended.remove(item)

@@ -218,6 +218,9 @@ async def _open(request: Request, state: AppState, info: EndpointInfo,
 
     listener.on_gone = gone
     sessions.attach(session, listener)
+    if state.http_sessions.was_deleted(info.id):  # deleted while this session started: nobody could end it
+        await end_session(state, listener, "the endpoint was deleted")
+        return _error(404, "No such endpoint: it was deleted as this session started. Make a new one.")
     return listener
 
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import socket
+import threading
 import time
 
 import httpx
@@ -524,3 +525,47 @@ def test_requests_naming_no_session_are_counted_and_paced_per_endpoint(app: Serv
         took = time.monotonic() - began
         assert took >= 1.9, f"4 x 768 KiB read in {took:.2f} s: not paced"
         assert client.post(paced_url, json=init_request(version="2025-11-25")).status_code == 200
+
+
+@pytest.mark.parametrize("first", ["initialize", "stateless"])
+async def test_a_session_starting_as_its_endpoint_is_deleted_does_not_outlive_it(
+    app: ServedApp, first: str
+) -> None:
+    """From the side of a learner who makes an endpoint, sends its first request and deletes it at
+    once, in a loop: the session starting meanwhile was kept after the delete had ended the others,
+    reachable by nobody and holding the owner's place until the idle timer (10 minutes)."""
+    with app.client() as page:
+        page.get("/")
+        made = page.post("/api/endpoints", json={"server": "demo-orders"}).json()
+        before = live_sessions(app)
+        sessions = app.state.sessions
+        opening, proceed = threading.Event(), threading.Event()  # the app runs on a loop of its own
+        real_open = sessions.open
+
+        async def held_open(server, owner):  # noqa: ANN001, ANN202 - the real open, held at its end
+            opened = await real_open(server, owner)
+            opening.set()
+            await asyncio.to_thread(proceed.wait, DEADLINE_S)
+            return opened
+
+        sessions.open = held_open
+        try:
+            if first == "initialize":
+                body, headers = init_request(version="2025-11-25"), ACCEPT
+            else:
+                meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {}}  # fmt: skip
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+                headers = {**ACCEPT, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+            async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+                asked = asyncio.create_task(client.post(made["url"], json=body, headers=headers))
+                assert await asyncio.to_thread(opening.wait, DEADLINE_S)
+                deleted = await asyncio.to_thread(page.delete, f"/api/endpoints/{made['id']}")
+                assert deleted.status_code == 200
+                proceed.set()
+                answer = await asyncio.wait_for(asked, DEADLINE_S)
+        finally:
+            sessions.open = real_open
+    assert answer.status_code == 404, answer.text
+    assert await wait_until_async(lambda: live_sessions(app) == before, DEADLINE_S), "the session ended"
+    assert app.state.http_sessions.of_endpoint(made["id"]) == []
