@@ -187,19 +187,23 @@ def test_an_exercise_the_typescript_sdk_cannot_take_says_why(
     )
 
 
+def joined(teacher: httpx.Client, student: httpx.Client, class_name: str, display_name: str) -> str:
+    """A class the teacher makes and the student joins: its page's path."""
+    from bs4 import BeautifulSoup
+
+    class_page = teacher.post("/instructor/classes", data={"name": class_name}).headers["location"]
+    page = BeautifulSoup(teacher.get(class_page).text, "html.parser")
+    code = page.select_one("[data-join-code]").get_text()
+    assert student.post("/join", data={"code": code, "display_name": display_name}).status_code == 303
+    return class_page
+
+
 def test_the_instructor_sees_which_file_runs(site: InProcessApp) -> None:
     from bs4 import BeautifulSoup
 
     teacher = site.plain_client(headers={"Authorization": f"Bearer {TOKEN}"})
     with teacher, browser(site, "ts-student") as student:
-        made = teacher.post("/instructor/classes", data={"name": "TypeScripters"})
-        class_page = made.headers["location"]
-        code = (
-            BeautifulSoup(teacher.get(class_page).text, "html.parser")
-            .select_one("[data-join-code]")
-            .get_text()
-        )
-        assert student.post("/join", data={"code": code, "display_name": "Linus"}).status_code == 303
+        class_page = joined(teacher, student, "TypeScripters", "Linus")
         student.put("/api/workspace/settings", json={"language": "typescript"})
         student.put("/api/workspace/server.ts", content=ADDER)
         link = BeautifulSoup(teacher.get(class_page).text, "html.parser").select_one("a[data-server-file]")[
@@ -320,14 +324,7 @@ def test_a_file_written_to_slow_a_highlighter_is_shown_to_the_instructor_as_text
     hostile = "a." * 4000
     teacher = site.plain_client(headers={"Authorization": f"Bearer {TOKEN}"})
     with teacher, browser(site, "ts-slower") as student:
-        made = teacher.post("/instructor/classes", data={"name": "Highlighted"})
-        class_page = made.headers["location"]
-        code = (
-            BeautifulSoup(teacher.get(class_page).text, "html.parser")
-            .select_one("[data-join-code]")
-            .get_text()
-        )
-        assert student.post("/join", data={"code": code, "display_name": "Slow"}).status_code == 303
+        class_page = joined(teacher, student, "Highlighted", "Slow")
         assert student.put("/api/workspace/server.ts", content=hostile).status_code == 200
         link = BeautifulSoup(teacher.get(class_page).text, "html.parser").select_one("a[data-server-file]")[
             "href"
