@@ -35,16 +35,16 @@ SECRET_PATHS = re.compile(r"(/resume/|/join/|/sessions/|/mcp/|/oauth/consent/)[^
 SECRET_QUERY = re.compile(r"([?&](?:session|code|token|resource)=)[^&\s\"]+")
 
 
-# A logged path keeps this much of its query: a query of 8 KiB on every request of one address at its
-# pace wrote 1.6 MB of log a second.
-LOGGED_QUERY = 200
+# A logged path keeps this much of its query once its secrets are out: an /authorize request's is about
+# 300 characters, and a query of 8 KiB on every request of one address at its pace wrote 1.6 MB of log a
+# second.
+LOGGED_QUERY = 512
 
 
 def redact(text: str) -> str:
+    text = SECRET_QUERY.sub(r"\1…", SECRET_PATHS.sub(r"\1…", text))
     path, mark, query = text.partition("?")
-    if len(query) > LOGGED_QUERY:
-        text = f"{path}{mark}{query[:LOGGED_QUERY]}…"
-    return SECRET_QUERY.sub(r"\1…", SECRET_PATHS.sub(r"\1…", text))
+    return f"{path}{mark}{query[:LOGGED_QUERY]}…" if len(query) > LOGGED_QUERY else text
 
 
 class RedactSecrets(logging.Filter):
