@@ -6,6 +6,7 @@ refusal is checked from the attacker's side."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -40,6 +41,7 @@ from tests.support.oauthflow import (
     token_request,
 )
 
+ADDRESSES = itertools.count(1)  # each SDK client's own (sdk_client)
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                          "clientInfo": {"name": "attacker", "version": "1"}}}  # fmt: skip
@@ -62,14 +64,18 @@ def app(tmp_path_factory: pytest.TempPathFactory, authority: tuple[Path, Path]) 
 async def sdk_client(endpoint: dict, owner: Owner, storage: Memory, name: str,
                      **options: Any) -> AsyncIterator[ClientSession]:  # fmt: skip
     """The Python SDK's client on the endpoint, authorizing as it needs to: `owner` answers its
-    consent pages, `storage` keeps its tokens; `options` go to OAuthClientProvider."""
+    consent pages, `storage` keeps its tokens; `options` go to OAuthClientProvider. Each comes from an
+    address of its own: a registration shows in an endpoint's flow only when its address read that
+    endpoint's metadata alone, and other tests' clients read others' from loopback."""
     auth = OAuthClientProvider(
         endpoint["url"],
         OAuthClientMetadata(client_name=name, redirect_uris=[REDIRECT]),  # type: ignore[list-item]
         storage, owner.redirect_handler, owner.callback_handler, **options,
     )  # fmt: skip
     async with (
-        httpx2.AsyncClient(auth=auth, timeout=30) as http,
+        httpx2.AsyncClient(
+            auth=auth, timeout=30, headers={"X-Forwarded-For": f"10.79.0.{next(ADDRESSES)}"}
+        ) as http,
         streamable_http_client(endpoint["url"], http_client=http) as (read, write),
         ClientSession(read, write) as client,
     ):
