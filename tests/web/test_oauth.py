@@ -72,10 +72,11 @@ async def sdk_client(endpoint: dict, owner: Owner, storage: Memory, name: str,
         OAuthClientMetadata(client_name=name, redirect_uris=[REDIRECT]),  # type: ignore[list-item]
         storage, owner.redirect_handler, owner.callback_handler, **options,
     )  # fmt: skip
+    # Its own loopback address, at the socket: the requests of the SDK's authorization flow are made by
+    # the flow, without the client's headers.
+    transport = httpx2.AsyncHTTPTransport(local_address=f"127.0.79.{next(ADDRESSES)}")
     async with (
-        httpx2.AsyncClient(
-            auth=auth, timeout=30, headers={"X-Forwarded-For": f"10.79.0.{next(ADDRESSES)}"}
-        ) as http,
+        httpx2.AsyncClient(auth=auth, timeout=30, transport=transport) as http,
         streamable_http_client(endpoint["url"], http_client=http) as (read, write),
         ClientSession(read, write) as client,
     ):
