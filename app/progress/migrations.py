@@ -245,6 +245,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 18: which of a learner's sign-ins still hold: a new resume code ends those made before it.
     ("ALTER TABLE learners ADD COLUMN sign_in_generation INTEGER NOT NULL DEFAULT 0",),
+    # 19: an endpoint's grants by kind, counted as each new one comes (OAUTH_GRANTS_KEPT).
+    ("CREATE INDEX oauth_grants_endpoint ON oauth_grants (endpoint_id, kind, expires_at)",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -13,6 +13,7 @@ from app.progress.store import (
     OAUTH_CLIENT_IDLE_S,
     OAUTH_CLIENT_UNUSED_S,
     OAUTH_EVENTS_KEPT,
+    OAUTH_GRANTS_KEPT,
     OAUTH_KINDS,
     OAuthGrant,
     ProgressError,
@@ -64,6 +65,8 @@ class SQLOAuth(SQLDatabase):
             # Expired grants go as new ones come: the table holds only what may still be used.
             self._exec(db, "DELETE FROM oauth_grants WHERE expires_at < ?", (now,))
             self._exec(db, "UPDATE oauth_clients SET used_at = ? WHERE client_id = ?", (now, grant.client_id))
+            if grant.endpoint_id is not None:
+                self._keep_room(db, grant.endpoint_id, grant.kind)
             self._exec(
                 db,
                 f"INSERT INTO oauth_grants ({self._GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
@@ -76,6 +79,21 @@ class SQLOAuth(SQLDatabase):
                     grant.expires_at,
                 ),
             )
+
+    def _keep_room(self, db: Any, endpoint_id: str, kind: str) -> None:
+        """Make room for one more of the endpoint's grants of this kind: used ones go first (they are
+        kept only to tell whose a refused secret was), then the soonest to expire."""
+        (count,) = self._exec(
+            db, "SELECT COUNT(*) FROM oauth_grants WHERE endpoint_id = ? AND kind = ?", (endpoint_id, kind)
+        ).fetchone()
+        if count < OAUTH_GRANTS_KEPT:
+            return
+        self._exec(
+            db,
+            "DELETE FROM oauth_grants WHERE key_hash IN (SELECT key_hash FROM oauth_grants "
+            "WHERE endpoint_id = ? AND kind = ? ORDER BY used_at IS NULL, expires_at, key_hash LIMIT ?)",
+            (endpoint_id, kind, count - OAUTH_GRANTS_KEPT + 1),
+        )
 
     def oauth_grant(self, key_hash: str, kind: str) -> OAuthGrant | None:
         with self._read() as db:

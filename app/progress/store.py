@@ -107,6 +107,10 @@ class EndpointInfo:
 OAUTH_KINDS = ("consent", "code", "access", "refresh", "approval")
 # The steps of one endpoint's authorization flows kept for its owner to watch: the newest.
 OAUTH_EVENTS_KEPT = 200
+# Grants of one kind kept for one endpoint: a new one past it lets the used ones go first, then the
+# oldest. A client refreshing in a loop kept every used refresh token for a day (for telling whose a
+# refused one was), ~190 rows a second from one address; a learner's clients hold a few at a time.
+OAUTH_GRANTS_KEPT = 100
 # An endpoint ended or expired this long ago goes, with its flow and grants: nobody can reach it, and
 # anyone may make endpoints (each identity a few at a time).
 ENDPOINT_KEPT_S = 24 * 3600.0
@@ -308,7 +312,9 @@ class ProgressStore(Protocol):
 
     def oauth_client(self, client_id: str) -> str | None: ...
 
-    def add_oauth_grant(self, grant: OAuthGrant) -> None: ...
+    def add_oauth_grant(self, grant: OAuthGrant) -> None:
+        """Keep a grant; the expired go, and those of its endpoint and kind past OAUTH_GRANTS_KEPT."""
+        ...
 
     def oauth_grant(self, key_hash: str, kind: str) -> OAuthGrant | None:
         """The grant, if it exists, has not expired and was not used."""

@@ -23,6 +23,7 @@ from app.progress.store import (
     OAUTH_CLIENT_IDLE_S,
     OAUTH_CLIENT_UNUSED_S,
     OAUTH_EVENTS_KEPT,
+    OAUTH_GRANTS_KEPT,
     OAuthGrant,
     ProgressError,
 )
@@ -568,6 +569,33 @@ def test_an_endpoints_flow_steps_are_kept_in_order_the_newest_only(store) -> Non
     store.add_oauth_grant(OAuthGrant("used", "code", "c", info.id, "{}", time.time() + 60))
     store.use_oauth_grant("used", "code")
     assert store.oauth_grant("used", "code") is None and store.any_oauth_grant("used").endpoint_id == info.id
+
+
+def test_an_endpoints_grants_of_a_kind_are_bounded_the_used_then_the_oldest_going_first(store) -> None:  # noqa: ANN001
+    """A client refreshing in a loop makes a used refresh token each time: they are bounded per
+    endpoint and kind, and a neighbour's grants, or another kind, are not what makes room."""
+    info = store.create_endpoint(ADA, "demo-orders", "hash-bounded", 3600, auth="oauth")
+    other = store.create_endpoint(BOB, "demo-orders", "hash-other", 3600, auth="oauth")
+    now = time.time()
+    store.add_oauth_grant(OAuthGrant("neighbours", "refresh", "c", other.id, "{}", now + 10))
+    store.add_oauth_grant(OAuthGrant("access", "access", "c", info.id, "{}", now + 10))
+    for n in range(OAUTH_GRANTS_KEPT):
+        store.add_oauth_grant(OAuthGrant(f"r{n}", "refresh", "c", info.id, "{}", now + 100 + n))
+    for n in (50, 60):
+        assert store.use_oauth_grant(f"r{n}", "refresh") is not None
+    store.add_oauth_grant(OAuthGrant("next", "refresh", "c", info.id, "{}", now + 1000))
+    assert store.any_oauth_grant("r50") is None and store.any_oauth_grant("r60") is not None  # used first
+    assert store.oauth_grant("r0", "refresh") is not None
+    store.add_oauth_grant(OAuthGrant("next2", "refresh", "c", info.id, "{}", now + 1000))
+    store.add_oauth_grant(OAuthGrant("next3", "refresh", "c", info.id, "{}", now + 1000))
+    assert store.any_oauth_grant("r60") is None and store.any_oauth_grant("r0") is None  # then the oldest
+    assert (
+        store.oauth_grant("r1", "refresh") is not None and store.oauth_grant("next3", "refresh") is not None
+    )
+    assert (
+        store.oauth_grant("neighbours", "refresh") is not None
+        and store.oauth_grant("access", "access") is not None
+    )
 
 
 def test_a_protected_endpoints_tool_scopes_are_kept(store) -> None:  # noqa: ANN001

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from mcp.shared.auth import (
     OAuthClientMetadata,
 )
 
+from app.progress.store import OAUTH_GRANTS_KEPT
 from app.web.learner import COOKIE
+from app.web.state import PROGRESS_DB
 from tests.support.appserver import learner_id_of
 from tests.support.https_server import https_server, make_authority
 from tests.support.inprocess import ServedApp
@@ -574,3 +577,27 @@ def test_a_token_request_for_another_resource_than_its_grant_is_refused(app: Ser
     assert httpx.post(app.base + "/token", data=refresh, timeout=30).status_code == 200  # its own: fine
     refused = [event for event in flow(app, endpoint, owner="targets") if event["step"] == "token_refused"]
     assert [event["detail"]["error"] for event in refused] == ["invalid_target", "invalid_target"]
+
+
+def test_a_client_refreshing_in_a_loop_leaves_a_bounded_number_of_grants(app: ServedApp) -> None:
+    """From the side of a client that refreshes as fast as it may: every used refresh token was kept
+    for a day (3,750 rows in 20 s from one address). The endpoint keeps OAUTH_GRANTS_KEPT of each kind,
+    and the newest pair goes on working."""
+    endpoint, client = protected_endpoint(app, owner="refresher"), register(app)
+    verifier, challenge = pkce()
+    tokens = token_request(
+        app, client, code_for(app, endpoint, client, challenge, owner="refresher"), verifier
+    ).json()
+    with httpx.Client(base_url=app.base, timeout=30) as http:
+        for _ in range(OAUTH_GRANTS_KEPT + 30):
+            refreshed = http.post("/token", data={"grant_type": "refresh_token",
+                                                  "refresh_token": tokens["refresh_token"], **credentials(client)})  # fmt: skip
+            assert refreshed.status_code == 200, refreshed.text
+            tokens = refreshed.json()
+    with contextlib.closing(sqlite3.connect(app.data_dir / PROGRESS_DB)) as db:
+        kinds = dict(db.execute("SELECT kind, COUNT(*) FROM oauth_grants WHERE endpoint_id = ? GROUP BY kind",
+                                (endpoint["id"],)).fetchall())  # fmt: skip
+    assert kinds["refresh"] == OAUTH_GRANTS_KEPT and kinds["access"] <= OAUTH_GRANTS_KEPT, kinds
+    answer = httpx.post(endpoint["url"], json=INITIALIZE, timeout=30,
+                        headers={"Authorization": f"Bearer {tokens['access_token']}"})  # fmt: skip
+    assert answer.status_code == 200, answer.text
