@@ -80,7 +80,7 @@ def create_app(
     app.include_router(protected.router)
     refused = state.metrics.writes_capped.labels("oauth_clients").inc
     app.router.routes.extend(
-        oauth.client_routes(state.progress, settings, refused)
+        oauth.client_routes(state.flows, settings, refused)
     )  # the SDK's, for OAuth clients
     app.include_router(workspace.router)
     app.include_router(runs.router)

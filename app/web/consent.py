@@ -19,7 +19,6 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from mcp.server.auth.provider import construct_redirect_uri
 
 from app.progress.store import EndpointInfo, OAuthGrant
-from app.web import oauth_log
 from app.web.client import is_https, site_url
 from app.web.guard import CONTENT_SECURITY_POLICY
 from app.web.guesses import wrong
@@ -50,7 +49,7 @@ async def _consent(request: Request, consent: str) -> tuple[OAuthGrant, dict[str
     if grant is None:
         return None
     data = json.loads(grant.data)
-    info = await Provider(state.progress).protected_endpoint(data["resource"])
+    info = await Provider(state.flows).protected_endpoint(data["resource"])
     if info is None or info.id != grant.endpoint_id:
         return None
     return grant, data, info
@@ -142,7 +141,7 @@ async def consent_answer(request: Request, consent: str, answer: str = Form(""),
     if await anyio.to_thread.run_sync(state.progress.use_oauth_grant, grant.key_hash, "consent") is None:
         return await consent_page(request, consent)  # answered meanwhile, in another tab
     issuer = site_url(request)
-    await oauth_log.record(state.progress, info.id, "consent", f"POST {CONSENT_PATH}…", 303,
+    await state.flows.record(info.id, "consent", f"POST {CONSENT_PATH}…", 303,
                            answer="allow" if answer == "allow" else "deny", client_id=grant.client_id,
                            redirect_uri=data["redirect_uri"], iss=issuer)  # fmt: skip
     if answer != "allow":
@@ -191,7 +190,7 @@ async def consent_resume(request: Request, consent: str, code: str = Form("")) -
 
 
 async def _client_name(request: Request, client_id: str) -> str | None:
-    info = await Provider(get_state(request).progress).get_client(client_id)
+    info = await Provider(get_state(request).flows).get_client(client_id)
     return info.client_name if info is not None else None
 
 

@@ -43,7 +43,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.config import Settings
-from app.progress.store import EndpointInfo, OAuthGrant, ProgressStore
+from app.progress.store import EndpointInfo, OAuthGrant
 from app.web import oauth_log
 from app.web.client import client_key, site_url
 from app.web.client_documents import ClientDocuments, is_document_url
@@ -128,9 +128,10 @@ def endpoint_token(resource: str) -> str | None:
 class Provider:
     """The SDK's `OAuthAuthorizationServerProvider`, over the progress store."""
 
-    def __init__(self, store: ProgressStore, documents: ClientDocuments | None = None,
+    def __init__(self, flows: oauth_log.FlowLog, documents: ClientDocuments | None = None,
                  new_clients: NewClients | None = None) -> None:  # fmt: skip
-        self.store = store
+        self.flows = flows  # each endpoint's flow, for its owner to watch
+        self.store = flows.store
         self.documents = documents  # clients by metadata document (the routes' provider has them)
         self.new_clients = new_clients  # ... and how many new ones each address may add
 
@@ -173,12 +174,12 @@ class Provider:
         grant = OAuthGrant(secret_hash(consent), "consent", client.client_id, info.id, json.dumps(data),
                            time.time() + CONSENT_LIFETIME_S)  # fmt: skip
         await self._call(self.store.add_oauth_grant, grant)
-        await oauth_log.record(self.store, info.id, "authorize", "GET /authorize", 302, client_id=client.client_id,
-                               client_name=client.client_name, registration=registration_kind(client.client_id),
-                               registered_at=client.client_id_issued_at,
-                               auth_method=client.token_endpoint_auth_method, scopes=scopes,
-                               redirect_uri=str(params.redirect_uri), state=params.state is not None,
-                               code_challenge_method="S256")  # fmt: skip
+        await self.flows.record(info.id, "authorize", "GET /authorize", 302, client_id=client.client_id,
+                                client_name=client.client_name, registration=registration_kind(client.client_id),
+                                registered_at=client.client_id_issued_at,
+                                auth_method=client.token_endpoint_auth_method, scopes=scopes,
+                                redirect_uri=str(params.redirect_uri), state=params.state is not None,
+                                code_challenge_method="S256")  # fmt: skip
         return CONSENT_PATH + consent
 
     async def protected_endpoint(self, resource: str) -> EndpointInfo | None:
@@ -218,10 +219,10 @@ class Provider:
 
     async def _issued(self, grant: OAuthGrant, step: str, tokens: OAuthToken, **detail: Any) -> None:
         assert grant.endpoint_id is not None
-        await oauth_log.record(self.store, grant.endpoint_id, step, "POST /token", 200, client_id=grant.client_id,
-                               scope=tokens.scope, expires_in=tokens.expires_in,
-                               access_token=oauth_log.masked(tokens.access_token),
-                               refresh_token=oauth_log.masked(tokens.refresh_token), **detail)  # fmt: skip
+        await self.flows.record(grant.endpoint_id, step, "POST /token", 200, client_id=grant.client_id,
+                                scope=tokens.scope, expires_in=tokens.expires_in,
+                                access_token=oauth_log.masked(tokens.access_token),
+                                refresh_token=oauth_log.masked(tokens.refresh_token), **detail)  # fmt: skip
 
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str
@@ -285,8 +286,8 @@ class Provider:
         other = json.loads(grant.data)["refresh" if kind == "access" else "access"]
         await self._call(self.store.revoke_oauth_grants, [grant.key_hash, other])
         if grant.endpoint_id is not None:
-            await oauth_log.record(self.store, grant.endpoint_id, "revoke", "POST /revoke", 200, kind=kind,
-                                   presented=oauth_log.masked(token.token))  # fmt: skip
+            await self.flows.record(grant.endpoint_id, "revoke", "POST /revoke", 200, kind=kind,
+                                    presented=oauth_log.masked(token.token))  # fmt: skip
 
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: Any
@@ -297,14 +298,14 @@ class Provider:
 
 
 def client_routes(
-    store: ProgressStore, settings: Settings, refused: Callable[[], None] = lambda: None
+    flows: oauth_log.FlowLog, settings: Settings, refused: Callable[[], None] = lambda: None
 ) -> list[BaseRoute]:
     """The SDK's routes for clients, over our provider. Its metadata route (whose issuer is fixed when
     made) is replaced by ours (the issuer is the site as each client reaches it)."""
     documents = ClientDocuments(settings.client_documents_from_private, settings.client_documents_ca_file,
                                 " ".join(SCOPES))  # fmt: skip
     new_clients = NewClients(settings.client_registrations_per_hour, refused)
-    provider = Provider(store, documents, new_clients)
+    provider = Provider(flows, documents, new_clients)
     routes = create_auth_routes(
         provider,
         issuer_url=AnyHttpUrl("http://localhost"),  # used only by the metadata route left out below
@@ -319,15 +320,15 @@ def client_routes(
         if path == METADATA_PATH:
             continue
         if path == "/token":  # its refusals are steps to watch too; a route is an ASGI app of its own
-            route = Route(path, endpoint=oauth_log.TokenWatch(WithAddress(route), store, secret_hash))
+            route = Route(path, endpoint=oauth_log.TokenWatch(WithAddress(route), flows, secret_hash))
         elif path == "/authorize":
             route = Route(
                 path,
-                endpoint=oauth_log.AuthorizeWatch(WithAddress(route), store, provider.protected_endpoint),
+                endpoint=oauth_log.AuthorizeWatch(WithAddress(route), flows, provider.protected_endpoint),
             )
         elif path == "/register":
             route = Route(
-                path, endpoint=oauth_log.RegistrationWatch(RegistrationGate(route, new_clients), store)
+                path, endpoint=oauth_log.RegistrationWatch(RegistrationGate(route, new_clients), flows)
             )
         elif path == "/revoke":
             route = Route(path, endpoint=PublicRevocation(route))
@@ -371,9 +372,9 @@ async def metadata(request: Request) -> JSONResponse:
     body["issuer"] = site_url(request)  # as the client reached it, with no trailing slash added
     body["authorization_response_iss_parameter_supported"] = True  # RFC 9207
     body["client_id_metadata_document_supported"] = True  # app/web/client_documents.py
-    if (endpoint_id := oauth_log.endpoint_read_by(client_key(request.scope))) is not None:
-        await oauth_log.record(get_state(request).progress, endpoint_id, "server_metadata",
-                               f"GET {METADATA_PATH}", 200)  # fmt: skip
+    flows = get_state(request).flows
+    if (endpoint_id := flows.endpoint_read_by(client_key(request.scope))) is not None:
+        await flows.record(endpoint_id, "server_metadata", f"GET {METADATA_PATH}", 200)
     return JSONResponse(body, headers={"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"})
 
 
@@ -382,7 +383,7 @@ async def metadata(request: Request) -> JSONResponse:
 HAND_CLIENT_PREFIX = "playground-"  # the ids of clients registered in the panel
 
 
-async def register_by_hand(store: ProgressStore, endpoint_id: str, name: str, redirect_uri: str,
+async def register_by_hand(flows: oauth_log.FlowLog, endpoint_id: str, name: str, redirect_uri: str,
                            confidential: bool) -> OAuthClientInformationFull:  # fmt: skip
     """A client the endpoint's owner registers in the panel (the spec's pre-registration): its id, and
     its secret if it has one (shown once: it is kept only inside the client's record)."""
@@ -396,11 +397,11 @@ async def register_by_hand(store: ProgressStore, endpoint_id: str, name: str, re
     )  # fmt: skip
     assert info.client_id is not None
     await anyio.to_thread.run_sync(
-        store.save_oauth_client, info.client_id, info.model_dump_json(), endpoint_id
+        flows.store.save_oauth_client, info.client_id, info.model_dump_json(), endpoint_id
     )
-    await oauth_log.record(store, endpoint_id, "registration", "POST /api/endpoints/…/clients", 201,
-                           client_id=info.client_id, client_name=name, redirect_uri=redirect_uri,
-                           auth_method=info.token_endpoint_auth_method)  # fmt: skip
+    await flows.record(endpoint_id, "registration", "POST /api/endpoints/…/clients", 201,
+                       client_id=info.client_id, client_name=name, redirect_uri=redirect_uri,
+                       auth_method=info.token_endpoint_auth_method)  # fmt: skip
     return info
 
 
@@ -429,12 +430,12 @@ async def create_client(request: Request, endpoint_id: str, body: NewClient) -> 
         return info
     if (problem := redirect_problem(body.redirect_uri)) is not None:
         return JSONResponse(error_body(422, problem), status_code=422)
-    store = get_state(request).progress
-    if await anyio.to_thread.run_sync(store.oauth_clients_of, endpoint_id) >= MAX_HAND_CLIENTS:
+    flows = get_state(request).flows
+    if await anyio.to_thread.run_sync(flows.store.oauth_clients_of, endpoint_id) >= MAX_HAND_CLIENTS:
         message = (f"An endpoint keeps at most {MAX_HAND_CLIENTS} clients registered by hand; one that has "
                    "not been used for a day is let go.")  # fmt: skip
         return JSONResponse(error_body(409, message), status_code=409)
-    client = await register_by_hand(store, endpoint_id, body.client_name.strip(),
+    client = await register_by_hand(flows, endpoint_id, body.client_name.strip(),
                                     body.redirect_uri, body.confidential)  # fmt: skip
     return JSONResponse(client.model_dump(mode="json", exclude_none=True), status_code=201)
 

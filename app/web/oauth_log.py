@@ -26,9 +26,6 @@ from app.web.client import client_key
 log = logging.getLogger(__name__)
 REPEAT_S = 10.0
 LAST_STEPS_KEPT = 10_000  # endpoints whose last step is remembered (this process's, at most)
-_last_step: dict[str, tuple[str, float]] = {}  # endpoint id -> its last step here, and when
-_last_refusal: dict[tuple[str, str], float] = {}  # (endpoint id, a `once_a_while` step) -> when written
-_last_other: dict[str, float] = {}  # endpoint id -> when any other step was written
 AUTHZ = "MCP 2025-11-25 authorization"
 
 # A step's kind: its title, what it means, and where that is defined.
@@ -143,57 +140,74 @@ def client_refused(reason: str) -> None:
         reasons.append(reason[:REASON_CHARS])
 
 
-# Who read which endpoint's Protected Resource Metadata, lately: the authorization server's metadata
-# and a dynamic registration name no endpoint, so each is shown on the endpoint its reader came from
-# (this process only), when that address read one endpoint's only. A class behind one address reads
-# many: a registration shown on the endpoint read last would show one learner's client (its name, its
-# redirect URIs) to another. There, the authorization request shows the client instead.
+# Who read which endpoint's Protected Resource Metadata is remembered this long (FlowLog).
 READER_MEMORY_S = 60.0
-_readers: dict[str, dict[str, float]] = {}  # client address -> {endpoint id: when}
-
-
-def read_resource_metadata(address: str, endpoint_id: str) -> None:
-    now = time.monotonic()
-    reads = {endpoint: at for endpoint, at in _readers.get(address, {}).items() if now - at < READER_MEMORY_S}
-    reads[endpoint_id] = now
-    _remember(_readers, address, dict(list(reads.items())[-2:]))  # two tell "more than one"
-
-
-def endpoint_read_by(address: str) -> str | None:
-    """The endpoint whose metadata this address read within READER_MEMORY_S, if it read one only."""
-    now = time.monotonic()
-    read = [endpoint for endpoint, at in _readers.get(address, {}).items() if now - at < READER_MEMORY_S]
-    return read[0] if len(read) == 1 else None
 
 
 def masked(secret: str | None) -> str | None:
     return None if not secret else secret[:4] + "…"
 
 
-async def record(store: ProgressStore, endpoint_id: str, step: str, request: str, status: int | None,
-                 *, once_a_while: bool = False, **detail: Any) -> None:  # fmt: skip
-    """Add one step to the endpoint's flow (a failure to record is logged, never the request's). A step
-    the same as the endpoint's last, within REPEAT_S, is not written again: a client without a token
-    retrying in a loop (or a visitor hammering the URL) costs no write to the shared store. A step
-    `once_a_while` is written once per REPEAT_S whatever its detail: a refusal anyone with the URL can
-    cause, with a new junk token each time, would otherwise push the owner's real flow out."""
-    data = json.dumps({"step": step, "request": request, "status": status, "detail": detail})
-    now = time.monotonic()
-    last = _last_step.get(endpoint_id)
-    if last is not None and last[0] == data and now - last[1] < REPEAT_S:
-        return
-    if once_a_while:  # again only past REPEAT_S, or once another kind of step has come between
-        written = _last_refusal.get((endpoint_id, step))
-        if written is not None and now - written < REPEAT_S and _last_other.get(endpoint_id, 0.0) < written:
+class FlowLog:
+    """Each endpoint's authorization flow as its owner watches it: the steps, written to the store, and
+    what this process remembers so that repeats, refusals and readers do not flood it (each app its own).
+
+    Who read which endpoint's Protected Resource Metadata, lately: the authorization server's metadata
+    and a dynamic registration name no endpoint, so each is shown on the endpoint its reader came from
+    (this process only), when that address read one endpoint's only. A class behind one address reads
+    many: a registration shown on the endpoint read last would show one learner's client (its name, its
+    redirect URIs) to another. There, the authorization request shows the client instead."""
+
+    def __init__(self, store: ProgressStore) -> None:
+        self.store = store
+        self._last_step: dict[str, tuple[str, float]] = {}  # endpoint id -> its last step here, and when
+        self._last_refusal: dict[tuple[str, str], float] = {}  # (endpoint id, `once_a_while` step) -> when
+        self._last_other: dict[str, float] = {}  # endpoint id -> when any other step was written
+        self._readers: dict[str, dict[str, float]] = {}  # client address -> {endpoint id: when}
+
+    async def record(self, endpoint_id: str, step: str, request: str, status: int | None,
+                     *, once_a_while: bool = False, **detail: Any) -> None:  # fmt: skip
+        """Add one step to the endpoint's flow (a failure to record is logged, never the request's). A
+        step the same as the endpoint's last, within REPEAT_S, is not written again: a client without a
+        token retrying in a loop (or a visitor hammering the URL) costs no write to the shared store. A
+        step `once_a_while` is written once per REPEAT_S whatever its detail: a refusal anyone with the
+        URL can cause, with a new junk token each time, would otherwise push the owner's real flow out."""
+        data = json.dumps({"step": step, "request": request, "status": status, "detail": detail})
+        now = time.monotonic()
+        last = self._last_step.get(endpoint_id)
+        if last is not None and last[0] == data and now - last[1] < REPEAT_S:
             return
-        _remember(_last_refusal, (endpoint_id, step), now)
-    else:
-        _remember(_last_other, endpoint_id, now)
-    _remember(_last_step, endpoint_id, (data, now))
-    try:
-        await anyio.to_thread.run_sync(store.add_oauth_event, endpoint_id, data)
-    except Exception:
-        log.exception("could not record an authorization step of endpoint %s", endpoint_id)
+        if once_a_while:  # again only past REPEAT_S, or once another kind of step has come between
+            written = self._last_refusal.get((endpoint_id, step))
+            if (
+                written is not None
+                and now - written < REPEAT_S
+                and self._last_other.get(endpoint_id, 0.0) < written
+            ):
+                return
+            _remember(self._last_refusal, (endpoint_id, step), now)
+        else:
+            _remember(self._last_other, endpoint_id, now)
+        _remember(self._last_step, endpoint_id, (data, now))
+        try:
+            await anyio.to_thread.run_sync(self.store.add_oauth_event, endpoint_id, data)
+        except Exception:
+            log.exception("could not record an authorization step of endpoint %s", endpoint_id)
+
+    def read_resource_metadata(self, address: str, endpoint_id: str) -> None:
+        now = time.monotonic()
+        reads = {endpoint: at for endpoint, at in self._readers.get(address, {}).items()
+                 if now - at < READER_MEMORY_S}  # fmt: skip
+        reads[endpoint_id] = now
+        _remember(self._readers, address, dict(list(reads.items())[-2:]))  # two tell "more than one"
+
+    def endpoint_read_by(self, address: str) -> str | None:
+        """The endpoint whose metadata this address read within READER_MEMORY_S, if it read one only."""
+        now = time.monotonic()
+        read = [
+            endpoint for endpoint, at in self._readers.get(address, {}).items() if now - at < READER_MEMORY_S
+        ]
+        return read[0] if len(read) == 1 else None
 
 
 def _remember(table: dict[Any, Any], key: Any, value: Any) -> None:
@@ -284,10 +298,9 @@ class AuthorizeWatch:
     it names as its resource (an accepted one is recorded by the provider), and a client the provider
     could not use is answered with the reason, not the SDK's "not found"."""
 
-    def __init__(self, app: ASGIApp, store: ProgressStore,
-                 endpoint_of: Callable[[str], Awaitable[Any]]) -> None:  # fmt: skip
+    def __init__(self, app: ASGIApp, flows: FlowLog, endpoint_of: Callable[[str], Awaitable[Any]]) -> None:
         self.app = app
-        self.store = store
+        self.flows = flows
         self.endpoint_of = endpoint_of  # a resource URL -> its live protected endpoint (with .id), or None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -330,10 +343,10 @@ class AuthorizeWatch:
         endpoint = await self.endpoint_of(params.get("resource", ""))
         if endpoint is None:
             return
-        await record(self.store, endpoint.id, "authorize_refused", f"{scope['method']} /authorize", answer.status,
-                     client_id=params.get("client_id", "")[:REASON_CHARS] or None,
-                     redirect_uri=params.get("redirect_uri", "")[:REASON_CHARS] or None,
-                     error=error.get("error"), error_description=error.get("error_description"))  # fmt: skip
+        await self.flows.record(endpoint.id, "authorize_refused", f"{scope['method']} /authorize", answer.status,
+                                client_id=params.get("client_id", "")[:REASON_CHARS] or None,
+                                redirect_uri=params.get("redirect_uri", "")[:REASON_CHARS] or None,
+                                error=error.get("error"), error_description=error.get("error_description"))  # fmt: skip
 
 
 async def _token_error(send: Send, error: str, description: str) -> None:
@@ -354,9 +367,10 @@ class TokenWatch:
     refused token request is recorded on the endpoint whose code or refresh token it presented (a
     successful one is recorded by the provider as it issues)."""
 
-    def __init__(self, app: ASGIApp, store: ProgressStore, secret_hash: Any) -> None:
+    def __init__(self, app: ASGIApp, flows: FlowLog, secret_hash: Any) -> None:
         self.app = app
-        self.store = store
+        self.flows = flows
+        self.store = flows.store
         self.secret_hash = secret_hash
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -404,21 +418,21 @@ class TokenWatch:
             error = json.loads(answer)
         except ValueError:
             error = {}
-        await record(self.store, grant.endpoint_id, "token_refused", "POST /token", status,
-                     grant_type=form.get("grant_type"), presented=masked(secret), error=error.get("error"),
-                     error_description=error.get("error_description"))  # fmt: skip
+        await self.flows.record(grant.endpoint_id, "token_refused", "POST /token", status,
+                                grant_type=form.get("grant_type"), presented=masked(secret), error=error.get("error"),
+                                error_description=error.get("error_description"))  # fmt: skip
 
 
 class RegistrationWatch:
     """Around the SDK's `/register` route: dynamic registration names no endpoint, so a client that
     registers is shown on the endpoint whose metadata its address read just before."""
 
-    def __init__(self, app: ASGIApp, store: ProgressStore) -> None:
+    def __init__(self, app: ASGIApp, flows: FlowLog) -> None:
         self.app = app
-        self.store = store
+        self.flows = flows
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        endpoint_id = endpoint_read_by(client_key(scope)) if scope["type"] == "http" else None
+        endpoint_id = self.flows.endpoint_read_by(client_key(scope)) if scope["type"] == "http" else None
         if endpoint_id is None:
             await self.app(scope, receive, send)
             return
@@ -442,6 +456,6 @@ class RegistrationWatch:
         }
         if answer.status != 201:
             detail = {"error": body.get("error"), "error_description": body.get("error_description")}
-        await record(
-            self.store, endpoint_id, "dynamic_registration", "POST /register", answer.status, **detail
+        await self.flows.record(
+            endpoint_id, "dynamic_registration", "POST /register", answer.status, **detail
         )

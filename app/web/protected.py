@@ -60,7 +60,7 @@ async def token_scopes(request: Request, token: str, info: EndpointInfo) -> set[
     if scheme.lower() != "bearer" or not presented.strip():
         message = "This endpoint is protected: send an access token (Authorization: Bearer ...)."
         return await _unauthorized(request, token, info, message, None, None)
-    access = await Provider(get_state(request).progress).load_access_token(presented.strip())
+    access = await Provider(get_state(request).flows).load_access_token(presented.strip())
     # A token opens only the endpoint it was issued for (RFC 8707's audience): another's is unknown here.
     if access is None or access.subject != info.id:
         message = "The access token is not valid for this endpoint."
@@ -72,7 +72,7 @@ async def _unauthorized(request: Request, token: str, info: EndpointInfo, messag
                         presented: str | None) -> JSONResponse:  # fmt: skip
     challenge = _challenge(request, token, error, message if error else None)
     step = "invalid_token" if presented else "challenge"
-    await oauth_log.record(get_state(request).progress, info.id, step, f"{request.method} /mcp/…", 401,
+    await get_state(request).flows.record(info.id, step, f"{request.method} /mcp/…", 401,
                            once_a_while=True, presented=oauth_log.masked(presented),
                            www_authenticate=_masked(challenge, token))  # fmt: skip
     return JSONResponse(error_body(401, message), status_code=401, headers={"WWW-Authenticate": challenge})
@@ -94,7 +94,7 @@ async def insufficient_scope(request: Request, token: str, info: EndpointInfo, s
     )
     challenge = _challenge(request, token, "insufficient_scope", text, " ".join(sorted(scopes | missing)))
     method = message.get("method") if isinstance(message, dict) else None
-    await oauth_log.record(get_state(request).progress, info.id, "insufficient_scope", "POST /mcp/…", 403,
+    await get_state(request).flows.record(info.id, "insufficient_scope", "POST /mcp/…", 403,
                            method=method, had=sorted(scopes), www_authenticate=_masked(challenge, token))  # fmt: skip
     return JSONResponse(error_body(403, text), status_code=403, headers={"WWW-Authenticate": challenge})
 
@@ -102,12 +102,12 @@ async def insufficient_scope(request: Request, token: str, info: EndpointInfo, s
 @router.get(PRM_PREFIX + "/mcp/{token}")
 async def resource_metadata(request: Request, token: str) -> JSONResponse:
     """RFC 9728's metadata of a protected endpoint: which authorization server issues its tokens."""
-    info = await Provider(get_state(request).progress).protected_endpoint(f"/mcp/{token}")
+    info = await Provider(get_state(request).flows).protected_endpoint(f"/mcp/{token}")
     cors = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
     if info is None:
         return JSONResponse(error_body(404, "No such protected endpoint."), status_code=404, headers=cors)
-    oauth_log.read_resource_metadata(client_key(request.scope), info.id)
-    await oauth_log.record(get_state(request).progress, info.id, "resource_metadata",
+    get_state(request).flows.read_resource_metadata(client_key(request.scope), info.id)
+    await get_state(request).flows.record(info.id, "resource_metadata",
                            f"GET {PRM_PREFIX}/mcp/…", 200)  # fmt: skip
     return JSONResponse({
         "resource": f"{site_url(request)}/mcp/{token}",

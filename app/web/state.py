@@ -43,6 +43,7 @@ from app.web.credentials import FailureThrottle
 from app.web.endpoint_cache import EndpointCache
 from app.web.file_checks import FileChecks
 from app.web.learner import SECRET_NAME, Identity
+from app.web.oauth_log import FlowLog
 
 log = logging.getLogger("app")
 
@@ -88,6 +89,7 @@ class AppState:
 
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
+        self.flows = FlowLog(self.progress)  # protected endpoints' authorization flows, as owners watch them
         self.throttle = FailureThrottle(self.settings.failed_attempts_per_address)
         self.saves = KeyedBudget(self.settings.saved_kib_per_hour_per_address * 1024, HOUR_S)
         self.endpoint_starts = KeyedRate(self.settings.new_endpoints_per_hour_per_address, HOUR_S)

@@ -16,7 +16,7 @@ from starlette.types import Message, Receive, Scope, Send
 from app.progress.store import OAuthGrant
 from app.web.learner import COOKIE
 from app.web.oauth import SCOPES, secret_hash
-from app.web.oauth_log import TokenWatch
+from app.web.oauth_log import FlowLog, TokenWatch
 from tests.support.inprocess import InProcessApp
 from tests.support.oauthflow import REDIRECT, pkce
 
@@ -121,6 +121,6 @@ def test_a_refused_token_request_is_in_the_flow_before_its_answer_leaves(app: In
             rows = store.oauth_events(made["id"])
             steps_when_answered.append([json.loads(data)["step"] for _, _, data in rows])
 
-    watch = TokenWatch(token_handler, store, secret_hash)
+    watch = TokenWatch(token_handler, FlowLog(store), secret_hash)
     anyio.run(watch, {"type": "http", "method": "POST", "path": "/token", "headers": []}, receive, send)
     assert steps_when_answered == [["token_refused"]]
