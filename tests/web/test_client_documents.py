@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import functools
 import json
+import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from app.config import Settings
@@ -183,3 +186,53 @@ async def test_a_document_that_trickles_in_is_given_up_on_in_its_time(
     with pytest.raises(DocumentError, match="did not arrive within 1 s"):
         await fetcher(authority).client(url)
     assert time.monotonic() - began < 5
+
+
+async def test_names_that_never_resolve_hold_a_few_threads_not_the_apps(
+    authority,
+    monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+) -> None:
+    """From the side of a client whose document names hosts whose name server never answers: each
+    lookup holds a thread, and the app's other work (pages, queries) runs on the same threads. Ten at
+    once wait in at most LOOKUPS_AT_ONCE threads, each is given up on in its time, and other work
+    goes on meanwhile."""
+    monkeypatch.setattr(client_documents, "TIMEOUT_S", 0.5)
+    answered = threading.Event()
+    inside: list[int] = []
+    now_inside = [0]
+    lock = threading.Lock()
+
+    def never_answers(host: str, *args: object, **kwargs: object) -> list:
+        if not host.endswith(".hostile.example"):
+            return real(host, *args, **kwargs)
+        with lock:
+            now_inside[0] += 1
+            inside.append(now_inside[0])
+        answered.wait(30)  # until the test ends: a name server that never answers
+        with lock:
+            now_inside[0] -= 1
+        raise socket.gaierror("no answer")
+
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", never_answers)
+    documents = fetcher(authority)
+    errors: list[str] = []
+    try:
+
+        async def fetch(n: int) -> None:
+            try:
+                await documents.client(f"https://n{n}.hostile.example/client.json")
+            except DocumentError as exc:
+                errors.append(str(exc))
+
+        async with anyio.create_task_group() as group:
+            for n in range(10):
+                group.start_soon(fetch, n)
+            await anyio.sleep(0)
+            # Another part of the app needs a thread meanwhile, and gets one at once.
+            with anyio.fail_after(2):
+                assert await anyio.to_thread.run_sync(lambda: "served") == "served"
+    finally:
+        answered.set()
+    assert len(errors) == 10 and all("did not arrive within 0.5 s" in error for error in errors), errors
+    assert max(inside) <= client_documents.LOOKUPS_AT_ONCE, inside
