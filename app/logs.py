@@ -35,16 +35,21 @@ SECRET_PATHS = re.compile(r"(/resume/|/join/|/sessions/|/mcp/|/oauth/consent/)[^
 SECRET_QUERY = re.compile(r"([?&](?:session|code|token|resource)=)[^&\s\"]+")
 
 
-# A logged path keeps this much of its query once its secrets are out: an /authorize request's is about
-# 300 characters, and a query of 8 KiB on every request of one address at its pace wrote 1.6 MB of log a
-# second.
+# A logged path keeps this much of itself, and of its query, once its secrets are out: an /authorize
+# request's query is about 300 characters, and a query of 8 KiB (or a path of 60,000 characters, which
+# fits a request head) on every request of one address at its pace wrote megabytes of log a second.
 LOGGED_QUERY = 512
+LOGGED_PATH = 512
 
 
 def redact(text: str) -> str:
     text = SECRET_QUERY.sub(r"\1…", SECRET_PATHS.sub(r"\1…", text))
     path, mark, query = text.partition("?")
-    return f"{path}{mark}{query[:LOGGED_QUERY]}…" if len(query) > LOGGED_QUERY else text
+    if len(path) > LOGGED_PATH:
+        path = path[:LOGGED_PATH] + "…"
+    if len(query) > LOGGED_QUERY:
+        query = query[:LOGGED_QUERY] + "…"
+    return f"{path}{mark}{query}"
 
 
 class RedactSecrets(logging.Filter):

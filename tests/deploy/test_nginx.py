@@ -454,6 +454,17 @@ def test_the_access_log_holds_no_endpoint_token_resume_code_or_join_code(cluster
     assert_no_secrets(cluster)
 
 
+def test_a_long_path_query_or_user_agent_is_cut_in_the_access_log(cluster: Cluster) -> None:
+    """From the side of a visitor sending a request line and a User-Agent of nearly 8 KiB (nginx's
+    limit) on every request: each access line held all of them, whatever the app answered."""
+    with cluster.browser() as browser:
+        answer = browser.get("/static/" + "p" * 4000 + "?q=" + "a" * 3000, headers={"User-Agent": "u" * 7000})
+    line = cluster.nginx.logged(answer.headers["x-request-id"])
+    assert len(line) < 2000, len(line)
+    assert "/static/ppp" in line and "p...?q=aaa" in line and 'a... HTTP/1.1"' in line and '"uuu' in line
+    assert line.rstrip().endswith('u..."')
+
+
 def test_a_protected_endpoints_authorization_goes_through_nginx_and_leaves_no_secret_in_its_log(
     cluster: Cluster,
 ) -> None:

@@ -119,9 +119,10 @@ def test_sigterm_ends_every_server_and_logs_sessions_as_json(tmp_path: Path) -> 
         app.stop()
 
 
-def test_a_long_query_is_cut_in_the_access_log_and_its_secrets_go_first() -> None:
-    """From the side of a visitor sending an 8 KiB query on every request at its pace: each access line
-    held all of it (1.6 MB of log a second from one address, and no rotation in the app)."""
+def test_a_long_query_or_path_is_cut_in_the_access_log_and_its_secrets_go_first() -> None:
+    """From the side of a visitor sending an 8 KiB query, or a 60,000-character path, on every request at
+    its pace: each access line held all of it (1.6 MB, or 12 MB, of log a second from one address, and
+    no rotation in the app)."""
     record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
                                ("10.0.0.1:5", "GET", "/healthz?x=" + "a" * 8000, "1.1", 200), None)  # fmt: skip
     RedactSecrets().filter(record)
@@ -131,3 +132,7 @@ def test_a_long_query_is_cut_in_the_access_log_and_its_secrets_go_first() -> Non
     )
     RedactSecrets().filter(long_secret)
     assert long_secret.getMessage() == "/x?a=1&code=…&b=2"  # redacted whole, not cut in the middle
+    long_path = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+                                  ("10.0.0.1:5", "GET", "/static/" + "p" * 60_000 + "?q=1", "1.1", 404), None)  # fmt: skip
+    RedactSecrets().filter(long_path)  # a 60,000-character path fits a request head
+    assert len(long_path.getMessage()) < 600 and long_path.getMessage().endswith('p…?q=1 HTTP/1.1" 404')
