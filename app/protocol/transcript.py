@@ -27,9 +27,11 @@ Maker = Literal["host", "app"]
 MAX_ENTRIES = 5000
 # The lines a transcript keeps, all together (UTF-8 bytes); the oldest go first. A setting overrides it.
 MAX_BYTES = 2 * 1024 * 1024
-# Client requests still waiting for a reply: a client that never reads its replies cannot grow this.
+# Client requests still waiting for a reply: a client that never reads its replies cannot grow this,
+# in number nor, past the transcript's own bound, in bytes (an open request outlives its entry).
 MAX_OPEN_REQUESTS = 1000
-# Client request ids remembered as used in one run (for the finding "used before"), at most.
+# Client request ids remembered as used in one run (for the finding "used before"), at most; each by its
+# hash, since an id may be a string of a megabyte.
 USED_IDS_KEPT = 4096
 
 
@@ -192,10 +194,11 @@ class Transcript:
     _kinds: list[str | None] = field(default_factory=list, repr=False)
     _source: list[str] = field(default_factory=list, repr=False)
     # Open client requests by JSON-RPC id (keyed by `_id_key`, so 1 and "1" differ), oldest first;
-    # each lives until its response, even past its entry's being let go.
+    # each lives until its response, even past its entry's being let go; their lines' length in all.
     _open_client: dict[Hashable, Entry] = field(default_factory=dict, repr=False)
-    # Every client request id of this run (the first USED_IDS_KEPT), keyed alike.
-    _used_ids: set[Hashable] = field(default_factory=set, repr=False)
+    _open_chars: int = field(default=0, repr=False)
+    # The hashes of every client request id of this run (the first USED_IDS_KEPT), keyed alike.
+    _used_ids: set[int] = field(default_factory=set, repr=False)
     # The seqs of the kept entries by direction, and each response's seq by its request's.
     _by_direction: dict[str, list[int]] = field(
         default_factory=lambda: {"client": [], "server": [], "relay": [], "to_app": [], "from_app": []},
@@ -336,12 +339,23 @@ class Transcript:
             self._made_by[entry.seq] = by
         if entry.is_request:
             key = _id_key(message["id"])
+            self._close_request(key)
             self._open_client[key] = entry
+            self._open_chars += len(line)
             if len(self._used_ids) < USED_IDS_KEPT:
-                self._used_ids.add(key)
-            if len(self._open_client) > MAX_OPEN_REQUESTS:
-                del self._open_client[next(iter(self._open_client))]
+                self._used_ids.add(hash(key))
+            while len(self._open_client) > 1 and (
+                len(self._open_client) > MAX_OPEN_REQUESTS or self._open_chars > self.max_bytes
+            ):
+                self._close_request(next(iter(self._open_client)))
         return entry
+
+    def _close_request(self, key: Hashable) -> Entry | None:
+        """The open request with this key, no longer open (None if none was)."""
+        request = self._open_client.pop(key, None)
+        if request is not None:
+            self._open_chars -= len(request.line)
+        return request
 
     def add_relay_error(self, text: str, reply: dict[str, Any]) -> Entry:
         """A frame the relay refused: it never reached the server; `reply` is what the client got."""
@@ -366,7 +380,7 @@ class Transcript:
     def add_server(self, line: str, message: Any) -> Entry:
         request = None
         if _kind(message) == "response":
-            request = self._open_client.pop(_id_key(message.get("id")), None)
+            request = self._close_request(_id_key(message.get("id")))
         entry = self._add("server", line, message, request=request)
         if request is not None:
             self._learn_revision(request, message)
@@ -391,7 +405,7 @@ class Transcript:
 
     def used_request_id(self, request_id: Any) -> bool:
         """Whether a client request of this run (of this MCP session) had this id already."""
-        return _id_key(request_id) in self._used_ids
+        return hash(_id_key(request_id)) in self._used_ids
 
     def unanswered(self) -> list[Entry]:
         """Client requests that have had no response yet, oldest first."""

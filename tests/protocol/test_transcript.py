@@ -9,7 +9,14 @@ import tracemalloc
 import pytest
 
 from app.protocol.jsonrpc import Frame, parse_client_text, parse_json, to_line
-from app.protocol.transcript import PARSED_KEEP_BYTES, PARSED_KEEP_ENTRIES, Entry, Transcript, parsed_cost
+from app.protocol.transcript import (
+    MAX_BYTES,
+    PARSED_KEEP_BYTES,
+    PARSED_KEEP_ENTRIES,
+    Entry,
+    Transcript,
+    parsed_cost,
+)
 
 
 def request(id_: object, method: str = "ping", **params: object) -> dict:
@@ -263,3 +270,27 @@ def test_the_apps_lane_and_the_hosts_own_requests_are_told_apart() -> None:
     assert entry_frame(lane, t) == {"type": "app", "seq": 2, "at_ms": round(lane.at_ms, 3), "from": "app",
                                     "message": app_init}  # fmt: skip
     assert entry_frame(made, t)["by"] == "host" and "by" not in entry_frame(t.entry(1), t)
+
+
+def test_requests_with_huge_ids_never_answered_hold_no_more_than_the_transcripts_bound() -> None:
+    """From the side of a client sending pings with ids of half a megabyte to a server that never
+    answers: the ids remembered as used, and the open requests, outlived the entries the transcript let
+    go (36 MiB held in 35 s by one session, growing at the client's pace until the session ended)."""
+    t = Transcript("demo-orders")
+    message = {"jsonrpc": "2.0", "id": "x", "method": "ping"}
+    t.add_client(to_line(message), message)  # before the memory is measured: the first entry's costs
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(40):
+            message = {"jsonrpc": "2.0", "id": f"{n:04d}" + "i" * (512 * 1024), "method": "ping"}
+            t.add_client(to_line(message), message)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert t.size_bytes <= MAX_BYTES + 600 * 1024
+    assert held < 3 * MAX_BYTES, f"{held / 2**20:.1f} MiB held"  # its lines, and the newest parsed
+    newest = message["id"]
+    assert t.used_request_id(newest) and t.used_request_id("x") and not t.used_request_id("never")
+    assert t.open_request(newest) is not None and t.open_request("x") is None  # the oldest open went
+    assert sum(len(entry.line) for entry in t.unanswered()) <= MAX_BYTES
