@@ -421,18 +421,26 @@ class Transcript:
         seq = self._responses.get(request.seq)
         return None if seq is None else self._view(seq)
 
-    def _page_seqs(self, after_seq: int, limit: int | None) -> range:
+    def _page_seqs(self, after_seq: int, limit: int | None, max_chars: int | None = None) -> range:
         first = max(after_seq, self.dropped) + 1
-        end = self.last_seq + 1
-        return range(first, end if limit is None else min(end, first + max(limit, 0)))
+        end = self.last_seq + 1 if limit is None else min(self.last_seq + 1, first + max(limit, 0))
+        if max_chars is not None:  # the first entry always, then while the lines fit
+            chars, i = 0, first - 1 - self.dropped
+            for seq in range(first, end):
+                chars += len(self._line[i])
+                i += 1
+                if chars > max_chars and seq > first:
+                    return range(first, seq)
+        return range(first, end)
 
-    def page(self, after_seq: int = 0, limit: int | None = None) -> list[Entry]:
-        """Kept entries numbered above `after_seq`, at most `limit` of them."""
-        return self._views(self._page_seqs(after_seq, limit))
+    def page(self, after_seq: int = 0, limit: int | None = None, max_chars: int | None = None) -> list[Entry]:
+        """Kept entries numbered above `after_seq`, at most `limit` of them, and (`max_chars`) those of
+        them whose lines fit in so many characters, the first one always."""
+        return self._views(self._page_seqs(after_seq, limit, max_chars))
 
-    def page_bytes(self, after_seq: int = 0, limit: int | None = None) -> int:
-        """What sending `page(after_seq, limit)` back costs, in the bytes of its lines."""
-        seqs = self._page_seqs(after_seq, limit)
+    def page_bytes(self, after_seq: int = 0, limit: int | None = None, max_chars: int | None = None) -> int:
+        """What sending `page(after_seq, limit, max_chars)` back costs, in the bytes of its lines."""
+        seqs = self._page_seqs(after_seq, limit, max_chars)
         first, end = seqs.start - 1 - self.dropped, seqs.stop - 1 - self.dropped
         return sum(len(line) for line in self._line[first:end])
 
@@ -442,15 +450,19 @@ class Transcript:
             data["by"] = by
         return data
 
-    def to_json(self, after_seq: int = 0, limit: int | None = None) -> dict[str, Any]:
-        entries = self.page(after_seq, limit)
+    def to_json(
+        self, after_seq: int = 0, limit: int | None = None, max_chars: int | None = None
+    ) -> dict[str, Any]:
+        entries = self.page(after_seq, limit, max_chars)
         more = bool(entries) and entries[-1].seq < self.last_seq
+        with self.reading():
+            listed = [self._entry_json(e) for e in entries]
         return {
             "server": self.server,
             "started_at": self.started_at,
             "revision": self.revision,
             "dropped": self.dropped,
-            "entries": [self._entry_json(e) for e in entries],
+            "entries": listed,
             "next_after": entries[-1].seq if more else None,
         }
 

@@ -28,8 +28,11 @@ async def servers(request: Request) -> list[dict[str, Any]]:
     return [demo.public() for demo in get_state(request).demos.values()]
 
 
-# A transcript export comes in pages: at most this many entries per request (`?limit=` lowers it).
+# A transcript export comes in pages: at most this many entries per request (`?limit=` lowers it), and
+# the entries whose lines fit in PAGE_CHARS (the first always). Each entry's message is parsed to be
+# sent: a page of 2 MiB of lines such as `[[],[],...]` took the web process's core for most of a second.
 TRANSCRIPT_PAGE = 1000
+PAGE_CHARS = 256 * 1024
 
 
 @router.get("/api/sessions/{session_id}/transcript")
@@ -48,8 +51,10 @@ async def transcript(
     if session is None:
         return JSONResponse(error_body(404, "No such session (or it is not yours)."), status_code=404)
     after, limit = max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE)
-    await session.client_turn(session.transcript.page_bytes(after, limit))  # a loop of exports waits
-    body = session.transcript.to_json(after, limit)
+    await session.client_turn(
+        session.transcript.page_bytes(after, limit, PAGE_CHARS)
+    )  # a loop of exports waits
+    body = session.transcript.to_json(after, limit, PAGE_CHARS)
     body.update(session=session.id, status=session.status)
     return JSONResponse(
         body, headers={"Content-Disposition": f'attachment; filename="transcript-{session.id}.json"'}

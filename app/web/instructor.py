@@ -35,7 +35,7 @@ from app.progress.store import (
 from app.relay.session import RelaySession
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.wire import entry_frame
-from app.web.api import TRANSCRIPT_PAGE
+from app.web.api import PAGE_CHARS, TRANSCRIPT_PAGE
 from app.web.client import client_key, is_https, site_url
 from app.web.credentials import retry_words, same_secret
 from app.web.state import AppState, get_state
@@ -385,13 +385,15 @@ def session_frames(state: Instructor, session_id: str, after: int = 0) -> JSONRe
     """The session's entries above `after` as the learner's console frames (the same builder as a
     reconnect's replay), at most a page; `next_after` is where to ask from next time."""
     session = _live_session(state, session_id)
-    entries = session.transcript.page(max(after, 0), TRANSCRIPT_PAGE)
+    transcript = session.transcript
+    entries = transcript.page(max(after, 0), TRANSCRIPT_PAGE, PAGE_CHARS)
+    with transcript.reading():  # a message is parsed once for its frame and its findings
+        frames = [entry_frame(e, transcript) for e in entries]
     return JSONResponse({
         "session": session.id, "server": session.server, "status": session.status,
-        "revision": session.transcript.revision,
-        "frames": [entry_frame(e, session.transcript) for e in entries],
+        "revision": transcript.revision, "frames": frames,
         "next_after": entries[-1].seq if entries else max(after, 0),
-        "more": len(entries) == TRANSCRIPT_PAGE,
+        "more": bool(entries) and entries[-1].seq < transcript.last_seq,
     })  # fmt: skip
 
 
@@ -421,7 +423,7 @@ def session_transcript(state: Instructor, session_id: str, after: int = 0,
                              limit: int = TRANSCRIPT_PAGE) -> JSONResponse:  # fmt: skip
     """Paged like the learner's export: entries above `after`, at most `limit`; see `next_after`."""
     session = _live_session(state, session_id)
-    body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE))
+    body = session.transcript.to_json(max(after, 0), min(max(limit, 1), TRANSCRIPT_PAGE), PAGE_CHARS)
     learner = row_id(state, session.learner) if session.learner else None  # as the pages name learners
     body.update(session=session.id, status=session.status, learner=learner)
     return JSONResponse(body)

@@ -294,3 +294,16 @@ def test_requests_with_huge_ids_never_answered_hold_no_more_than_the_transcripts
     assert t.used_request_id(newest) and t.used_request_id("x") and not t.used_request_id("never")
     assert t.open_request(newest) is not None and t.open_request("x") is None  # the oldest open went
     assert sum(len(entry.line) for entry in t.unanswered()) <= MAX_BYTES
+
+
+def test_a_page_ends_once_its_lines_pass_a_size_and_holds_at_least_one_entry() -> None:
+    t = Transcript("demo-orders")
+    for n in range(10):
+        message = request(n, "ping", pad="p" * 1000)
+        t.add_client(to_line(message), message)
+    first = t.page(0, 100, max_chars=3500)
+    assert [e.message["id"] for e in first] == [0, 1, 2]
+    assert [e.message["id"] for e in t.page(first[-1].seq, 100, max_chars=10)] == [3]  # one, however big
+    exported = t.to_json(0, 100, max_chars=3500)
+    assert len(exported["entries"]) == 3 and exported["next_after"] == first[-1].seq
+    assert t.to_json(0, 100)["next_after"] is None

@@ -16,6 +16,7 @@ import websockets
 from bs4 import BeautifulSoup
 from starlette.testclient import WebSocketDenialResponse
 
+from app.web.api import PAGE_CHARS
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess, learner_id_of
 from tests.support.inprocess import InProcessApp
@@ -303,6 +304,45 @@ async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProc
                 f'data-learner="{exported["learner"]}"'
                 in client.get(f"/instructor/classes/{class_id}/grid").text
             )
+        finally:
+            await console.close()
+
+
+async def test_a_console_of_heavy_messages_comes_to_the_instructor_in_pages_of_bounded_size(
+    app: AppProcess,
+) -> None:
+    """From the side of a learner whose console fills its transcript with lines such as `[[],[],...]`,
+    each parsed to be shown: one request for every frame took the web process's core for most of a
+    second, at every reload. Pages now end past PAGE_CHARS of lines, and following them gets all."""
+    class_id, code = make_class(app, "Heavy")
+    with learner(app, code, "Ira") as ira, instructor(app) as client:
+        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                               additional_headers={"Cookie": f"{COOKIE}={ira.cookies[COOKIE]}"})  # fmt: skip
+        try:
+            session = (await console.recv_type("state"))["session"]
+            await console.send(init_request())
+            await console.recv_type("received")
+            heavy = "[" + ",".join(["[]"] * 4000) + "]"
+            for n in range(30):
+                await console.send_text(
+                    f'{{"jsonrpc": "2.0", "id": {n + 2}, "method": "ping", "params": {{"_meta": {{"x": {heavy}}}}}}}'
+                )
+                await console.recv_type("received")
+            pages, after, more = [], 0, True
+            while more:
+                page = client.get(
+                    f"/api/instructor/sessions/{session}/frames", params={"after": after}
+                ).json()
+                pages.append(page["frames"])
+                after, more = page["next_after"], page["more"]
+            assert len(pages) > 1
+            for frames in pages:
+                lines = [len(frame.get("line") or frame.get("raw") or "") for frame in frames]
+                assert sum(lines[:-1]) <= PAGE_CHARS, lines
+            sent = [frame["message"]["id"] for frames in pages for frame in frames if frame["type"] == "sent"]
+            assert sent == list(range(1, 32))
+            exported = client.get(f"/api/instructor/sessions/{session}/transcript").json()
+            assert exported["next_after"] is not None and len(exported["entries"]) < 62
         finally:
             await console.close()
 
