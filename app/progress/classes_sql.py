@@ -247,6 +247,7 @@ class SQLClasses(SQLDatabase):
             ).fetchone()
             if member is None and klass[0] is not None:
                 return "locked"
+            self._check_name_free(db, class_id, learner_id, name)
             self._touch(db, learner_id, now)
             if member is None and self._members(db, class_id) >= klass[1]:
                 waiting = self._exec(
@@ -275,6 +276,17 @@ class SQLClasses(SQLDatabase):
             if member is None:
                 self._take_seat(db, class_id, learner_id, name)
         return "joined"
+
+    def _check_name_free(self, db: Any, class_id: str, learner_id: str, name: str | None) -> None:
+        """A learner's own name may not be another member's (as seats compare names): the instructor
+        tells members apart by name, and one learner could otherwise show up as a classmate."""
+        if not name:
+            return
+        others = self._exec(db, "SELECT display_name FROM learners WHERE class_id = ? AND id <> ? "
+                                "AND display_name IS NOT NULL", (class_id, learner_id)).fetchall()  # fmt: skip
+        if any(seat_key(row[0]) == seat_key(name) for row in others):
+            raise ValueError(f"Another member of the class is already called “{name}”. Add something your "
+                             "instructor can tell you apart by: a surname, an initial.")  # fmt: skip
 
     def _members(self, db: Any, class_id: str) -> int:
         return int(

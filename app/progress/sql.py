@@ -40,6 +40,10 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
     def set_display_name(self, learner_id: str, name: str | None) -> None:
         name = clean_display_name(name)
         with self._write() as db:
+            member = self._exec(db, "SELECT class_id FROM learners WHERE id = ?", (learner_id,)).fetchone()
+            if member is not None and member[0] is not None:
+                self.lock_class(db, member[0])  # two members taking one name at once: one gets it
+                self._check_name_free(db, member[0], learner_id, name)
             self._touch(db, learner_id, time.time())
             self._exec(db, "UPDATE learners SET display_name = ? WHERE id = ?", (name, learner_id))
 

@@ -194,7 +194,10 @@ class ProgressStore(Protocol):
 
     def close(self) -> None: ...
 
-    def set_display_name(self, learner_id: str, name: str | None) -> None: ...
+    def set_display_name(self, learner_id: str, name: str | None) -> None:
+        """The learner's own name for the instructor; ValueError says why not (another member's, or
+        not a name)."""
+        ...
 
     def record_seen(self, learner_id: str, step_slug: str) -> None: ...
 
@@ -251,7 +254,7 @@ class ProgressStore(Protocol):
         """A member already, or one while the class has fewer members than its expected size:
         "joined"; past it the join waits for the instructor ("pending"), up to MAX_PENDING_JOINS.
         One the instructor turned away is "denied", with any code. Decided for one class at a time
-        across replicas."""
+        across replicas. ValueError: no such class, or the name is another member's."""
         ...
 
     def class_learners(self, class_id: str) -> list[LearnerProgress]: ...

@@ -217,6 +217,27 @@ def test_whom_the_instructor_turns_away_stays_out_whatever_the_code_until_let_in
     assert store.turned_away(klass.id) == []
 
 
+def test_a_member_may_not_take_another_members_name_but_the_instructor_may_give_it(store) -> None:  # noqa: ANN001
+    """From the side of a learner who renames themselves after a classmate: the instructor saw two rows
+    of one name, and any rename of theirs could be undone the same way."""
+    klass = store.create_class("Names")
+    assert store.join_class(ADA, klass.id, "Grace Hopper") == "joined"
+    assert store.join_class(BOB, klass.id, "Bob") == "joined"
+    for taken in ("Grace Hopper", "grace  HOPPER"):
+        with pytest.raises(ValueError, match="Another member of the class is already called"):
+            store.set_display_name(BOB, taken)
+        with pytest.raises(ValueError, match="Another member of the class is already called"):
+            store.join_class(BOB, klass.id, taken)  # joining again under it, too
+        with pytest.raises(ValueError, match="Another member"):
+            store.join_class(CY, klass.id, taken)
+    assert store.learner(BOB).display_name == "Bob" and store.learner(CY).display_name is None
+    store.set_display_name(ADA, "Grace Hopper")  # one's own name again: fine
+    store.set_display_name(BOB, "Grace Hopper B.")
+    other = store.create_class("Another class")
+    assert store.join_class(CY, other.id, "Grace Hopper") == "joined"  # another class's members differ
+    store.rename_learner(BOB, "Grace Hopper")  # the instructor's word goes
+
+
 def test_a_new_resume_code_moves_the_learners_sign_in_generation_on(store) -> None:  # noqa: ANN001
     assert store.sign_in_generation(ADA) == 0  # no row yet
     store.set_display_name(ADA, "Ada")

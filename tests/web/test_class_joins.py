@@ -247,3 +247,23 @@ def test_huge_or_wrong_numbers_in_the_class_forms_answer_400(app: InProcessApp, 
         )
         assert (row.select_one("[data-members]").get_text(), row.select_one("[data-consoles]").get_text()) == (
             "0 of 7", "0 of 9")  # fmt: skip
+
+
+def test_a_learner_cannot_join_as_or_rename_to_a_classmate_and_is_told_why(
+    app: InProcessApp, people: ExitStack
+) -> None:
+    """From the side of a learner who takes a classmate's name, by joining under it or by renaming
+    themselves after joining: the instructor saw two rows of one name."""
+    class_id, code = make_class(app, "Same names", 10)
+    _, grace = join(app, people, code, "Grace Hopper")
+    assert grace.status_code == 303
+    mallory, joined = join(app, people, code, "Mallory")
+    assert joined.status_code == 303
+    renamed = mallory.put("/api/progress/name", json={"display_name": "grace hopper"})
+    assert renamed.status_code == 422 and "Another member of the class is already called" in renamed.text
+    _, again = join(app, people, code, "Grace  Hopper")
+    assert again.status_code == 400
+    error = BeautifulSoup(again.text, "html.parser").get_text(" ", strip=True)
+    assert "Another member of the class is already called “Grace Hopper”" in error
+    assert sorted(members(app, class_id)) == ["Grace Hopper", "Mallory"]
+    assert mallory.put("/api/progress/name", json={"display_name": "Grace Hopper II"}).status_code == 200
