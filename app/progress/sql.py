@@ -171,12 +171,16 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
         now = time.time()
         info = EndpointInfo(secrets.token_urlsafe(9), learner_id, server, now, now + lifetime_s, auth=auth)
         with self._write() as db:
-            # Endpoints gone for a while go as new ones come, with their flows and grants (cascaded).
+            # Endpoints gone for a while go as new ones come; an expired one's flow and grants at once
+            # (nobody can read them: its owner's panel lists live endpoints only).
             self._exec(
                 db,
                 "DELETE FROM endpoints WHERE COALESCE(ended_at, expires_at) < ?",
                 (now - ENDPOINT_KEPT_S,),
             )
+            for table in ("oauth_events", "oauth_grants"):
+                self._exec(db, f"DELETE FROM {table} WHERE endpoint_id IN "
+                               "(SELECT id FROM endpoints WHERE expires_at < ?)", (now,))  # fmt: skip
             self._touch(db, learner_id, now)
             self._exec(
                 db,
@@ -210,6 +214,9 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                 "UPDATE endpoints SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
                 (time.time(), endpoint_id),
             )
+            # Its flow and grants go with it: only its owner read the one, and nobody may use the other.
+            self._exec(db, "DELETE FROM oauth_events WHERE endpoint_id = ?", (endpoint_id,))
+            self._exec(db, "DELETE FROM oauth_grants WHERE endpoint_id = ?", (endpoint_id,))
 
     # --- the learner's workspace: server.py and the files beside it --------------------------------
 

@@ -296,7 +296,10 @@ class ProgressStore(Protocol):
         """The learner's endpoints that have not ended or expired, oldest first."""
         ...
 
-    def end_endpoint(self, endpoint_id: str) -> None: ...
+    def end_endpoint(self, endpoint_id: str) -> None:
+        """It stops working, and its authorization flow and grants go (an expired one's go as the next
+        endpoint is made); the endpoint itself is kept ENDPOINT_KEPT_S."""
+        ...
 
     def set_tool_scopes(self, endpoint_id: str, tool_scopes: str) -> None:
         """Which tools of a protected endpoint need a scope of the owner's choosing (JSON)."""

@@ -131,6 +131,7 @@ STEPS: dict[str, tuple[str, str, str]] = {
 # (`client_refused`): the SDK answers any such client "not found", and `AuthorizeWatch` says why.
 _CLIENT_REFUSED: ContextVar[list[str] | None] = ContextVar("oauth_client_refused", default=None)
 REASON_CHARS = 500
+LISTED_KEPT = 10
 
 
 def client_refused(reason: str) -> None:
@@ -172,6 +173,7 @@ class FlowLog:
         token retrying in a loop (or a visitor hammering the URL) costs no write to the shared store. A
         step `once_a_while` is written once per REPEAT_S whatever its detail: a refusal anyone with the
         URL can cause, with a new junk token each time, would otherwise push the owner's real flow out."""
+        detail = {key: _clipped(value) for key, value in detail.items()}
         data = json.dumps({"step": step, "request": request, "status": status, "detail": detail})
         now = time.monotonic()
         last = self._last_step.get(endpoint_id)
@@ -208,6 +210,17 @@ class FlowLog:
             endpoint for endpoint, at in self._readers.get(address, {}).items() if now - at < READER_MEMORY_S
         ]
         return read[0] if len(read) == 1 else None
+
+
+def _clipped(value: Any) -> Any:
+    """A step's detail as kept: what a client names (its name, redirect URIs, an error's description)
+    is at most REASON_CHARS characters, a list at most LISTED_KEPT items; 200 steps of 8 KiB each, on
+    each of the endpoints one address may make in an hour, would be gigabytes."""
+    if isinstance(value, str):
+        return value if len(value) <= REASON_CHARS else value[:REASON_CHARS] + "…"
+    if isinstance(value, list):
+        return [_clipped(item) for item in value[:LISTED_KEPT]]
+    return value
 
 
 def _remember(table: dict[Any, Any], key: Any, value: Any) -> None:

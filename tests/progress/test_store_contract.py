@@ -504,7 +504,7 @@ def closing_store(store):  # noqa: ANN001, ANN201
     return closing(store)
 
 
-def test_endpoints_gone_for_a_day_go_with_their_flows_and_grants_as_new_ones_are_made(
+def test_an_ended_or_expired_endpoints_flow_and_grants_go_and_the_endpoint_a_day_later(
     store, monkeypatch
 ) -> None:  # noqa: ANN001
     clock = [time.time()]
@@ -516,9 +516,15 @@ def test_endpoints_gone_for_a_day_go_with_their_flows_and_grants_as_new_ones_are
         store.add_oauth_event(info.id, "{}")
         store.add_oauth_grant(OAuthGrant(f"grant-{info.id}", "refresh", "c", info.id, "{}", clock[0] + 1e6))
     store.end_endpoint(ended.id)
+    assert store.oauth_events(ended.id) == [] and store.any_oauth_grant(f"grant-{ended.id}") is None
+    assert store.oauth_events(expired.id)  # not expired yet
     clock[0] += ENDPOINT_KEPT_S - 120  # not yet a day since either went
     store.create_endpoint(CY, "demo-orders", "next", 3600)
-    assert store.endpoint_by_token_hash("ended") is not None and store.oauth_events(ended.id)
+    assert (
+        store.endpoint_by_token_hash("ended") is not None
+        and store.endpoint_by_token_hash("expired") is not None
+    )
+    assert store.oauth_events(expired.id) == [] and store.any_oauth_grant(f"grant-{expired.id}") is None
     clock[0] += 240
     store.create_endpoint(CY, "demo-orders", "later", 3600)
     for gone, token in ((ended, "ended"), (expired, "expired")):

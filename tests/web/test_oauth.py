@@ -601,3 +601,27 @@ def test_a_client_refreshing_in_a_loop_leaves_a_bounded_number_of_grants(app: Se
     answer = httpx.post(endpoint["url"], json=INITIALIZE, timeout=30,
                         headers={"Authorization": f"Bearer {tokens['access_token']}"})  # fmt: skip
     assert answer.status_code == 200, answer.text
+
+
+def test_what_a_client_names_is_kept_short_in_the_flow_and_an_ended_endpoint_keeps_none(
+    app: ServedApp,
+) -> None:
+    """From the side of a client naming itself in kilobytes, on endpoint after endpoint: each step of
+    the flow kept all of it (200 steps an endpoint, 300 endpoints an hour from one address), and an
+    ended endpoint's flow and grants were kept a day, though nobody could read or use them."""
+    endpoint = protected_endpoint(app, owner="verbose")
+    made = httpx.post(app.base + "/register", json={"redirect_uris": [REDIRECT], "client_name": "n" * 6000,
+                                                    "token_endpoint_auth_method": "none"}, timeout=30)  # fmt: skip
+    assert made.status_code == 201, made.text
+    client = made.json()
+    _, challenge = pkce()
+    asked = httpx.get(authorize_url(app, client, endpoint, challenge), timeout=30)
+    assert asked.status_code == 302, asked.text
+    [authorize] = [event for event in flow(app, endpoint, owner="verbose") if event["step"] == "authorize"]
+    assert authorize["detail"]["client_name"] == "n" * 500 + "…"
+    with app.client(cookies={COOKIE: app.learner_cookie("verbose")}) as page:
+        assert page.delete(f"/api/endpoints/{endpoint['id']}").status_code in (200, 204)
+    with contextlib.closing(sqlite3.connect(app.data_dir / PROGRESS_DB)) as db:
+        kept = [db.execute(f"SELECT COUNT(*) FROM {table} WHERE endpoint_id = ?", (endpoint["id"],)).fetchone()[0]
+                for table in ("oauth_events", "oauth_grants")]  # fmt: skip
+    assert kept == [0, 0]
