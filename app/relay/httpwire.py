@@ -27,9 +27,12 @@ from app.relay.wire import ID_PEEK_BYTES, RATE_WINDOW_S, RateLimiter, WireLimits
 # line may be 1 MiB); the oldest go first.
 STREAM_KEPT = 200
 STREAM_KEPT_BYTES = 1024 * 1024
-# Ended sessions kept for the learner's traffic view (transcripts only): per endpoint, and in all.
+# Ended sessions kept for the learner's traffic view (transcripts only): per endpoint, and in all, and
+# their transcripts' lines in all (each may hold 2 MiB: one address ending session after session full
+# of them held hundreds of MiB of the web process's memory).
 ENDED_KEPT = 5
 ENDED_KEPT_IN_ALL = 200
+ENDED_KEPT_BYTES = 32 * 1024 * 1024
 # Endpoints whose gate is kept (the least recently used goes first): far more than are ever in use.
 GATES_KEPT = 10_000
 FINAL = None  # the end of one request's events
@@ -293,6 +296,11 @@ class HttpListener(Door):
         key = key_of(token)
         return next((waiter for waiter in self._waiting.values() if key_of(waiter.token) == key), None)
 
+    def forget_stream(self) -> None:
+        """Let go of what was kept for a GET stream that will not be opened again."""
+        self._stream.clear()
+        self._stream_bytes = 0
+
     def _keep_for_stream(self, line: str) -> None:
         while self._stream and (
             len(self._stream) >= STREAM_KEPT or self._stream_bytes + len(line) > STREAM_KEPT_BYTES
@@ -398,7 +406,13 @@ class HttpSessions:
             mine = [item for item in self.ended if item.endpoint_id == listener.endpoint_id]
             if len(mine) >= ENDED_KEPT:
                 self.ended.remove(mine[0])
+            listener.forget_stream()  # nobody can open its GET stream again
             self.ended.append(listener)
+            while (
+                len(self.ended) > 1
+                and sum(item.session.transcript.size_bytes for item in self.ended) > ENDED_KEPT_BYTES
+            ):
+                self.ended.popleft()
 
     def of_endpoint(self, endpoint_id: str) -> list[HttpListener]:
         """The endpoint's live sessions."""

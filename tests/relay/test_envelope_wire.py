@@ -254,9 +254,14 @@ async def test_whole_replays_and_exports_in_a_loop_wait_their_turn(app: ServedAp
 
     began = time.monotonic()
     with httpx.Client(cookies={"playground_learner": cookie}, timeout=60) as browser:
-        for _ in range(3):
-            export = browser.get(f"{app.base}/api/sessions/{session}/transcript")
-            assert export.status_code == 200 and len(export.json()["entries"]) == 6
+        for _ in range(3):  # each whole, page after page (a page ends past 256 KiB of lines)
+            entries, after = [], 0
+            while after is not None:
+                export = browser.get(f"{app.base}/api/sessions/{session}/transcript", params={"after": after})
+                assert export.status_code == 200
+                entries += export.json()["entries"]
+                after = export.json()["next_after"]
+            assert [entry["seq"] for entry in entries] == [1, 2, 3, 4, 5, 6]
     took = time.monotonic() - began
     assert took >= 3.2, f"three exports of 1.5 MiB in {took:.2f} s: not paced"
 
