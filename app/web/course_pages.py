@@ -62,6 +62,11 @@ def _previous_outcome(step: Step, quiz: Quiz, progress: LearnerProgress) -> Outc
 
 @router.get("/course", response_class=HTMLResponse)
 def course_map(request: Request) -> Response:
+    return _course_page(request)
+
+
+def _course_page(request: Request, name_error: str | None = None, typed_name: str | None = None) -> Response:
+    """The course map; with `name_error`, the name form says why `typed_name` was not saved (400)."""
     state = get_state(request)
     progress = state.progress.learner(learner_id(request))
     statuses = _statuses(state.catalog, progress)
@@ -93,8 +98,10 @@ def course_map(request: Request) -> Response:
         "progress": progress,
         "done": sum(1 for v in statuses.values() if v == "done"),
         "total": len(statuses),
+        "name_error": name_error,
+        "typed_name": typed_name,
     }
-    return templates.TemplateResponse(request, "course.html", context)
+    return templates.TemplateResponse(request, "course.html", context, status_code=400 if name_error else 200)
 
 
 @router.get("/course/{lesson_slug}")
@@ -233,5 +240,9 @@ def name_api(request: Request, body: DisplayName) -> dict[str, str | None]:
 async def name_form(request: Request) -> Response:
     form = await request.form()
     value = form.get("display_name")
-    await anyio.to_thread.run_sync(_set_name, request, value if isinstance(value, str) else None)
+    typed = value if isinstance(value, str) else None
+    try:
+        await anyio.to_thread.run_sync(_set_name, request, typed)
+    except HTTPException as refused:  # the page again, saying why, with what was typed
+        return await anyio.to_thread.run_sync(_course_page, request, str(refused.detail), typed)
     return RedirectResponse("/course?named=1", status_code=303)  # the page then says what was saved

@@ -266,4 +266,8 @@ def test_a_learner_cannot_join_as_or_rename_to_a_classmate_and_is_told_why(
     error = BeautifulSoup(again.text, "html.parser").get_text(" ", strip=True)
     assert "Another member of the class is already called “Grace Hopper”" in error
     assert sorted(members(app, class_id)) == ["Grace Hopper", "Mallory"]
+    form = mallory.post("/course/name", data={"display_name": "Grace Hopper"})  # the course page's form
+    page = BeautifulSoup(form.text, "html.parser")
+    assert form.status_code == 400 and "is already called" in page.select_one("[data-name-error]").get_text()
+    assert page.select_one("#display-name")["value"] == "Grace Hopper"  # what was typed, to change
     assert mallory.put("/api/progress/name", json={"display_name": "Grace Hopper II"}).status_code == 200
