@@ -14,10 +14,16 @@ import time
 from typing import Any, Protocol
 
 from app.protocol import messages
+from app.protocol.jsonrpc import MAX_ITEMS, json_items
 from app.protocol.text import clip
 
 # Each test's reply must come within this.
 REPLY_LIMIT_S = 5.0
+# What a server may write while one request is open, and the notifications kept of it: a server that
+# wrote megabyte lines of `[{},{},...]` without end held the web process's core and 6 GiB of its memory
+# for one exercise run. A line holds at most MAX_ITEMS values, as on the relay.
+READ_LIMIT_BYTES = 4 * 1024 * 1024
+NOTES_KEPT = 200
 
 
 class ServerLines(Protocol):
@@ -107,18 +113,27 @@ class Conversation:
         await self._write(message)
         notes: list[dict[str, Any]] = []
         self.asked = []
+        method = message["method"]
         deadline = time.monotonic() + REPLY_LIMIT_S
+        read = 0
         while True:
             try:
-                line = await asyncio.wait_for(self.server.read_line(), max(deadline - time.monotonic(), 0.01))
+                line = await asyncio.wait_for(self.server.read_line(), deadline - time.monotonic())
             except TimeoutError:
-                raise Stop(
-                    f"the server did not answer `{message['method']}` within {REPLY_LIMIT_S:g} s"
-                ) from None
+                raise Stop(f"the server did not answer `{method}` within {REPLY_LIMIT_S:g} s") from None
             except self.gone as exc:  # what it wrote is past a limit: the instance was ended
-                raise Stop(f"the server was stopped while answering `{message['method']}`: {exc}") from None
+                raise Stop(f"the server was stopped while answering `{method}`: {exc}") from None
             if line is None:
-                raise Stop(f"the server exited while answering `{message['method']}`")
+                raise Stop(f"the server exited while answering `{method}`")
+            read += len(line)
+            if read > READ_LIMIT_BYTES:
+                raise Stop(
+                    f"the server wrote more than {READ_LIMIT_BYTES // 2**20} MiB while answering `{method}`"
+                )
+            if json_items(line, MAX_ITEMS) > MAX_ITEMS:  # not parsed: that is what it would cost
+                raise Stop(
+                    f"the server wrote a message of more than {MAX_ITEMS:,} values while answering `{method}`"
+                )
             try:
                 incoming = json.loads(line)
             except (ValueError, RecursionError):  # a line of 100,000 `[` is not JSON either
@@ -127,12 +142,16 @@ class Conversation:
             if not isinstance(incoming, dict):
                 raise Stop(f"the server wrote JSON that is not one message: {line[:120]!r}")
             if "method" in incoming and "id" in incoming:  # a request of its own
-                self.asked.append(incoming)
+                if len(self.asked) < NOTES_KEPT:
+                    self.asked.append(incoming)
                 await self._write(_answer(incoming, (answers or {}).get(str(incoming["method"]))))
             elif "method" in incoming:
-                notes.append(incoming)
+                if len(notes) < NOTES_KEPT:
+                    notes.append(incoming)
             elif incoming.get("id") == message["id"]:
                 return incoming, notes
+            if time.monotonic() > deadline:  # it keeps writing, and has not answered
+                raise Stop(f"the server did not answer `{method}` within {REPLY_LIMIT_S:g} s")
 
 
 def _answer(request: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from app.course import exercises
+from app.course import conversation, exercises
 from app.course.catalog import Catalog
 from app.sandbox.errors import SandboxError
 from app.workspace import Program
@@ -183,6 +183,11 @@ HOSTILE = textwrap.dedent("""
         if MODE == "deep" and method == "tools/list":
             print("[" * 100_000, flush=True)
             continue
+        if MODE.startswith("flood-") and method == "tools/list":  # writes on, never answering
+            note = {{"flood-values": {{"a": [{{}}] * 200_000}}, "flood-bytes": {{"a": "b" * 1_000_000}},
+                     "flood-small": {{"a": 1}}}}[MODE]
+            while True:
+                print(json.dumps({{"jsonrpc": "2.0", "method": "n", "params": note}}), flush=True)
         if MODE == "long-line" and method == "tools/list":
             print(json.dumps({{"jsonrpc": "2.0", "id": message["id"], "result": {{"x": "y" * 2_000_000}}}}), flush=True)
             continue
@@ -202,7 +207,7 @@ HOSTILE = textwrap.dedent("""
         ("content-number", "got no text content"),
         ("text-number", "got no text content"),
         ("error-list", "a protocol error: an error that is not an object: [1, 2]"),
-        ("deep", "the server wrote a line that is not JSON on stdout"),
+        ("deep", "the server wrote a message of more than 10,000 values while answering `tools/list`"),
         ("long-line", "the server was stopped while answering `tools/list`"),
     ],
 )
@@ -221,6 +226,29 @@ async def test_a_server_answering_as_no_mcp_server_does_gets_a_short_report_not_
     assert says in said, said
     assert all(len(o.reason) <= exercises.REASON_CHARS for o in report.outcomes)
     assert len(json.dumps(report.to_json())) < 10_000
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        (
+            "flood-values",
+            "the server wrote a message of more than 10,000 values while answering `tools/list`",
+        ),
+        ("flood-bytes", "the server wrote more than 4 MiB while answering `tools/list`"),
+        ("flood-small", "the server did not answer `tools/list` within 0.5 s"),
+    ],
+)
+async def test_a_server_writing_without_end_is_stopped_at_a_bound(
+    mode: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the side of a server.py that, asked for its tools, writes notifications without end: each
+    line was parsed and kept, and a run ended only at the output cap (256 MiB): 6 GiB of the web
+    process's memory and 11 s of its core for one run. It stops at the first bound it passes."""
+    monkeypatch.setattr(conversation, "REPLY_LIMIT_S", 0.5)
+    report = await run(HOSTILE.format(mode=mode), exercise(("lists", {"tool": "subtract"})))
+    said = " | ".join([report.problem or "", *(o.reason for o in report.outcomes)])
+    assert not report.passed and says in said, said
 
 
 async def test_a_check_that_trips_on_an_answers_shape_fails_its_test_and_the_run_goes_on(
