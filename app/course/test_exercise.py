@@ -28,12 +28,18 @@ from app import workspace
 from app.course.conversation import ServerLines, listed
 from app.course.exercises import ExerciseError, Outcome, Report
 from app.course.render import render_inline
+from app.protocol.jsonrpc import MAX_ITEMS, json_items
 from app.workspace.run_tests import RESULT_PREFIX
 
 # A run of the tests may take this long: pytest's start, and tests that each open a client in memory.
 RUN_LIMIT_S = 15.0
 # The end of a failing run's output the report keeps, for the learner to read.
 OUTPUT_KEPT = 6_000
+# What a run may write, and what of each output line is kept: the learner's tests may write anything
+# on stdout, and megabyte lines without end (summary lines of `[[],[],...]`s above all, each parsed)
+# took the web process's core for seconds of every run. A summary holds at most MAX_ITEMS values.
+READ_LIMIT_BYTES = 4 * 1024 * 1024
+LINE_KEPT = 2_000
 PASS_TITLE = "your tests pass on your `server.py`"
 
 
@@ -123,6 +129,7 @@ async def run_once(runs: TestRuns, server: str, tests: str) -> TestRun:
     """The learner's tests beside `server`, in a fresh instance; never raises for the code's faults."""
     output: list[str] = []
     summary: dict[str, Any] | None = None
+    read = 0
     try:
         async with (
             asyncio.timeout(RUN_LIMIT_S),
@@ -130,10 +137,15 @@ async def run_once(runs: TestRuns, server: str, tests: str) -> TestRun:
         ):
             await process.write_line(workspace.test_run_input(server, tests))
             while (line := await process.read_line()) is not None:
+                read += len(line)
+                if read > READ_LIMIT_BYTES:
+                    return TestRun(
+                        None, {}, output, f"the tests wrote more than {READ_LIMIT_BYTES // 2**20} MiB"
+                    )
                 if line.startswith(RESULT_PREFIX):
                     summary = _summary(line[len(RESULT_PREFIX) :])
                 else:
-                    output.append(line)
+                    output.append(line[:LINE_KEPT])
                     del output[:-200]  # the end is what says what failed
     except TimeoutError:
         return TestRun(None, {}, output, f"the tests took longer than {RUN_LIMIT_S:g} s")
@@ -145,6 +157,8 @@ async def run_once(runs: TestRuns, server: str, tests: str) -> TestRun:
 
 
 def _summary(text: str) -> dict[str, Any] | None:
+    if json_items(text, MAX_ITEMS) > MAX_ITEMS:
+        return None  # not the runner's (a name and an outcome a test), and costly to parse
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # the learner's code may print anything on that line

@@ -201,6 +201,17 @@ def test_a_summary_line_that_is_no_json_or_names_thousands_of_tests_gets_a_short
     )
 
 
+def test_tests_writing_heavy_summary_lines_without_end_are_stopped_and_told_so(app: InProcessApp) -> None:
+    """From the side of a learner whose test writes summary-looking lines of `[[],[],...]` without end:
+    each was parsed (7 s of the web process's core for one run) and the output kept 200 such lines."""
+    flood = ("def test_it(capsys):\n    with capsys.disabled():\n"
+             "        line = 'playground-tests: ' + '[[],' * 200_000\n"
+             "        while True:\n            print(line, flush=True)\n")  # fmt: skip
+    answer = learner(app, "summary-flood", tests=flood).post(RUN)
+    assert answer.status_code == 200 and len(answer.content) < 20_000, len(answer.content)
+    assert answer.json()["outcomes"][0]["reason"].startswith("the tests wrote more than 4 MiB")
+
+
 def test_the_step_page_shows_both_files_and_the_exercise_lines(app: InProcessApp) -> None:
     page = learner(app, "reader", server=None)
     soup = BeautifulSoup(page.get("/course/testing/calculator").text, "html.parser")
