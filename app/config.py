@@ -168,18 +168,18 @@ class Settings(BaseSettings):
         ge=0.0,
         le=1.0,
         description=(
-            "Share of PLAYGROUND_MAX_SESSIONS that learners outside any class may hold together; "
-            "the rest is kept for classes."
+            "Share of PLAYGROUND_MAX_SESSIONS that learners outside any class may hold together (their "
+            "exercise runs too); the rest is kept for classes."
         ),
     )
     max_sessions_per_address: int = Field(
         40,
         ge=1,
         description=(
-            "Most live sessions that learners outside any class may hold together from one client "
-            "address (IPv6: one /64), whatever identities they use, since identities cost nothing to "
-            "make. Sized for a school's NAT: 40 people trying the playground before their class starts, "
-            "one console each. Class members are not counted: their class has its own cap."
+            "Most live sessions and exercise runs that learners outside any class may hold together from "
+            "one client address (IPv6: one /64), whatever identities they use, since identities cost "
+            "nothing to make. Sized for a school's NAT: 40 people trying the playground before their "
+            "class starts, one console each. Class members are not counted: their class has its own cap."
         ),
     )
     warm_pool_size: int = Field(

@@ -4,11 +4,13 @@ Caps, each checked in this order so that the refusal names the most specific one
 - per owner: a learner (signed cookie), or, for a client without an identity, its address (all
   such connections from one address are one owner);
 - per address, outside classes: every owner in no class from one client address together, whatever
-  identities they hold (identities are cheap to make; class members count in their class instead);
+  identities they hold, their exercise runs too (identities are cheap to make; class members count in
+  their class instead);
 - per class: the class's own cap;
 - global;
-- outside classes: owners in no class together hold at most a share of the global cap, so the
-  rest is kept for classes (a class member is never refused because visitors filled the playground);
+- outside classes: owners in no class together hold at most a share of the global cap, exercise runs
+  included, so the rest is kept for classes (a class member is never refused because visitors filled
+  the playground);
 - memory: every instance together uses less than the budget (their parent cgroup's limit) minus a
   headroom for the new one, as the kernel counts it now (one small read; not the sum of the limits);
 - how often: one owner opens at most so many new sessions a minute, exercise runs included, since
@@ -126,26 +128,32 @@ class Admission:
         self.total += 1
         self._by_owner[owner.key] += 1
         if owner.class_id is None:
-            self._outside += 1
-            self._outside_by_address[owner.address] += 1
+            self._count_outside(owner.address, 1)
         else:
             self._by_class[owner.class_id] += 1
         return Slot(self, owner)
 
     def admit_exercise(self, owner: Owner) -> Slot:
-        """Count an exercise run: its own small budget per owner (never a console's place), and the
-        global cap, since its instance is as real as any other."""
+        """Count an exercise run: its own small budget per owner (never a console's place), and, since
+        its instance is as real as any other, the global cap and outside classes the address's and the
+        visitors' (identities are cheap: 200 of them, each a run at a time, held every place)."""
         if self._exercises[owner.key] >= self.caps.exercises_per_owner:
             raise CapacityError(
                 "Your previous exercise run is still going.", advice="Wait for its result",
                 reason="exercise_busy", retry_after_s=RETRY_EXERCISE_S,
             )  # fmt: skip
+        if owner.class_id is None:
+            self._check_address(owner)
         if self.total >= self.caps.total:
             raise playground_full(self.caps.total)
+        if owner.class_id is None:
+            self._check_visitors()
         self._check_memory()
         self._count_opening(owner)
         self.total += 1
         self._exercises[owner.key] += 1
+        if owner.class_id is None:
+            self._count_outside(owner.address, 1)
         return Slot(self, owner, exercise=True)
 
     def _give_back_exercise(self, owner: Owner) -> None:
@@ -153,6 +161,14 @@ class Admission:
         self._exercises[owner.key] -= 1
         if self._exercises[owner.key] <= 0:
             del self._exercises[owner.key]
+        if owner.class_id is None:
+            self._count_outside(owner.address, -1)
+
+    def _count_outside(self, address: str, change: int) -> None:
+        self._outside += change
+        self._outside_by_address[address] += change
+        if self._outside_by_address[address] <= 0:
+            del self._outside_by_address[address]
 
     def _check(self, owner: Owner) -> None:
         caps = self.caps
@@ -162,25 +178,35 @@ class Admission:
                 f"{who} {_plural(caps.per_owner, 'console')} open, the most one person may have.",
                 advice="Close one (another tab?)", reason="owner_full", retry_after_s=RETRY_OWNER_S,
             )  # fmt: skip
-        if owner.class_id is None and self._outside_by_address[owner.address] >= caps.per_address_outside:
-            raise CapacityError(
-                f"Your network address already has {_plural(caps.per_address_outside, 'console')} open "
-                "outside a class, the most one address may have.",
-                advice="If you are in a class, join it with its code", reason="address_full",
-                retry_after_s=RETRY_SHARED_S,
-            )  # fmt: skip
+        if owner.class_id is None:
+            self._check_address(owner)
         if owner.class_id is not None and owner.class_cap is not None:
             if self._by_class[owner.class_id] >= owner.class_cap:
                 raise class_full(owner.class_cap)
         if self.total >= caps.total:
             raise playground_full(caps.total)
-        if owner.class_id is None and self._outside >= caps.outside_classes:
+        if owner.class_id is None:
+            self._check_visitors()
+        self._check_memory()
+
+    def _check_address(self, owner: Owner) -> None:
+        """Outside classes: the address's consoles and exercise runs together, whatever its identities."""
+        cap = self.caps.per_address_outside
+        if self._outside_by_address[owner.address] >= cap:
+            raise CapacityError(
+                f"Your network address already has {_plural(cap, 'console')} (and exercise runs) open "
+                "outside a class, the most one address may have.",
+                advice="If you are in a class, join it with its code", reason="address_full",
+                retry_after_s=RETRY_SHARED_S,
+            )  # fmt: skip
+
+    def _check_visitors(self) -> None:
+        if self._outside >= self.caps.outside_classes:
             raise CapacityError(
                 "The places for visitors outside a class are all taken right now (the rest are kept for "
                 "classes).", advice="If you are in a class, join it with its code",
                 reason="visitors_full", retry_after_s=RETRY_SHARED_S,
             )  # fmt: skip
-        self._check_memory()
 
     def _check_memory(self) -> None:
         if self.memory is None:
@@ -215,10 +241,7 @@ class Admission:
         if self._by_owner[owner.key] <= 0:
             del self._by_owner[owner.key]
         if owner.class_id is None:
-            self._outside -= 1
-            self._outside_by_address[owner.address] -= 1
-            if self._outside_by_address[owner.address] <= 0:
-                del self._outside_by_address[owner.address]
+            self._count_outside(owner.address, -1)
         else:
             self._by_class[owner.class_id] -= 1
             if self._by_class[owner.class_id] <= 0:

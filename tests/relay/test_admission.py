@@ -109,6 +109,30 @@ def test_an_exercise_run_has_its_own_budget_and_counts_in_the_global_cap() -> No
     assert admission.count_for(ada) == 0
 
 
+def test_exercise_runs_of_many_identities_at_one_address_count_with_its_consoles() -> None:
+    """From the side of one address minting identity after identity, each starting an exercise run (a
+    run at a time each): 29 of 30 places were held by one address capped at 5, and a new learner's
+    console was told the playground was full."""
+    admission = Admission(Caps(total=30, per_owner=4, outside_classes=20, per_address_outside=5))
+    console = admission.admit(visitor(0))
+    runs = []
+    for n in range(1, 30):
+        try:
+            runs.append(admission.admit_exercise(visitor(n)))
+        except CapacityError as exc:
+            assert exc.reason == "address_full" and "(and exercise runs)" in exc.message
+    assert len(runs) == 4 and admission.outside_classes == 5
+    assert refusal(admission, visitor(99)).reason == "address_full"  # its consoles wait too
+    others = [admission.admit_exercise(visitor(100 + n, f"198.51.100.{n}")) for n in range(15)]
+    with pytest.raises(CapacityError) as visitors:  # the visitors' share holds runs too
+        admission.admit_exercise(visitor(200, "192.0.2.1"))
+    assert visitors.value.reason == "visitors_full"
+    admission.admit_exercise(member(1))  # a class member's run takes no visitor's place
+    for slot in (console, *runs, *others):
+        slot.release()
+    assert admission.outside_classes == 0 and admission.total == 1
+
+
 def test_one_owner_opening_and_closing_in_a_loop_is_refused_past_its_rate() -> None:
     """Each new session starts a sandboxed server: a loop of open and close would take the machine's
     CPU from everyone else, while never holding more than one place."""
@@ -199,7 +223,8 @@ def test_one_address_fills_no_more_than_its_cap_across_identities() -> None:
     error = refusals[0]
     assert error.reason == "address_full" and error.retry_after_s == 60
     assert error.message == (
-        "Your network address already has 40 consoles open outside a class, the most one address may have. "
+        "Your network address already has 40 consoles (and exercise runs) open outside a class, the most one "
+        "address may have. "
         "If you are in a class, join it with its code, then try again in 60 s."
     )
     admission.admit(visitor(99, "203.0.113.8"))  # another address still gets a place
