@@ -2,9 +2,11 @@
 by the file's hash, so opening the editor again or saving the same text checks nothing. A check runs
 in a process, never in the web process: Python's compiler in a sandboxed instance (a file can be
 written to hold the compiler, and with it the interpreter's lock, for a second: app/workspace/
-pysyntax.py), esbuild for server.ts in a subprocess (app/workspace/typescript.py). Checks run one at
-a time in all and one at a time per client address, so that an address saving text after text takes
-its turn with everyone else's and never more than one core.
+pysyntax.py), esbuild for server.ts in a subprocess (app/workspace/typescript.py). Checks run two at
+a time in all and one at a time per class member, or outside classes per client address, so that
+whoever saves text after text takes their turn with everyone else's, never more than one core, and
+never every turn: a check may take seconds (a file written to hold a parser), and a save waits for
+its check.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ log = logging.getLogger(__name__)
 # Files whose diagnostics are kept (a class of forty, each with a few files and versions open).
 KEPT = 512
 # Checks running at once, in all: one takes 20-50 ms of a core, and saves come when a learner asks.
-CHECKS_AT_ONCE = 1
+CHECKS_AT_ONCE = 2
 # Python's compiler takes milliseconds for most files, and about 0.4 s for the worst of 64 KiB;
 # past this the check is stopped (and its instance with it).
 PYTHON_CHECK_LIMIT_S = 10.0
@@ -38,15 +40,16 @@ class FileChecks:
     def __init__(self, kept: int = KEPT, at_once: int = CHECKS_AT_ONCE) -> None:
         self._done: Recent[tuple[str, bytes], tuple[Diagnostic, ...]] = Recent(kept)
         self._running = asyncio.Semaphore(at_once)
-        self._addresses: Recent[str, asyncio.Lock] = Recent(KEYS_KEPT)
+        self._turns: Recent[str, asyncio.Lock] = Recent(KEYS_KEPT)
 
-    async def diagnose(self, source: str, name: str, address: str, sessions: Sessions) -> list[Diagnostic]:
+    async def diagnose(self, source: str, name: str, turn: str, sessions: Sessions) -> list[Diagnostic]:
+        """`turn`: whose checks run one at a time (Owner.client_key)."""
         key = (name, hashlib.sha256(source.encode("utf-8", errors="surrogatepass")).digest())
         found = self._done.get(key)
         if found is not None:
             return list(found)
-        turn = self._addresses.get(address) or self._addresses.add(address, asyncio.Lock())
-        async with turn, self._running:
+        lock = self._turns.get(turn) or self._turns.add(turn, asyncio.Lock())
+        async with lock, self._running:
             if name == workspace.TS_FILE_NAME:
                 found = tuple(await anyio.to_thread.run_sync(workspace.diagnose, source, name))
             else:

@@ -183,7 +183,10 @@ async def save_file(request: Request, name: str) -> JSONResponse:
 
 async def _diagnose(state: AppState, source: str, name: str, request: Request) -> list[workspace.Diagnostic]:
     assert state.sessions is not None  # set in the lifespan, before any request
-    return await state.file_checks.diagnose(source, name, client_key(request.scope), state.sessions)
+    # Whose turn: a class member's own (a class behind one address waited for one member's files),
+    # outside classes the address's, whatever its identities.
+    turn = (await state.owner_of(request.scope)).client_key
+    return await state.file_checks.diagnose(source, name, turn, state.sessions)
 
 
 @router.get("/api/workspace")
