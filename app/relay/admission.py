@@ -143,7 +143,7 @@ class Admission:
                 reason="exercise_busy", retry_after_s=RETRY_EXERCISE_S,
             )  # fmt: skip
         if owner.class_id is None:
-            self._check_address(owner)
+            self._check_address(owner, " and exercise runs")
         if self.total >= self.caps.total:
             raise playground_full(self.caps.total)
         if owner.class_id is None:
@@ -189,12 +189,13 @@ class Admission:
             self._check_visitors()
         self._check_memory()
 
-    def _check_address(self, owner: Owner) -> None:
-        """Outside classes: the address's consoles and exercise runs together, whatever its identities."""
+    def _check_address(self, owner: Owner, held: str = "") -> None:
+        """Outside classes: the address's consoles and exercise runs together, whatever its identities
+        (`held`: how the refusal names them, past the count of consoles)."""
         cap = self.caps.per_address_outside
         if self._outside_by_address[owner.address] >= cap:
             raise CapacityError(
-                f"Your network address already has {_plural(cap, 'console')} (and exercise runs) open "
+                f"Your network address already has {_plural(cap, 'console')}{held} open "
                 "outside a class, the most one address may have.",
                 advice="If you are in a class, join it with its code", reason="address_full",
                 retry_after_s=RETRY_SHARED_S,

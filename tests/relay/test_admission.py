@@ -120,7 +120,7 @@ def test_exercise_runs_of_many_identities_at_one_address_count_with_its_consoles
         try:
             runs.append(admission.admit_exercise(visitor(n)))
         except CapacityError as exc:
-            assert exc.reason == "address_full" and "(and exercise runs)" in exc.message
+            assert exc.reason == "address_full" and "5 consoles and exercise runs open" in exc.message
     assert len(runs) == 4 and admission.outside_classes == 5
     assert refusal(admission, visitor(99)).reason == "address_full"  # its consoles wait too
     others = [admission.admit_exercise(visitor(100 + n, f"198.51.100.{n}")) for n in range(15)]
@@ -223,8 +223,7 @@ def test_one_address_fills_no_more_than_its_cap_across_identities() -> None:
     error = refusals[0]
     assert error.reason == "address_full" and error.retry_after_s == 60
     assert error.message == (
-        "Your network address already has 40 consoles (and exercise runs) open outside a class, the most one "
-        "address may have. "
+        "Your network address already has 40 consoles open outside a class, the most one address may have. "
         "If you are in a class, join it with its code, then try again in 60 s."
     )
     admission.admit(visitor(99, "203.0.113.8"))  # another address still gets a place
