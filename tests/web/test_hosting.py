@@ -263,13 +263,18 @@ def test_hosting_mode_prints_a_token_and_refuses_a_weak_sandbox(tmp_path: Path) 
         assert health["status"] == "degraded" and health["sandbox"]["complete"] is False
 
 
+async def member_console(app: AppProcess, member: httpx.Client) -> EnvelopeClient:
+    """A console of the member's (signed in as their browser is) on demo-orders."""
+    return await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
+                                        additional_headers={"Cookie": f"{COOKIE}={member.cookies[COOKIE]}"})  # fmt: skip
+
+
 async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProcess) -> None:
     class_id, code = make_class(app, "Follow along")
     with learner(app, code, "Lin") as lin, instructor(app) as client:
         grid = client.get(f"/instructor/classes/{class_id}/grid")
         assert grid.status_code == 200 and "<html" not in grid.text  # the live part alone
-        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
-                                               additional_headers={"Cookie": f"{COOKIE}={lin.cookies[COOKIE]}"})  # fmt: skip
+        console = await member_console(app, lin)
         try:
             session = (await console.recv_type("state"))["session"]
             row = BeautifulSoup(client.get(f"/instructor/classes/{class_id}/grid").text, "html.parser")
@@ -316,8 +321,7 @@ async def test_a_console_of_heavy_messages_comes_to_the_instructor_in_pages_of_b
     second, at every reload. Pages now end past PAGE_CHARS of lines, and following them gets all."""
     class_id, code = make_class(app, "Heavy")
     with learner(app, code, "Ira") as ira, instructor(app) as client:
-        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
-                                               additional_headers={"Cookie": f"{COOKIE}={ira.cookies[COOKIE]}"})  # fmt: skip
+        console = await member_console(app, ira)
         try:
             session = (await console.recv_type("state"))["session"]
             await console.send(init_request())
@@ -350,8 +354,7 @@ async def test_a_console_of_heavy_messages_comes_to_the_instructor_in_pages_of_b
 async def test_an_instructor_ends_a_learners_console_from_the_class_page(app: AppProcess) -> None:
     class_id, code = make_class(app, "Ending")
     with learner(app, code, "Kit") as kit, instructor(app) as client:
-        console = await EnvelopeClient.connect(app.ws_base + "/ws/demo-orders",
-                                               additional_headers={"Cookie": f"{COOKIE}={kit.cookies[COOKIE]}"})  # fmt: skip
+        console = await member_console(app, kit)
         try:
             session = (await console.recv_type("state"))["session"]
             grid = BeautifulSoup(client.get(f"/instructor/classes/{class_id}/grid").text, "html.parser")
