@@ -33,6 +33,14 @@ STREAM_KEPT_BYTES = 1024 * 1024
 ENDED_KEPT = 5
 ENDED_KEPT_IN_ALL = 200
 ENDED_KEPT_BYTES = 32 * 1024 * 1024
+# Requests of one session waiting for their responses, at most, and the longest string id one may
+# have: each waiting request is kept until it is answered or cancelled, and a server may never answer.
+MAX_WAITING = 100
+MAX_ID_CHARS = 256
+CANCELLED = "notifications/cancelled"
+# What a cancelled request's client gets on a handshake revision's wire, as from the official SDK's
+# server (its stream ends only with a response): the server itself answers a cancelled request nothing.
+REQUEST_CANCELLED = -32800
 # Endpoints whose gate is kept (the least recently used goes first): far more than are ever in use.
 GATES_KEPT = 10_000
 FINAL = None  # the end of one request's events
@@ -193,10 +201,28 @@ class HttpListener(Door):
             raise
         return waiter
 
+    @property
+    def waiting(self) -> int:
+        """Requests of this session waiting for their responses."""
+        return len(self._waiting)
+
     async def send_other(self, frame: Frame) -> FrameError | None:
         """A notification, or a response to the server's own request; why not, if it may not go."""
         await self.session.send(frame)
+        if frame.message.get("method") == CANCELLED:
+            self._cancelled(frame.message.get("params"))
         return None
+
+    def _cancelled(self, params: Any) -> None:
+        """A request its client cancelled gets no answer from the server (basic/utilities/cancellation):
+        it stops waiting, and its stream ends with the error the official SDK's server sends."""
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        waiter = self._waiting.pop(key_of(request_id), None) if request_id is not None else None
+        if waiter is None:
+            return
+        self._done(waiter)
+        error = {"code": REQUEST_CANCELLED, "message": "Request cancelled"}
+        waiter.finish(to_line({"jsonrpc": "2.0", "id": waiter.client_id, "error": error}))
 
     # Hooks for a listener whose instance several clients share (SharedListener).
 

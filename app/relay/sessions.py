@@ -261,8 +261,8 @@ class Sessions:
     @contextlib.asynccontextmanager
     async def check_instance(self, program: Program) -> AsyncIterator[ServerProcess]:
         """An instance for a program of ours that reads a learner's text (the editor's syntax check of
-        server.py): counted against no one's caps, since its caller runs one check at a time in all,
-        and released when the check ends, however it ends."""
+        server.py): counted against no one's caps, since its caller runs two checks at a time in all
+        (app/web/file_checks.py), and released when the check ends, however it ends."""
         process = await self.source.acquire(MY_SERVER, program)
         try:
             yield process

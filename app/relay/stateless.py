@@ -24,14 +24,13 @@ from typing import Any
 from app.protocol.jsonrpc import INVALID_REQUEST, Frame, FrameError, to_line
 from app.protocol.transcript import Entry
 from app.relay.httptransport import REPLY_LIMIT_S
-from app.relay.httpwire import LISTEN, HttpListener, Waiter, key_of
+from app.relay.httpwire import CANCELLED, LISTEN, HttpListener, Waiter, key_of
 from app.relay.session import RelaySession
 from app.relay.wire import WireLimits
 from app.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 
-CANCELLED = "notifications/cancelled"
 # How long a request waits for its turn (as long as a reply may take: the JSON one's limit).
 TURN_WAIT_S = REPLY_LIMIT_S
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"

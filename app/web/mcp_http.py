@@ -40,7 +40,7 @@ from app.relay.httptransport import (
     version_problem,
     waiter_events,
 )
-from app.relay.httpwire import FINAL, Gate, HttpListener
+from app.relay.httpwire import FINAL, MAX_ID_CHARS, MAX_WAITING, Gate, HttpListener
 from app.relay.sessions import NORMAL_CLOSURE
 from app.relay.stateless import SharedListener
 from app.relay.wire import WireLimits
@@ -274,12 +274,23 @@ async def _stateless(request: Request, state: AppState, info: EndpointInfo, firs
 
 
 async def _answer(listener: HttpListener, frame: Any, sse: bool) -> Response:
-    if not listener.shared and listener.waiting_for(frame.message["id"]):
+    request_id = frame.message["id"]
+    error = None
+    if isinstance(request_id, str) and len(request_id) > MAX_ID_CHARS:
+        error = FrameError(INVALID_REQUEST, "id too long",
+                           f"A request id here is at most {MAX_ID_CHARS} characters: the relay keeps each "
+                           "request's id while it waits for its response.")  # fmt: skip
+    elif not listener.shared and listener.waiting_for(request_id):
         error = FrameError(INVALID_REQUEST, "id in use by a request still waiting for its response",
                            "A request of this session with this id still waits for its response: each request "
-                           "needs an id of its own.", id=frame.message["id"])  # fmt: skip
+                           "needs an id of its own.", id=request_id)  # fmt: skip
+    elif listener.waiting >= MAX_WAITING:
+        error = FrameError(RATE_LIMITED, "too many requests waiting",
+                           f"{MAX_WAITING} requests of this session already wait for their responses: let "
+                           "some be answered (or cancel them) first.", id=request_id)  # fmt: skip
+    if error is not None:
         listener.session.transcript.add_relay_error(frame.line[:2000], error.reply())
-        return _jsonrpc_error(400, error)
+        return _jsonrpc_error(429 if error.code == RATE_LIMITED else 400, error)
     try:
         waiter = await listener.request(frame, sse)
     except TimeoutError:  # a shared instance's turn did not come

@@ -4,14 +4,16 @@ new learners. The transport itself, over a real uvicorn, is tests/web/test_endpo
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from app.relay.httpwire import MAX_ID_CHARS, MAX_WAITING
 from app.web.learner import COOKIE
-from tests.support.inprocess import InProcessApp
+from tests.support.inprocess import InProcessApp, ServedApp
 from tests.support.wsclient import init_request
 
 ACCEPT = {"Accept": "application/json, text/event-stream"}
@@ -120,3 +122,43 @@ def test_an_mcp_client_without_cookies_is_never_given_an_identity(tmp_path: Path
             strict.request("DELETE", url, headers={"Mcp-Session-Id": reply.headers["Mcp-Session-Id"]})
         with strict.client() as visitor:  # the address can still welcome a new learner
             assert visitor.get("/course").status_code == 200
+
+
+def test_requests_left_waiting_are_bounded_and_a_cancelled_one_stops_waiting(tmp_path: Path) -> None:
+    """From the side of a client that starts long calls, closes each stream at once and cancels them:
+    each stayed in the session's waiting list until the session's end (4 h), since the server answers
+    a cancelled request nothing; 72,000 of them in each of four sessions took the web process's core."""
+    with ServedApp(tmp_path, warm_pool_size=1, max_messages_per_10s=10_000) as app:
+        with app.client() as browser:
+            browser.get("/")
+            made = browser.post("/api/endpoints", json={"server": "demo-monitor"})
+        assert made.status_code == 201, made.text
+        url = made.json()["url"]
+        with httpx.Client(timeout=DEADLINE_S) as http:
+            opened = http.post(url, json=init_request(version="2025-11-25"), headers=ACCEPT)
+            headers = {**ACCEPT, "Mcp-Session-Id": opened.headers["Mcp-Session-Id"],
+                       "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+            http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+            listener = app.state.http_sessions.by_id[opened.headers["Mcp-Session-Id"]]
+
+            def call(id_: object) -> dict:
+                return {"jsonrpc": "2.0", "id": id_, "method": "tools/call",
+                        "params": {"name": "run_diagnostics", "arguments": {"steps": 10, "step_seconds": 2}}}  # fmt: skip
+
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                answer = pool.submit(http.post, url, json=call(1), headers=headers)
+                deadline = time.monotonic() + DEADLINE_S
+                while listener.waiting < 1 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+                assert http.post(url, json=cancel, headers=headers).status_code == 202
+                ended = answer.result(DEADLINE_S)  # at once, not when the call would have ended
+            assert '"code":-32800' in ended.text.replace(" ", "") and listener.waiting == 0
+            for n in range(MAX_WAITING):
+                with http.stream("POST", url, json=call(100 + n), headers=headers) as started:
+                    assert started.status_code == 200  # and the client goes at once
+            refused = http.post(url, json=call(999), headers=headers)
+            assert refused.status_code == 429 and "too many requests waiting" in refused.text
+            long_id = http.post(url, json=call("x" * (MAX_ID_CHARS + 1)), headers=headers)
+            assert long_id.status_code == 400 and "id too long" in long_id.text
+            assert listener.waiting == MAX_WAITING
