@@ -37,7 +37,7 @@ SECRET_QUERY = re.compile(r"([?&](?:session|code|token|resource)=)[^&\s\"]+")
 
 # A logged path keeps this much of itself, and of its query, once its secrets are out: an /authorize
 # request's query is about 300 characters, and a query of 8 KiB (or a path of 60,000 characters, which
-# fits a request head) on every request of one address at its pace wrote megabytes of log a second.
+# fits a request head) on every request of one address at its pace would write megabytes of log a second.
 LOGGED_QUERY = 512
 LOGGED_PATH = 512
 

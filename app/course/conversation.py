@@ -20,8 +20,8 @@ from app.protocol.text import clip
 # Each test's reply must come within this.
 REPLY_LIMIT_S = 5.0
 # What a server may write while one request is open, and the notifications kept of it: a server that
-# wrote megabyte lines of `[{},{},...]` without end held the web process's core and 6 GiB of its memory
-# for one exercise run. A line holds at most MAX_ITEMS values, as on the relay.
+# writes megabyte lines of `[{},{},...]` without end would otherwise hold the web process's core and
+# gigabytes of its memory for one exercise run. A line holds at most MAX_ITEMS values, as on the relay.
 READ_LIMIT_BYTES = 4 * 1024 * 1024
 NOTES_KEPT = 200
 

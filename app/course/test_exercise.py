@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from markupsafe import Markup
 
 from app import workspace
-from app.course.conversation import ServerLines, listed
+from app.course.conversation import READ_LIMIT_BYTES, ServerLines, listed
 from app.course.exercises import ExerciseError, Outcome, Report
 from app.course.render import render_inline
 from app.protocol.jsonrpc import MAX_ITEMS, json_items
@@ -35,10 +35,10 @@ from app.workspace.run_tests import RESULT_PREFIX
 RUN_LIMIT_S = 15.0
 # The end of a failing run's output the report keeps, for the learner to read.
 OUTPUT_KEPT = 6_000
-# What a run may write, and what of each output line is kept: the learner's tests may write anything
-# on stdout, and megabyte lines without end (summary lines of `[[],[],...]`s above all, each parsed)
-# took the web process's core for seconds of every run. A summary holds at most MAX_ITEMS values.
-READ_LIMIT_BYTES = 4 * 1024 * 1024
+# What of each output line is kept; a run may write READ_LIMIT_BYTES, as a conversation may: the
+# learner's tests may write anything on stdout, and megabyte lines without end (summary lines of
+# `[[],[],...]`s above all, each parsed) would take the web process's core for seconds of every run.
+# A summary holds at most MAX_ITEMS values.
 LINE_KEPT = 2_000
 PASS_TITLE = "your tests pass on your `server.py`"
 

@@ -108,8 +108,8 @@ OAUTH_KINDS = ("consent", "code", "access", "refresh", "approval")
 # The steps of one endpoint's authorization flows kept for its owner to watch: the newest.
 OAUTH_EVENTS_KEPT = 200
 # Grants of one kind kept for one endpoint: a new one past it lets the used ones go first, then the
-# oldest. A client refreshing in a loop kept every used refresh token for a day (for telling whose a
-# refused one was), ~190 rows a second from one address; a learner's clients hold a few at a time.
+# oldest. Used refresh tokens are kept (to tell whose a refused one is), and a client refreshing in a
+# loop makes ~190 a second from one address; a learner's clients hold a few at a time.
 OAUTH_GRANTS_KEPT = 100
 # An endpoint ended or expired this long ago goes, with its flow and grants: nobody can reach it, and
 # anyone may make endpoints (each identity a few at a time).

@@ -136,7 +136,7 @@ class Admission:
     def admit_exercise(self, owner: Owner) -> Slot:
         """Count an exercise run: its own small budget per owner (never a console's place), and, since
         its instance is as real as any other, the global cap and outside classes the address's and the
-        visitors' (identities are cheap: 200 of them, each a run at a time, held every place)."""
+        visitors' (identities are cheap: 200 of them, each a run at a time, would hold every place)."""
         if self._exercises[owner.key] >= self.caps.exercises_per_owner:
             raise CapacityError(
                 "Your previous exercise run is still going.", advice="Wait for its result",

@@ -29,7 +29,7 @@ STREAM_KEPT = 200
 STREAM_KEPT_BYTES = 1024 * 1024
 # Ended sessions kept for the learner's traffic view (transcripts only): per endpoint, and in all, and
 # their transcripts' lines in all (each may hold 2 MiB: one address ending session after session full
-# of them held hundreds of MiB of the web process's memory).
+# of them would otherwise hold hundreds of MiB of the web process's memory).
 ENDED_KEPT = 5
 ENDED_KEPT_IN_ALL = 200
 ENDED_KEPT_BYTES = 32 * 1024 * 1024

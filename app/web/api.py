@@ -30,7 +30,7 @@ async def servers(request: Request) -> list[dict[str, Any]]:
 
 # A transcript export comes in pages: at most this many entries per request (`?limit=` lowers it), and
 # the entries whose lines fit in PAGE_CHARS (the first always). Each entry's message is parsed to be
-# sent: a page of 2 MiB of lines such as `[[],[],...]` took the web process's core for most of a second.
+# sent: a page of 2 MiB of lines such as `[[],[],...]` takes the web process's core for most of a second.
 TRANSCRIPT_PAGE = 1000
 PAGE_CHARS = 256 * 1024
 

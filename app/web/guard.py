@@ -63,7 +63,7 @@ HSTS = (b"strict-transport-security", b"max-age=31536000")
 # Without it, a script could make the web process hold and parse a body of any size.
 SITE_BODY_BYTES = 128 * 1024
 # A query string no page, API or OAuth client comes near (an /authorize request is well under 2 KiB, a
-# dozen fields): parsing thousands of fields (50 KiB of `a&a&...`) held the event loop for seconds.
+# dozen fields): parsing thousands of fields (50 KiB of `a&a&...`) holds the event loop for seconds.
 QUERY_BYTES = 8 * 1024
 QUERY_FIELDS = 64
 # The OAuth client routes' bodies: a form of a few fields, or a client's metadata (at most 8 KiB: app/web/

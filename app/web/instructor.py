@@ -338,7 +338,7 @@ def learner_server_file(state: Instructor, request: Request, class_id: str, row:
         "runs": workspace.LANGUAGES.get(language) == name,
         "other": workspace.TS_FILE_NAME if name == workspace.FILE_NAME else workspace.FILE_NAME,
         # As plain text: a lexer's patterns can take quadratic time on a file written for them (64 KiB
-        # of "a." held Pygments' TypeScript lexer, and with it the web process, for two minutes).
+        # of "a." holds Pygments' TypeScript lexer, and with it the web process, for two minutes).
         "code": code_block(saved.source, "text") if saved else None,
         "history": state.progress.server_file_history(learner.learner_id, name=name),
     }  # fmt: skip

