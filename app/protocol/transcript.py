@@ -404,8 +404,10 @@ class Transcript:
         return self._open_client.get(_id_key(request_id))
 
     def used_request_id(self, request_id: Any) -> bool:
-        """Whether a client request of this run (of this MCP session) had this id already."""
-        return hash(_id_key(request_id)) in self._used_ids
+        """Whether a client request of this run (of this MCP session) had this id already (one still
+        open counts once the set is full)."""
+        key = _id_key(request_id)
+        return hash(key) in self._used_ids or key in self._open_client
 
     def unanswered(self) -> list[Entry]:
         """Client requests that have had no response yet, oldest first."""

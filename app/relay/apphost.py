@@ -42,12 +42,12 @@ def host_request(frame: Frame, by: Maker, transcript: Transcript) -> Frame | Fra
     if message["method"] not in CALLABLE:
         return FrameError(-32600, f"the host does not make {message['method']!r} requests",
                           "The console's Apps host reads and calls tools; it never sends that method.")  # fmt: skip
-    # Each client line is compact JSON (the relay writes it so), where an id reads `"id":<value>`. The
-    # lines are searched, not parsed: a console sending calls at its frame rate must not make the web
-    # process parse a whole transcript for each. A nested "id" that matches only skips a number.
-    lines = [e.line for e in transcript.client_messages()]
-    number = transcript.last_seq + 1  # the seq this request will have: unique unless the learner took it
-    while any(f'"id":"{by}-{number}"' in line for line in lines):
+    # The seq this request will have: unique among the host's ids, unless the session's client took it
+    # as a request id of its own. The transcript keeps those ids in a set, so a candidate costs one
+    # look: searching the lines instead costs seconds of the web process's core a call once a learner
+    # fills their messages with nested values that read like ids.
+    number = transcript.last_seq + 1
+    while transcript.used_request_id(f"{by}-{number}"):
         number += 1
     fresh = f"{by}-{number}"
     rewritten = {**message, "id": fresh}
