@@ -24,7 +24,7 @@ import time
 import anyio
 
 from app.fleet.store import FleetStore, LiveSession
-from app.relay.admission import class_full
+from app.relay.admission import class_full, owner_full
 from app.relay.session import RelaySession
 from app.relay.sessions import NORMAL_CLOSURE, Sessions
 
@@ -69,21 +69,24 @@ class Fleet:
     # --- what Sessions tells (SharedSessions) -------------------------------------------------------
 
     async def admitted(self, session: RelaySession) -> None:
+        """Record a session this replica admitted; refused (CapacityError) when its class, or its
+        learner, already holds its cap of live sessions on the replicas together."""
+        assert self.sessions is not None
         owner = session.owner
-        now = time.time()
-        live = LiveSession(
-            session.id, self.replica_id, owner.learner, owner.class_id, session.server, now, now
-        )
+        per_learner = self.sessions.admission.caps.per_owner
         full = await anyio.to_thread.run_sync(
             self.store.add_live_session,
             self.replica_id,
-            live,
+            self._live(session),
             owner.class_cap if owner.class_id else None,
             self.fresh_s,
+            per_learner if owner.learner else None,
         )
-        if full is not None:
+        if full == "class":
             assert owner.class_cap is not None
             raise class_full(owner.class_cap)
+        if full == "learner":
+            raise owner_full(per_learner, owner)
 
     def ended(self, session: RelaySession) -> None:
         self._ended.append(session.id)  # removed at the next tick, off the event loop
@@ -108,7 +111,12 @@ class Fleet:
                 await self._follow_commands()
                 if time.monotonic() - last_beat >= self.heartbeat_s:
                     last_beat = time.monotonic()
-                    await anyio.to_thread.run_sync(self.store.heartbeat, self.replica_id, self._activity())
+                    known = await anyio.to_thread.run_sync(
+                        self.store.heartbeat, self.replica_id, self._live_now()
+                    )
+                    if not known:
+                        log.warning("replica %s was forgotten by the others (silent for %.0f s): back in the "
+                                    "fleet with its live sessions", self.replica_id, FORGET_S)  # fmt: skip
                     gone = await anyio.to_thread.run_sync(self.store.drop_stale_replicas, FORGET_S)
                     if gone:
                         log.info("forgot %d silent replica(s) and their sessions", gone)
@@ -118,10 +126,17 @@ class Fleet:
                 log.warning("replica %s: fleet tick failed: %s", self.replica_id, exc)
             await asyncio.sleep(min(COMMANDS_S, self.heartbeat_s))
 
-    def _activity(self) -> list[tuple[str, float]]:
+    def _live(self, session: RelaySession) -> LiveSession:
+        """What the register holds of a session: its times turned from the sessions' clock to the wall's."""
         assert self.sessions is not None
-        now_wall, now_mono = time.time(), self.sessions.clock.now()
-        return [(s.id, now_wall - (now_mono - s.last_active)) for s in list(self.sessions.sessions.values())]
+        wall_minus_clock = time.time() - self.sessions.clock.now()
+        owner = session.owner
+        return LiveSession(session.id, self.replica_id, owner.learner, owner.class_id, session.server,
+                           session.started_at + wall_minus_clock, session.last_active + wall_minus_clock)  # fmt: skip
+
+    def _live_now(self) -> list[LiveSession]:
+        assert self.sessions is not None
+        return [self._live(s) for s in list(self.sessions.sessions.values())]
 
     async def _flush_ended(self) -> None:
         if self._ended:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from app.progress.database import SQLDatabase
 from app.progress.store import ProgressStore
@@ -51,34 +51,53 @@ class FleetStore:
                 (replica_id, now, now),
             )
 
-    def heartbeat(self, replica_id: str, active: Sequence[tuple[str, float]]) -> None:
-        """The replica is alive; `active` holds (session id, last active) of its live sessions."""
+    def heartbeat(self, replica_id: str, live: Sequence[LiveSession]) -> bool:
+        """The replica is alive and holds `live`: its row and theirs made or refreshed (their last
+        activity). False when the others had forgotten it (silent for FORGET_S: stopped, or cut off
+        from the database): its row and its sessions are back from now on."""
         now = time.time()
         with self.db.writing() as db:
-            self.db.execute(db, "UPDATE replicas SET heartbeat_at = ? WHERE id = ?", (now, replica_id))
-            for session_id, last_active in active:
+            known = self.db.execute(db, "SELECT 1 FROM replicas WHERE id = ?", (replica_id,)).fetchone()
+            self.db.execute(
+                db,
+                "INSERT INTO replicas (id, started_at, heartbeat_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
+                (replica_id, now, now),
+            )
+            for s in live:
                 self.db.execute(
                     db,
-                    "UPDATE live_sessions SET last_active_at = ? WHERE id = ? AND replica_id = ?",
-                    (last_active, session_id, replica_id),
+                    "INSERT INTO live_sessions (id, replica_id, learner_id, class_id, server, started_at, "
+                    "last_active_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (id) DO UPDATE SET last_active_at = excluded.last_active_at",
+                    (s.id, replica_id, s.learner_id, s.class_id, s.server, s.started_at, s.last_active_at),
                 )
+        return known is not None
 
     def add_live_session(
-        self, replica_id: str, session: LiveSession, class_cap: int | None, fresh_s: float
-    ) -> int | None:
-        """Record a new session; with `class_cap`, only if its class holds fewer live sessions than
-        that, across replicas (one class at a time decides). None when recorded, else the count."""
+        self, replica_id: str, session: LiveSession, class_cap: int | None, fresh_s: float,
+        learner_cap: int | None = None,
+    ) -> Literal["class", "learner"] | None:  # fmt: skip
+        """Record a new session unless it would pass a cap across replicas: `class_cap` (its class's
+        live sessions) or `learner_cap` (its learner's). One class and one learner decide at a time.
+        None when recorded, else which cap is full."""
+        fresh_after = time.time() - fresh_s
+        counted = "SELECT COUNT(*) FROM live_sessions s JOIN replicas r ON r.id = s.replica_id WHERE "
         with self.db.writing() as db:
             if session.class_id is not None and class_cap is not None:
                 self.db.lock_class(db, session.class_id)
                 row = self.db.execute(
-                    db,
-                    "SELECT COUNT(*) FROM live_sessions s JOIN replicas r ON r.id = s.replica_id "
-                    "WHERE s.class_id = ? AND r.heartbeat_at > ?",
-                    (session.class_id, time.time() - fresh_s),
+                    db, counted + "s.class_id = ? AND r.heartbeat_at > ?", (session.class_id, fresh_after)
                 ).fetchone()
                 if row[0] >= class_cap:
-                    return int(row[0])
+                    return "class"
+            if session.learner_id is not None and learner_cap is not None:
+                self.db.lock_learner(db, session.learner_id)
+                row = self.db.execute(
+                    db, counted + "s.learner_id = ? AND r.heartbeat_at > ?", (session.learner_id, fresh_after)
+                ).fetchone()
+                if row[0] >= learner_cap:
+                    return "learner"
             self.db.execute(
                 db,
                 "INSERT INTO live_sessions (id, replica_id, learner_id, class_id, server, started_at, "

@@ -191,3 +191,6 @@ class SQLDatabase:
     def lock_class(self, db: Any, class_id: str) -> None:
         """Hold a lock on deciding for this class until the transaction ends. (SQLite's write
         transaction already excludes every other writer.)"""
+
+    def lock_learner(self, db: Any, learner_id: str) -> None:
+        """Hold a lock on deciding for this learner until the transaction ends (as `lock_class`)."""

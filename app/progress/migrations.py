@@ -247,6 +247,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE learners ADD COLUMN sign_in_generation INTEGER NOT NULL DEFAULT 0",),
     # 19: an endpoint's grants by kind, counted as each new one comes (OAUTH_GRANTS_KEPT).
     ("CREATE INDEX oauth_grants_endpoint ON oauth_grants (endpoint_id, kind, expires_at)",),
+    # 20: a learner's live sessions, counted across replicas as each new one comes.
+    ("CREATE INDEX live_sessions_learner ON live_sessions (learner_id)",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -36,6 +36,10 @@ class PostgresProgressStore(SQLProgressStore):
         # One class decides at a time, across every replica, until this transaction ends.
         self._exec(db, "SELECT pg_advisory_xact_lock(hashtext(?))", (f"class:{class_id}",))
 
+    def lock_learner(self, db: Any, learner_id: str) -> None:
+        # One learner's new session is decided at a time, across every replica (taken after a class's).
+        self._exec(db, "SELECT pg_advisory_xact_lock(hashtext(?))", (f"learner:{learner_id}",))
+
     @staticmethod
     def _in_transaction(db: Any) -> bool:
         from psycopg import pq

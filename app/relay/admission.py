@@ -173,11 +173,7 @@ class Admission:
     def _check(self, owner: Owner) -> None:
         caps = self.caps
         if self._by_owner[owner.key] >= caps.per_owner:
-            who = "You already have" if owner.learner else "Your network address already has"
-            raise CapacityError(
-                f"{who} {_plural(caps.per_owner, 'console')} open, the most one person may have.",
-                advice="Close one (another tab?)", reason="owner_full", retry_after_s=RETRY_OWNER_S,
-            )  # fmt: skip
+            raise owner_full(caps.per_owner, owner)
         if owner.class_id is None:
             self._check_address(owner)
         if owner.class_id is not None and owner.class_cap is not None:
@@ -247,6 +243,15 @@ class Admission:
             self._by_class[owner.class_id] -= 1
             if self._by_class[owner.class_id] <= 0:
                 del self._by_class[owner.class_id]
+
+
+def owner_full(cap: int, owner: Owner) -> CapacityError:
+    """The refusal when the owner holds as many live sessions as one may (on this replica or on all)."""
+    who = "You already have" if owner.learner else "Your network address already has"
+    return CapacityError(
+        f"{who} {_plural(cap, 'console')} open, the most one person may have.",
+        advice="Close one (another tab?)", reason="owner_full", retry_after_s=RETRY_OWNER_S,
+    )  # fmt: skip
 
 
 def class_full(cap: int) -> CapacityError:

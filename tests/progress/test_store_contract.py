@@ -4,6 +4,7 @@ SQLite on disk and a real PostgreSQL server."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -390,7 +391,8 @@ def test_live_sessions_count_across_replicas_only_while_their_replica_beats(stor
     assert [s.id for s in fleet.live_sessions(30, "c1")] == ["s1", "s2"]
     assert {s.replica_id for s in fleet.live_sessions(30)} == {"r1", "r2"}
     assert fleet.live_sessions(0, "c1") == []  # no heartbeat is that fresh: nothing counts
-    fleet.heartbeat("r1", [("s1", 12345.0)])
+    s1 = next(s for s in fleet.live_sessions(30) if s.id == "s1")
+    assert fleet.heartbeat("r1", [replace(s1, last_active_at=12345.0)]) is True
     assert next(s for s in fleet.live_sessions(30) if s.id == "s1").last_active_at == 12345.0
     fleet.end_live_sessions(["s2"])
     assert [s.id for s in fleet.live_sessions(30, "c1")] == ["s1"]
@@ -401,8 +403,43 @@ def test_a_full_class_refuses_and_says_how_full(store) -> None:  # noqa: ANN001
     fleet.register_replica("r1")
     for n in range(2):
         assert fleet.add_live_session("r1", _live(f"s{n}"), 2, 30) is None
-    assert fleet.add_live_session("r1", _live("s9"), 2, 30) == 2
+    assert fleet.add_live_session("r1", _live("s9"), 2, 30) == "class"
     assert len(fleet.live_sessions(30, "c1")) == 2
+
+
+def test_one_learners_sessions_count_across_replicas(store) -> None:  # noqa: ANN001
+    """A learner routed to each replica in turn (nginx hashes a cookie the app alone can check) holds
+    the per-learner cap once, not once a replica; in a class or not."""
+    fleet = FleetStore(store)
+    for replica in ("r1", "r2", "r3"):
+        fleet.register_replica(replica)
+    assert fleet.add_live_session("r1", _live("a1", class_id=None), None, 30, learner_cap=2) is None
+    assert fleet.add_live_session("r2", _live("a2", class_id="c1"), 10, 30, learner_cap=2) is None
+    for replica in ("r1", "r2", "r3"):
+        assert fleet.add_live_session(replica, _live(f"x-{replica}"), 10, 30, learner_cap=2) == "learner"
+    assert fleet.add_live_session("r3", _live("b1", learner=BOB), 10, 30, learner_cap=2) is None
+    assert sorted(s.id for s in fleet.live_sessions(30)) == ["a1", "a2", "b1"]
+    fleet.end_live_sessions(["a1"])
+    assert fleet.add_live_session("r3", _live("a3"), 10, 30, learner_cap=2) is None
+
+
+def test_a_forgotten_replica_is_back_with_its_sessions_at_its_next_heartbeat(store) -> None:  # noqa: ANN001
+    """The others forget a replica silent for FORGET_S (stopped, or cut off from the database); one that
+    was only cut off beats again, and its live sessions count once more (else its class's cap and its
+    learners' would hold without them)."""
+    fleet = FleetStore(store)
+    fleet.register_replica("r1")
+    fleet.register_replica("r2")
+    fleet.add_live_session("r1", _live("s1"), 2, 30)
+    held = fleet.live_sessions(30)
+    with store.writing() as db:
+        store.execute(db, "UPDATE replicas SET heartbeat_at = 0 WHERE id = ?", ("r1",))
+    assert fleet.drop_stale_replicas(300) == 1 and fleet.live_sessions(30) == []
+    assert fleet.add_live_session("r2", _live("s2"), 2, 30) is None
+    assert fleet.heartbeat("r1", held) is False  # forgotten: its row and its sessions are back
+    assert sorted(s.id for s in fleet.live_sessions(30, "c1")) == ["s1", "s2"]
+    assert fleet.add_live_session("r2", _live("s3"), 2, 30) == "class"
+    assert fleet.heartbeat("r1", held) is True
 
 
 def test_ending_a_session_held_by_another_replica_goes_through_its_commands(store) -> None:  # noqa: ANN001

@@ -1,7 +1,8 @@
-"""Replicas sharing one PostgreSQL act as one playground for live sessions: a class cap holds across
-replicas, the class page and /metrics on either replica count every console, an instructor on one
-replica ends a console held by the other, and a replica killed with SIGKILL drops out of the counts
-within the silence bound. Real replicas (uvicorn, the sandbox) and a real PostgreSQL."""
+"""Replicas sharing one PostgreSQL act as one playground for live sessions: a class cap and a learner's
+cap hold across replicas, the class page and /metrics on either replica count every console, an
+instructor on one replica ends a console held by the other, a replica the others forgot is back at its
+next heartbeat, and a replica killed with SIGKILL drops out of the counts within the silence bound.
+Real replicas (uvicorn, the sandbox) and a real PostgreSQL."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import httpx
 import pytest
 from bs4 import BeautifulSoup
 
+from app.fleet.store import FleetStore
+from app.progress.postgres import PostgresProgressStore
 from app.web.learner import COOKIE
 from tests.support.appserver import AppProcess
 from tests.support.wsclient import EnvelopeClient
@@ -32,7 +35,7 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_server):  # noqa
         common = {"database_url": url, "instructor_token": TOKEN, "warm_pool_size": 1,
                   "replica_silence_s": SILENCE_S, "max_sessions_per_learner": 3}  # fmt: skip
         with AppProcess(root / "a", **common) as a, AppProcess(root / "b", **common) as b:
-            yield a, b
+            yield a, b, url
 
 
 def teacher(app: AppProcess) -> httpx.Client:
@@ -79,7 +82,7 @@ def wait_for(check, what: str) -> None:  # noqa: ANN001
 
 
 async def test_a_class_cap_the_class_page_and_metrics_hold_across_replicas(replicas) -> None:  # noqa: ANN001
-    a, b = replicas
+    a, b, _ = replicas
     class_id, code = make_class(a, cap=2)
     ada, bob, cy = join(a, code, "Ada"), join(b, code, "Bob"), join(b, code, "Cy")
     first = await console(a, ada)
@@ -104,7 +107,7 @@ async def test_a_class_cap_the_class_page_and_metrics_hold_across_replicas(repli
 
 
 async def test_an_instructor_on_one_replica_ends_a_console_held_by_the_other(replicas) -> None:  # noqa: ANN001
-    a, b = replicas
+    a, b, _ = replicas
     class_id, code = make_class(a, cap=5)
     ada = join(a, code, "Ada")
     held = await console(a, ada)
@@ -122,8 +125,59 @@ async def test_an_instructor_on_one_replica_ends_a_console_held_by_the_other(rep
         await held.close()
 
 
+async def test_one_learners_consoles_count_once_across_replicas(replicas) -> None:  # noqa: ANN001
+    """nginx routes by a cookie it cannot check, so a learner may reach each replica in turn: the
+    per-learner cap (3 here) holds for the replicas together, in a class or not."""
+    a, b, _ = replicas
+    cookie = a.learner_cookie("everywhere")  # one identity: the replicas share its signing secret
+    held = [await console(a, cookie), await console(a, cookie), await console(b, cookie)]
+    try:
+        for client in held:
+            assert (await client.recv_type("state"))["status"] == "ready"
+        for app in (b, a):
+            refused = await console(app, cookie)
+            assert (await refused.recv_type("full"))["reason"] == "owner_full"
+            await refused.close()
+        other = await console(b, b.learner_cookie("someone else"))
+        assert (await other.recv_type("state"))["status"] == "ready"
+        await other.close()
+    finally:
+        for client in held:
+            await client.close()
+
+
+async def test_a_replica_the_others_forgot_is_back_with_its_consoles(replicas) -> None:  # noqa: ANN001
+    """The others forget a replica silent for FORGET_S (cut off from the database, say): once it beats
+    again, its row and its live consoles are back in the register, so its class's cap counts them."""
+    a, b, url = replicas
+    store = PostgresProgressStore(url)
+    store.open()
+    try:
+        fleet = FleetStore(store)
+        class_id, code = make_class(a, cap=1)
+        held = await console(a, join(a, code, "Ada"))
+        try:
+            session = (await held.recv_type("state"))["session"]
+            replica = next(s.replica_id for s in fleet.live_sessions(SILENCE_S) if s.id == session)
+            with store.writing() as db:  # silent that long, as the others see it: they forget it
+                store.execute(db, "UPDATE replicas SET heartbeat_at = 0 WHERE id = ?", (replica,))
+            assert fleet.drop_stale_replicas(300) == 1
+            await asyncio.to_thread(
+                wait_for, lambda: any(s.id == session for s in fleet.live_sessions(SILENCE_S)),
+                "the forgotten replica's console is not back",
+            )  # fmt: skip
+            refused = await console(b, join(b, code, "Bob"))
+            assert (await refused.recv_type("full"))["reason"] == "class_full"
+            await refused.close()
+        finally:
+            await held.close()
+        assert "was forgotten by the others" in a.log()
+    finally:
+        store.close()
+
+
 async def test_a_killed_replica_drops_out_of_the_counts_within_the_bound(replicas) -> None:  # noqa: ANN001
-    a, b = replicas
+    a, b, _ = replicas
     class_id, code = make_class(a, cap=1)
     ada, bob = join(a, code, "Ada"), join(b, code, "Bob")
     doomed = await console(a, ada)
