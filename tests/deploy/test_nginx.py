@@ -277,6 +277,25 @@ def test_a_class_of_30_is_spread_over_both_replicas_and_each_learner_stays_on_on
         assert len(page.select("tr[data-learner]")) == CLASS_SIZE
 
 
+def test_nginx_routes_by_the_learner_cookie_the_app_reads(cluster: Cluster) -> None:
+    """A cookie re-signed after a new resume code (`<id>~<generation>.<signature>`) keeps its learner's
+    replica; of two learner cookies in one header, the app reads the last, and nginx routes by it too
+    (by the first, a learner could send their real cookie to any replica they chose)."""
+    ada = cluster.learners[0]
+    other = next(learner for learner in cluster.learners if learner.replica != ada.replica)
+    ada_id = learner_id_of(ada.cookie)
+    for header, replica in (
+        (f"{COOKIE}={ada_id}~3.{ada.cookie.rpartition('.')[2]}", ada.replica),
+        (f"{COOKIE}={learner_id_of(other.cookie)}.x; {COOKIE}={ada.cookie}", ada.replica),
+        (f"{COOKIE}={ada.cookie}; theme=dark; {COOKIE}={other.cookie}", other.replica),
+    ):
+        with httpx.Client(base_url=cluster.nginx.base, headers={"Cookie": header}, timeout=30) as browser:
+            for path in ("/course", "/api/progress"):
+                response = browser.get(path)
+                response.raise_for_status()
+                assert cluster.nginx.served_by(response) == replica, (header, path)
+
+
 async def test_a_class_cap_holds_when_30_consoles_open_at_once_through_nginx(cluster: Cluster) -> None:
     """Thirty learners of a class capped at 10 open their consoles together, spread over both
     replicas by the balancer: ten get a server, twenty are told the class is full, and the class page
