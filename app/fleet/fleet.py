@@ -37,6 +37,9 @@ COMMANDS_S = 1.0
 # Silent this long, a replica's rows are removed by whichever replica notices.
 FORGET_S = 300.0
 ENDED_BY_INSTRUCTOR = "your instructor ended this console"
+# /metrics is open to anyone: its count of every replica's sessions is read at most once this often,
+# however many scrapes come (each read holds the replica's one database connection a moment).
+EVERYWHERE_FRESH_S = 1.0
 
 
 class Fleet:
@@ -48,6 +51,8 @@ class Fleet:
         self.sessions: Sessions | None = None
         self._ended: list[str] = []
         self._task: asyncio.Task | None = None
+        self._everywhere: tuple[float, list[LiveSession]] | None = None  # (read at, sessions)
+        self._reading_everywhere = asyncio.Lock()
 
     def start(self, sessions: Sessions) -> None:
         """Register this replica and start beating. Called once at start-up, before the web process
@@ -96,6 +101,16 @@ class Fleet:
     def live(self, class_id: str | None = None) -> list[LiveSession]:
         """Every replica's live sessions (of one class). Blocking: call it off the event loop."""
         return self.store.live_sessions(self.fresh_s, class_id)
+
+    async def live_everywhere(self) -> list[LiveSession]:
+        """Every replica's live sessions as read at most EVERYWHERE_FRESH_S ago (one read at a time)."""
+        async with self._reading_everywhere:
+            if self._everywhere is None or time.monotonic() - self._everywhere[0] >= EVERYWHERE_FRESH_S:
+                self._everywhere = (
+                    time.monotonic(),
+                    await anyio.to_thread.run_sync(self.store.live_sessions, self.fresh_s),
+                )
+            return self._everywhere[1]
 
     def request_end(self, session_id: str) -> str | None:
         """Ask the replica holding the session to end it; that replica's id, or None. Blocking."""

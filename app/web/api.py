@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -67,7 +66,7 @@ async def metrics(request: Request) -> Response:
     whole playground's live sessions by class, whichever replica answers."""
     state = get_state(request)
     if state.fleet is not None:
-        everywhere = await anyio.to_thread.run_sync(state.fleet.live)
+        everywhere = await state.fleet.live_everywhere()
         state.metrics.count_live([s.class_id for s in everywhere])
     elif state.sessions is not None:
         state.metrics.count_live([s.owner.class_id for s in list(state.sessions.sessions.values())])
