@@ -121,5 +121,4 @@ class Metrics:
         while self._gc_pauses:
             generation, seconds = self._gc_pauses.popleft()
             self.gc_pause_seconds.labels(str(generation)).observe(seconds)
-        self.gc_frozen_objects.set(gc.get_freeze_count())
         return generate_latest(self.registry)

@@ -209,7 +209,7 @@ class AppState:
                 )
         self.metrics.watch_gc()
         if self.tend_heap:
-            heap.settle_heap()
+            self.metrics.gc_frozen_objects.set(heap.settle_heap())
             self._heap_trim = asyncio.create_task(heap.HeapTrim().run(), name="heap-trim")
         self.ready = True
 
