@@ -315,7 +315,7 @@ export class AppHost {
       },
     );
     const transport = new FrameTransport(frame, this.on.origin, this);
-    const app = { frame, bridge, transport, card, asks };
+    const app = { frame, bridge, transport, card, asks, questions: [] }; // questions: shown first to last
     this.current = app;
     let loaded = false;
     bridge.onsandboxready = () => {
@@ -410,27 +410,37 @@ export class AppHost {
     return {};
   }
 
-  /** Ask the learner, in the app's card, as a real host asks its user. */
+  /** Ask the learner, in the app's card, as a real host asks its user: one question at a time, the
+   * app's later ones waiting unseen, so that a click meant for one never lands on the next. */
   ask(app, question) {
     return new Promise((resolve) => {
       const row = el("div", "app-ask");
-      const done = (answer) => {
-        row.remove();
-        this.note(`${question} You ${answer ? "allowed" : "declined"} it.`);
-        resolve(answer);
-      };
       const allow = button("Allow", () => done(true), "small");
       const deny = button("Deny", () => done(false));
       row.append(el("p", "", question), allow, deny);
+      row.hidden = true;
+      const show = () => {
+        row.hidden = false;
+        row.scrollIntoView({ block: "nearest" }); // the app waits on this answer
+        // An app can ask while the learner is typing in it, or clicking the question before: the keys
+        // and clicks they meant for that must not answer. Focus goes to Deny, and Allow takes no press
+        // until the question has been seen.
+        deny.focus({ preventScroll: true });
+        allow.disabled = true;
+        setTimeout(() => {
+          allow.disabled = false;
+        }, ASK_ARMED_MS);
+      };
+      const done = (answer) => {
+        row.remove();
+        app.questions.shift();
+        this.note(`${question} You ${answer ? "allowed" : "declined"} it.`);
+        resolve(answer);
+        app.questions[0]?.();
+      };
       app.asks.append(row);
-      row.scrollIntoView({ block: "nearest" }); // the app waits on this answer
-      // An app can ask while the learner is typing in it: the keys they meant for the app must not
-      // answer. Focus goes to Deny, and Allow takes no press until the question has been seen.
-      deny.focus({ preventScroll: true });
-      allow.disabled = true;
-      setTimeout(() => {
-        allow.disabled = false;
-      }, ASK_ARMED_MS);
+      app.questions.push(show);
+      if (app.questions.length === 1) show();
     });
   }
 }

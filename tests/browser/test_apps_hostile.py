@@ -84,6 +84,26 @@ def test_a_hostile_app_reaches_nothing_of_the_playground(
     expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "ready")
 
 
+def test_a_double_click_on_allow_answers_only_the_question_it_was_meant_for(context: BrowserContext) -> None:
+    """An app asks twice at once: the learner sees one question at a time, and the next one's Allow
+    takes no press until it has been seen, so a double click on the first cannot allow the second."""
+    page: Page = context.new_page()
+    app = open_app(page, "test-hostile-app", "two_asks", {})
+    ask = page.locator(".app-ask:visible")
+    expect(ask).to_have_count(1)
+    expect(ask).to_contain_text("harmless")
+    allow = ask.get_by_role("button", name="Allow")
+    expect(allow).to_be_enabled()
+    allow.dblclick()
+    expect(app.locator("#first")).to_have_text("ran")
+    expect(ask).to_contain_text("DANGEROUS")
+    expect(app.locator("#second")).to_be_empty()  # the second click answered nothing
+    ask.get_by_role("button", name="Deny").click()
+    expect(app.locator("#second")).to_have_text("declined")
+    calls = [e for e in transcript(page) if e.get("by") == "app"]
+    assert [e["message"]["params"]["arguments"] for e in calls] == [{"text": "harmless"}]
+
+
 def test_an_app_that_reloads_its_sandbox_page_is_not_loaded_again(context: BrowserContext) -> None:
     """From the side of an app that reloads the proxy's page (its own origin) with a wider policy in
     the address: the host loads an app once a mount, so its declared policy stands."""
