@@ -124,7 +124,9 @@ class Sessions:
             if self.shared is not None:
                 await self.shared.admitted(session)
             process = await self._acquire(server, owner)
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, CapacityError):  # a cap across replicas (app/fleet/)
+                self.metrics.refusals.labels(exc.reason).inc()
             slot.release()
             self._let_go_paces(owner)
             if self.shared is not None:

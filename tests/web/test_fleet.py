@@ -138,6 +138,9 @@ async def test_one_learners_consoles_count_once_across_replicas(replicas) -> Non
             refused = await console(app, cookie)
             assert (await refused.recv_type("full"))["reason"] == "owner_full"
             await refused.close()
+        for app in (a, b):  # each replica counts the refusals it made on the others' count
+            text = httpx.get(app.base + "/metrics", timeout=30).text
+            assert re.search(r'^playground_refusals_total\{reason="owner_full"\} [1-9]', text, re.M), text
         other = await console(b, b.learner_cookie("someone else"))
         assert (await other.recv_type("state"))["status"] == "ready"
         await other.close()
