@@ -401,14 +401,23 @@ def session_frames(state: Instructor, session_id: str, after: int = 0) -> JSONRe
 async def end_session(state: Instructor, session_id: str, class_id: str = Form("")) -> Response:
     """End a learner's console, on this replica or on the one that holds it (within a second or so);
     back to the class page it was ended from."""
-    session = state.sessions.sessions.get(session_id) if state.sessions is not None else None
-    if session is not None:
-        assert state.sessions is not None
-        await state.sessions.end(session, NORMAL_CLOSURE, ENDED_BY_INSTRUCTOR)
-    elif state.fleet is None or await anyio.to_thread.run_sync(state.fleet.request_end, session_id) is None:
+    if not await end_live_session(state, session_id, ENDED_BY_INSTRUCTOR):
         raise HTTPException(404, "That session has ended.")
     known = class_id and await anyio.to_thread.run_sync(state.progress.get_class, class_id) is not None
     return RedirectResponse(f"/instructor/classes/{class_id}" if known else "/instructor", status_code=303)
+
+
+async def end_live_session(state: AppState, session_id: str, reason: str) -> bool:
+    """End a live session, on this replica or by asking the one that holds it; False if none does."""
+    session = state.sessions.sessions.get(session_id) if state.sessions is not None else None
+    if session is not None:
+        assert state.sessions is not None
+        await state.sessions.end(session, NORMAL_CLOSURE, reason)
+        return True
+    return (
+        state.fleet is not None
+        and await anyio.to_thread.run_sync(state.fleet.request_end, session_id) is not None
+    )
 
 
 def _live_session(state: AppState, session_id: str) -> RelaySession:

@@ -35,10 +35,17 @@ def _switch_to(request: Request, code: str) -> Response:
         if (refusal := wrong(request, "resume")) is not None:
             return refusal
         return _resume_page(request, 404, "No progress has that resume code. Check it and try again.")
-    response = RedirectResponse("/course?resumed=1", status_code=303)
-    identity = get_state(request).identity
+    state = get_state(request)
+    response: Response = RedirectResponse("/course?resumed=1", status_code=303)
+    before = learner_id(request) if has_identity(request) else None
+    if before is not None and before != learner:
+        # This browser's own progress stays reachable: its resume code, made now if it had none, is
+        # shown once it has switched (a link from someone else can lead here, one click from it).
+        earlier = state.progress.resume_code(before)
+        response = page(request, "resume_switched.html", title="Continued on this device", earlier=earlier)
+    identity = state.identity
     assert identity is not None  # the app has started
-    generation = get_state(request).progress.sign_in_generation(learner)  # as new resume codes left it
+    generation = state.progress.sign_in_generation(learner)  # as new resume codes left it
     response.headers.append("set-cookie", identity.cookie(learner, is_https(request.scope), generation))
     return response
 
@@ -51,7 +58,10 @@ def resume_link(request: Request, code: str) -> Response:
     if learner is None:
         return _switch_to(request, code)  # counts the wrong code, says it is unknown
     name = progress.learner(learner).display_name
-    return page(request, "resume_confirm.html", title="Continue on this device", code=code, name=name)
+    own = has_identity(request) and learner_id(request) != learner  # progress this browser would leave
+    return page(
+        request, "resume_confirm.html", title="Continue on this device", code=code, name=name, own=own
+    )
 
 
 @router.post("/resume")

@@ -11,17 +11,19 @@ from __future__ import annotations
 import json
 import time
 
+import anyio
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from app.progress.names import clean_display_name
-from app.web.instructor import Instructor, class_learner, class_or_404, live_sessions
+from app.web.instructor import Instructor, class_learner, class_or_404, end_live_session, live_sessions
 from app.web.templating import page
 
 router = APIRouter()
 
 MAX_MESSAGE = 280
 MAX_STUDENT_ID = 64
+SIGNED_OUT = "you were signed out: your instructor gave you a new resume code"
 
 
 def _back(class_id: str, row: str | None = None) -> RedirectResponse:
@@ -126,14 +128,24 @@ def student_id(state: Instructor, class_id: str, row: str, student_id: str = For
 
 
 @router.post("/instructor/classes/{class_id}/learners/{row}/resume-code")
-def new_resume_code(state: Instructor, class_id: str, row: str) -> Response:
-    """A new resume code (for a learner whose code was seen by others); the old one stops working."""
-    class_or_404(state, class_id)
-    learner = class_learner(state, class_id, row).learner_id
-    state.progress.new_resume_code(learner)  # every device signed in as them is signed out
+async def new_resume_code(state: Instructor, class_id: str, row: str) -> Response:
+    """A new resume code (for a learner whose code was seen by others); the old one stops working,
+    every device signed in as them is signed out, and their live sessions end: a console opened with
+    the old sign-in would otherwise go on as them, its checks passed recorded as theirs."""
+    learner = await anyio.to_thread.run_sync(_class_learner_id, state, class_id, row)
+    await anyio.to_thread.run_sync(state.progress.new_resume_code, learner)
     if state.identity is not None:
         state.identity.forget(learner)
+    everywhere = await anyio.to_thread.run_sync(live_sessions, state)
+    for session in everywhere:
+        if session["learner"] == learner:
+            await end_live_session(state, session["id"], SIGNED_OUT)
     return _back(class_id, row)
+
+
+def _class_learner_id(state: Instructor, class_id: str, row: str) -> str:
+    class_or_404(state, class_id)
+    return class_learner(state, class_id, row).learner_id
 
 
 @router.post("/instructor/classes/{class_id}/learners/{row}/remove")
