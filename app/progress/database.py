@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.progress import migrations
-from app.progress.store import LearnerProgress, ProgressError, QuizRecord
+from app.progress.store import LearnerProgress, ProgressError, QuizRecord, StoreUnavailable
 
 # A freshly drawn code clashes with an existing one about never; still, try a few times.
 CODE_ATTEMPTS = 8
@@ -48,6 +48,14 @@ class SQLDatabase:
     def _is_integrity_error(self, exc: Exception) -> bool:
         raise NotImplementedError
 
+    def _is_unavailable(self, exc: BaseException) -> bool:
+        """An error of the database's state (unreachable, full, locked), not of the statement."""
+        raise NotImplementedError
+
+    def _is_lost(self, db: Any) -> bool:
+        """Whether the connection is gone (a server restarted): the next call connects again."""
+        return False
+
     # --- connection and schema -------------------------------------------------------------------
 
     def open(self) -> None:
@@ -72,6 +80,13 @@ class SQLDatabase:
     def _conn(self) -> Any:
         if self._db is None:
             raise ProgressError("the progress store is not open")
+        if self._is_lost(self._db):
+            try:
+                self._db = self._connect()
+            except Exception as exc:
+                if self._is_unavailable(exc):
+                    raise StoreUnavailable(f"{self.name} cannot be reached: {exc}") from exc
+                raise
         return self._db
 
     def _sql(self, statement: str) -> str:
@@ -110,20 +125,40 @@ class SQLDatabase:
 
     @contextmanager
     def _write(self) -> Iterator[Any]:
-        with self._lock:
+        with self._lock, self._unavailable_as_such():
             db = self._conn()
-            self._exec(db, self.dialect.begin)
+            try:
+                self._exec(db, self.dialect.begin)
+            except Exception:
+                if not self._is_lost(db):
+                    raise
+                db = self._conn()  # lost while idle (nothing was done yet): once more, connected again
+                self._exec(db, self.dialect.begin)
             try:
                 yield db
             except BaseException:
-                self._exec(db, "ROLLBACK")
+                if not self._is_lost(db):  # a lost connection's transaction is gone with it
+                    self._exec(db, "ROLLBACK")
                 raise
             self._exec(db, "COMMIT")
 
     @contextmanager
     def _read(self) -> Iterator[Any]:
-        with self._lock:
+        with self._lock, self._unavailable_as_such():
             yield self._conn()
+
+    @contextmanager
+    def _unavailable_as_such(self) -> Iterator[None]:
+        """The database's own errors of state become StoreUnavailable, which the pages answer with 503
+        and a sentence saying nothing was saved, rather than a bare 500."""
+        try:
+            yield
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            if not self._is_unavailable(exc):
+                raise
+            raise StoreUnavailable(f"{self.name} is unavailable: {exc}") from exc
 
     def _touch(self, db: Any, learner_id: str, now: float) -> None:
         self._exec(

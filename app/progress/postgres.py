@@ -50,3 +50,11 @@ class PostgresProgressStore(SQLProgressStore):
         import psycopg
 
         return isinstance(exc, psycopg.IntegrityError)
+
+    def _is_unavailable(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(exc, psycopg.OperationalError)
+
+    def _is_lost(self, db: Any) -> bool:
+        return bool(db.closed or db.broken)

@@ -11,6 +11,10 @@ from app.progress.store import ProgressError
 
 # How long a writer waits for another connection's lock before failing.
 BUSY_TIMEOUT_MS = 5000
+# SQLite's primary result codes for a database that cannot do what was asked for now: busy or locked
+# (past the wait), read-only, an I/O error, full, not openable.
+UNAVAILABLE_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_READONLY,
+                               sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN})  # fmt: skip
 
 
 class SQLiteProgressStore(SQLProgressStore):
@@ -37,3 +41,7 @@ class SQLiteProgressStore(SQLProgressStore):
 
     def _is_integrity_error(self, exc: Exception) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
+
+    def _is_unavailable(self, exc: BaseException) -> bool:
+        code = getattr(exc, "sqlite_errorcode", None)  # not a statement's mistake (those say 1, SQLITE_ERROR)
+        return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF in UNAVAILABLE_CODES

@@ -13,6 +13,11 @@ class ProgressError(Exception):
     """The store cannot be used (for example: its database was written by a newer version)."""
 
 
+class StoreUnavailable(ProgressError):
+    """The database did not do what was asked, for now: unreachable, full, or locked by another. Nothing
+    of the call was kept; the same call may work in a moment (the connection is made again if lost)."""
+
+
 @dataclass(frozen=True)
 class QuizRecord:
     """A learner's latest answer to one quiz, and whether any attempt was right."""

@@ -116,6 +116,13 @@ class KeyedBudget:
                 return max(self.window_s - (now - at), 0.0)
         return self.window_s
 
+    def refund(self, key: str, units: float) -> None:
+        """Take back the latest `units` `key` spent (what it paid for came to nothing)."""
+        found = self._spent.get(key)
+        if found and found[0] and found[0][-1][1] == units:
+            found[0].pop()
+            found[1][0] -= units
+
     def __len__(self) -> int:
         return len(self._spent)
 

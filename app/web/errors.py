@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.progress.store import StoreUnavailable
 from app.web.templating import templates
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,14 @@ MESSAGES = {
     500: "Something went wrong on our side. It has been logged.",
     503: "The playground is busy. Try again in a minute.",
 }
+
+
+# What a request that needed the progress database is told while the database cannot be used.
+STORE_UNAVAILABLE = (
+    "The playground's progress database cannot be used right now, so nothing of this was saved. "
+    "Try again in a moment."
+)
+STORE_RETRY_S = 5
 
 
 def error_body(status: int, message: str, **extra: object) -> dict:
@@ -68,6 +77,13 @@ def install(app: FastAPI) -> None:
         if wants_json(request):
             return Response(validation_body(exc), status_code=422, media_type="application/json")
         return error_response(request, 422, None)
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(request: Request, exc: StoreUnavailable) -> Response:
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+        response = error_response(request, 503, STORE_UNAVAILABLE)
+        response.headers["Retry-After"] = str(STORE_RETRY_S)
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:

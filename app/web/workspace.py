@@ -86,12 +86,17 @@ async def _save(request: Request, learner: str, source: str, name: str) -> JSONR
     if latest is not None and latest.source == source:
         saved, unchanged = latest, True
     else:
-        if (wait := state.saves.spend(client_key(request.scope), len(source.encode()))) is not None:
+        address, size = client_key(request.scope), len(source.encode())
+        if (wait := state.saves.spend(address, size)) is not None:
             state.metrics.writes_capped.labels("saves").inc()
             return _saved_too_much(state.settings.saved_kib_per_hour_per_address, wait)
-        saved = await anyio.to_thread.run_sync(
-            lambda: state.progress.save_server_file(learner, source, name=name)
-        )
+        try:
+            saved = await anyio.to_thread.run_sync(
+                lambda: state.progress.save_server_file(learner, source, name=name)
+            )
+        except BaseException:
+            state.saves.refund(address, size)  # nothing was saved: nothing is counted
+            raise
         unchanged = False
     diagnostics = await _diagnose(state, source, name, request)
     return JSONResponse({"saved": True, **_version_json(saved), "unchanged": unchanged,

@@ -12,10 +12,11 @@ from starlette.websockets import WebSocketState
 
 from app.course.checks import StepChecker
 from app.course.models import Step
+from app.progress.store import StoreUnavailable
 from app.protocol.transcript import Transcript
 from app.relay.wire import EnvelopeWire, McpWire, WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
-from app.web.errors import error_body
+from app.web.errors import STORE_RETRY_S, STORE_UNAVAILABLE, error_body
 from app.web.guard import same_origin
 from app.web.state import AppState
 from app.web.wsprotocol import LOST
@@ -47,7 +48,8 @@ async def deny(websocket: WebSocket, status: int, message: str, retry_after_s: i
 
 class StepChecks:
     """The hands-on checks of the console's step: `check` frames for the wire, passes recorded as
-    progress (once per connection, off the event loop)."""
+    progress (once per connection, off the event loop). A pass the database could not take is kept,
+    and recorded at a later round of the same connection."""
 
     def __init__(self, state: AppState, step: Step, learner: str | None) -> None:
         self.state = state
@@ -55,6 +57,7 @@ class StepChecks:
         self.learner = learner
         self.checker = StepChecker(step)
         self.recorded: set[str] = set()
+        self.unrecorded: list[str] = []  # passed, not yet in the database
         self.cost_s = 0.0  # what the last round held the event loop for
 
     async def run(self, transcript: Transcript) -> tuple[list[dict], bool]:
@@ -63,13 +66,24 @@ class StepChecks:
         self.cost_s = time.perf_counter() - began
         frames = []
         for result in results:
-            if result.passed and self.learner and result.name not in self.recorded:
-                self.recorded.add(result.name)
-                await anyio.to_thread.run_sync(self.state.progress.record_check, self.learner, self.step.slug,
-                                               result.name)  # fmt: skip
+            if result.passed and self.learner and result.name not in (*self.recorded, *self.unrecorded):
+                self.unrecorded.append(result.name)
             frames.append({"type": "check", "step": self.step.slug, "check": result.name,
                            "passed": result.passed, "reason": result.reason})  # fmt: skip
+        await self._record()
         return frames, complete
+
+    async def _record(self) -> None:
+        while self.unrecorded and self.learner:
+            name = self.unrecorded[0]
+            try:
+                await anyio.to_thread.run_sync(
+                    self.state.progress.record_check, self.learner, self.step.slug, name
+                )
+            except StoreUnavailable as exc:
+                log.warning("check %s of %s not recorded yet: %s", name, self.step.slug, exc)
+                return
+            self.recorded.add(self.unrecorded.pop(0))
 
 
 def step_checks(
@@ -113,12 +127,21 @@ async def relay(websocket: WebSocket) -> None:
     sessions = state.sessions
     assert sessions is not None  # set in the lifespan, before any connection
     params = websocket.query_params
-    owner = await state.owner_of(websocket.scope)
+    try:
+        owner = await state.owner_of(websocket.scope)
+    except StoreUnavailable as exc:
+        log.error("handshake on %s: %s", websocket.url.path, exc)
+        await deny(websocket, 503, STORE_UNAVAILABLE, STORE_RETRY_S)
+        return
     session = sessions.reattach(params["session"], owner.key, name) if params.get("session") else None
     resumed = session is not None
     if session is None:
         try:
             session = await sessions.open(name, owner)
+        except StoreUnavailable as exc:  # a class's or a learner's cap across replicas could not be read
+            log.error("handshake on %s: %s", websocket.url.path, exc)
+            await deny(websocket, 503, STORE_UNAVAILABLE, STORE_RETRY_S)
+            return
         except CapacityError as exc:
             await refuse_full(websocket, mode, offered, exc)
             return

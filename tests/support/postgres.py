@@ -51,9 +51,17 @@ class PostgresServer:
     def start(self) -> None:
         os.chown(self.root, self.user.pw_uid, self.user.pw_gid)
         self._run(f"{self.bin}/initdb", "-D", self.data, "-A", "trust", "-U", "playground", "--no-sync")
+        self.start_again()
+
+    def start_again(self) -> None:
+        """Start the server on its data (after `start`, and a `stop_for_now`)."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(f"{self.bin}/pg_ctl", "-D", self.data, "-o", options, "-l", f"{self.root}/log", "-w",
                   "-t", str(START_TIMEOUT_S), "start")  # fmt: skip
+
+    def stop_for_now(self) -> None:
+        """Stop the server as an administrator does (its clients are cut off), keeping its data."""
+        self._run(f"{self.bin}/pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         try:

@@ -1,0 +1,38 @@
+"""The progress store when its PostgreSQL server goes away and comes back (a restart, a failover): a
+clear error meanwhile, nothing half-saved, and service again without restarting the app."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.progress.postgres import PostgresProgressStore
+from app.progress.store import StoreUnavailable
+
+ADA = "learner-ada-0000000000"
+
+
+def test_a_restarted_server_is_connected_to_again(postgres_server) -> None:  # noqa: ANN001
+    with postgres_server.fresh_database() as url:
+        store = PostgresProgressStore(url)
+        store.open()
+        try:
+            store.save_server_file(ADA, "x = 1\n")
+            postgres_server.stop_for_now()
+            try:
+                with pytest.raises(StoreUnavailable):
+                    store.save_server_file(ADA, "x = 2\n")
+                with pytest.raises(StoreUnavailable):
+                    store.server_file(ADA)
+            finally:
+                postgres_server.start_again()
+            store.save_server_file(ADA, "x = 3\n")  # the first call after: connected again, at once
+            saved = store.server_file(ADA)
+            assert saved is not None and saved.source == "x = 3\n" and saved.version == 2
+
+            # Gone and back while idle: the next write notices at its start and connects again.
+            postgres_server.stop_for_now()
+            postgres_server.start_again()
+            store.record_check(ADA, "transports/stdio", "round-trip-measured")
+            assert store.learner(ADA).checks_passed("transports/stdio") == {"round-trip-measured"}
+        finally:
+            store.close()
