@@ -23,6 +23,7 @@ from app.progress.store import (
     ExerciseRun,
     LearnerProgress,
     ProgressError,
+    SavedSince,
     ServerFile,
     new_code,
     normalise_code,
@@ -220,7 +221,9 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
 
     # --- the learner's workspace: server.py and the files beside it --------------------------------
 
-    def save_server_file(self, learner_id: str, source: str, name: str = "server.py") -> ServerFile:
+    def save_server_file(
+        self, learner_id: str, source: str, name: str = "server.py", after: int | None = None
+    ) -> ServerFile:
         size = len(source.encode("utf-8"))
         for _ in range(CODE_ATTEMPTS):  # two saves at once (two replicas) may draw the same number
             try:
@@ -229,10 +232,14 @@ class SQLProgressStore(SQLClasses, SQLOAuth):
                     self._touch(db, learner_id, now)
                     row = self._exec(
                         db,
-                        "SELECT MAX(version) FROM workspace_files WHERE learner_id = ? AND name = ?",
+                        "SELECT version, saved_at FROM workspace_files WHERE learner_id = ? AND name = ? "
+                        "ORDER BY version DESC LIMIT 1",
                         (learner_id, name),
                     ).fetchone()
-                    version = (row[0] or 0) + 1
+                    newest = row[0] if row else 0
+                    if after is not None and newest != after:
+                        raise SavedSince(newest, row[1] if row else 0.0)
+                    version = newest + 1
                     self._exec(
                         db,
                         "INSERT INTO workspace_files (learner_id, name, version, source, saved_at)"

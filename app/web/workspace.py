@@ -24,7 +24,7 @@ from app import workspace
 from app.course import exercises, test_exercise
 from app.course.exercises import Exercise, Report
 from app.course.test_exercise import TestExercise
-from app.progress.store import ServerFile
+from app.progress.store import SavedSince, ServerFile
 from app.relay.admission import Owner
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError
@@ -78,8 +78,30 @@ def _version_json(saved: ServerFile) -> dict[str, Any]:
     return {"version": saved.version, "saved_at": saved.saved_at, "size": saved.size}
 
 
+def _base_version(request: Request) -> int | None | JSONResponse:
+    """The version an editor's text was based on, from `If-Match` ("3", or 3; 0: the starter); None
+    when not given (a script's save replaces whatever is newest, as before)."""
+    given = request.headers.get("if-match")
+    if given is None:
+        return None
+    text = given.strip().removeprefix("W/").strip('"')
+    if not text.isdigit() or len(text) > 9:
+        return _refuse(400, 'If-Match names the version the text was based on, such as "3" (0: the starter)')
+    return int(text)
+
+
+def _saved_since(error: SavedSince) -> JSONResponse:
+    message = (f"Version {error.version} was saved from another tab or device since this text was loaded, "
+               "and saving would replace it. Nothing was saved.")  # fmt: skip
+    body = error_body(409, message, version=error.version, saved_at=error.saved_at)
+    return JSONResponse(body, status_code=409)
+
+
 async def _save(request: Request, learner: str, source: str, name: str) -> JSONResponse:
     state = get_state(request)
+    after = _base_version(request)
+    if isinstance(after, JSONResponse):
+        return after
     latest = await _saved(state, learner, name)
     # The same text again (a second Ctrl+S, a save to restart) is the newest version already: a new
     # one would only push a real one out of the few that are kept.
@@ -92,10 +114,12 @@ async def _save(request: Request, learner: str, source: str, name: str) -> JSONR
             return _saved_too_much(state.settings.saved_kib_per_hour_per_address, wait)
         try:
             saved = await anyio.to_thread.run_sync(
-                lambda: state.progress.save_server_file(learner, source, name=name)
+                lambda: state.progress.save_server_file(learner, source, name=name, after=after)
             )
-        except BaseException:
+        except BaseException as exc:
             state.saves.refund(address, size)  # nothing was saved: nothing is counted
+            if isinstance(exc, SavedSince):
+                return _saved_since(exc)
             raise
         unchanged = False
     diagnostics = await _diagnose(state, source, name, request)

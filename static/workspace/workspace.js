@@ -36,6 +36,7 @@ class Workspace {
     this.history = root.querySelector("[data-history]");
     this.buttons = [...root.querySelectorAll("button[data-action]")];
     this.savedText = null; // what the playground holds: unsaved edits differ from it
+    this.savedVersion = null; // the version the editor's text is based on: a save names it (If-Match)
     this.saving = null;
   }
 
@@ -117,6 +118,7 @@ class Workspace {
   /** The file's text, diagnostics and history, as GET /api/workspace gives them. */
   showState(state) {
     this.savedText = state.starter ? null : state.source;
+    this.savedVersion = state.version; // 0: the starter
     this.loadedText = state.source; // the starter, until something is saved
     this.editor.setDiagnostics(state.diagnostics);
     this.showHistory(state.history);
@@ -275,6 +277,11 @@ class Workspace {
     return Boolean(this.editor) && this.editor.getValue() !== this.savedText;
   }
 
+  /** Whether the learner typed something not yet saved (the starter as it came is nothing of theirs). */
+  edited() {
+    return this.unsaved() && this.editor.getValue() !== this.loadedText;
+  }
+
   noteEdited() {
     if (this.editor && this.editor.getValue() !== this.savedText) this.root.dataset.edited = "true";
     else delete this.root.dataset.edited;
@@ -301,13 +308,25 @@ class Workspace {
     this.say("Saving…");
     let response;
     try {
-      response = await fetch(this.fileUrl, {
-        method: "PUT",
-        body: text,
-        headers: { "Content-Type": CONTENT_TYPES[this.file] || "text/x-python; charset=utf-8" },
-      });
+      const headers = { "Content-Type": CONTENT_TYPES[this.file] || "text/x-python; charset=utf-8" };
+      // Saved only if no other tab or device saved since this text was loaded (or last saved here).
+      if (this.savedVersion !== null) headers["If-Match"] = `"${this.savedVersion}"`;
+      response = await fetch(this.fileUrl, { method: "PUT", body: text, headers });
     } catch (_) {
       this.say("Not saved: the playground could not be reached. Your text is still here; try again.", "error");
+      return false;
+    }
+    if (response.status === 409) {
+      const theirs = (await response.json()).error;
+      // Saving again replaces theirs, now that the learner has been told; History holds theirs.
+      this.savedVersion = theirs.version;
+      await this.refreshHistory();
+      this.say(
+        `Not saved: another tab or device saved version ${theirs.version} (${when(theirs.saved_at)}) since ` +
+          "this text was loaded. Your text is still here. Save again to make yours the newest version " +
+          "(theirs stays in Saved versions), or copy yours and reload the page to see theirs.",
+        "warn",
+      );
       return false;
     }
     if (!response.ok) {
@@ -316,6 +335,7 @@ class Workspace {
     }
     const body = await response.json();
     this.savedText = text;
+    this.savedVersion = body.version;
     this.noteEdited();
     this.editor.setDiagnostics(body.diagnostics);
     await this.refreshHistory();
@@ -389,6 +409,8 @@ class Workspace {
   async restore() {
     const version = this.history.value;
     if (!version) return;
+    if (this.edited() && !window.confirm(`Restore version ${version}? The edits you have not saved will be replaced.`))
+      return;
     const response = await fetch(`/api/workspace/history/${encodeURIComponent(version)}/restore${this.query}`, {
       method: "POST",
     });
@@ -400,6 +422,7 @@ class Workspace {
     const text = await (await fetch(this.fileUrl)).text();
     this.editor.setValue(text);
     this.savedText = text;
+    this.savedVersion = body.version;
     this.noteEdited();
     this.editor.setDiagnostics(body.diagnostics);
     await this.refreshHistory();
@@ -482,3 +505,7 @@ const workspaces = [...document.querySelectorAll("[data-workspace]")].map((root)
 const exercise = document.querySelector("[data-exercise]");
 if (exercise && workspaces.length) new Exercise(exercise);
 for (const workspace of workspaces) workspace.start();
+// Leaving the page (a reload, a link, closing the tab) with typed text not saved: the browser asks.
+window.addEventListener("beforeunload", (event) => {
+  if (workspaces.some((workspace) => workspace.edited())) event.preventDefault();
+});

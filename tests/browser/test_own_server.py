@@ -5,6 +5,7 @@ see it listed in the console, and pass the step's exercise. Runs on a small test
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -196,3 +197,56 @@ def test_on_a_laptop_a_79_character_line_of_server_py_fits_its_editor(learner: P
     assert scroller.evaluate("e => e.scrollWidth - e.clientWidth") <= 1, scroller.evaluate(
         "e => [e.scrollWidth, e.clientWidth]"
     )
+
+
+def test_a_second_tab_an_unsaved_edit_and_a_restore_never_lose_typed_text(learner: Page) -> None:
+    """Two tabs of one learner: a save from the one that has not seen the other's is refused and
+    says so, keeping its text, until saved again on purpose; leaving or restoring over typed text
+    asks first."""
+    first = learner
+    first.goto(STEP)
+    expect(first.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    write(first, "x = 1  # first tab\n")
+    first.keyboard.press("Control+s")
+    expect(first.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
+
+    second = first.context.new_page()
+    try:
+        second.goto(STEP)
+        expect(second.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+        write(second, "x = 2  # second tab\n")
+        second.keyboard.press("Control+s")
+        expect(second.locator("[data-workspace-status]")).to_contain_text("Saved as version 2")
+    finally:
+        second.close()
+
+    write(first, "x = 3  # an hour of work in the first tab\n")
+    first.keyboard.press("Control+s")
+    status = first.locator("[data-workspace-status]")
+    expect(status).to_contain_text("another tab or device saved version 2")
+    expect(first.locator("[data-workspace] .cm-content")).to_contain_text("an hour of work")
+    assert first.request.get("/api/workspace/server.py").text() == "x = 2  # second tab\n"
+    first.keyboard.press("Control+s")  # again, knowing: the first tab's text becomes the newest
+    expect(status).to_contain_text("Saved as version 3")
+    assert "an hour of work" in first.request.get("/api/workspace/server.py").text()
+
+    # Restoring over typed text asks; declined, the text stays.
+    write(first, "x = 4  # typed, not saved\n")
+    asked: list[str] = []
+    first.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    first.get_by_text("Saved versions").click()
+    first.locator("[data-history]").select_option("1")
+    first.locator('[data-action="restore"]').click()
+    expect(first.locator("[data-workspace] .cm-content")).to_contain_text("typed, not saved")
+    assert asked and "not saved will be replaced" in asked[0]
+
+    # Leaving with typed text asks too (here: closing the tab).
+    left: list[str] = []
+    first.once("dialog", lambda dialog: (left.append(dialog.type), dialog.accept()))
+    still_open = first.context.new_page()  # where the test waits while the first tab asks and closes
+    first.close(run_before_unload=True)
+    deadline = time.monotonic() + 10
+    while not left:
+        assert time.monotonic() < deadline, "no question before leaving typed text"
+        still_open.wait_for_timeout(50)
+    assert left == ["beforeunload"]

@@ -250,6 +250,33 @@ def test_a_save_from_another_site_is_refused(site: InProcessApp) -> None:
     assert reply.status_code == 403
 
 
+def test_a_save_from_a_stale_tab_is_refused_and_names_the_version_saved_since(site: InProcessApp) -> None:
+    """Two tabs (or devices) of one learner opened on version 0: the first saves; the second, still on
+    version 0, would replace that unseen, and is told instead; saved again, on purpose, it goes."""
+    with browser(site, "two-tabs") as first, browser(site, "two-tabs") as second:
+        assert (
+            first.put("/api/workspace/server.py", content="x = 1\n", headers={"If-Match": '"0"'}).json()[
+                "version"
+            ]
+            == 1
+        )
+        stale = second.put("/api/workspace/server.py", content="x = 2\n", headers={"If-Match": '"0"'})
+        assert stale.status_code == 409
+        error = stale.json()["error"]
+        assert error["version"] == 1 and error["saved_at"] > 0 and "Nothing was saved" in error["message"]
+        assert second.get("/api/workspace/server.py").text == "x = 1\n"
+        again = second.put("/api/workspace/server.py", content="x = 2\n", headers={"If-Match": '"1"'})
+        assert again.status_code == 200 and again.json()["version"] == 2
+        # The same text as the newest is no conflict, whatever version it was based on.
+        same = first.put("/api/workspace/server.py", content="x = 2\n", headers={"If-Match": '"1"'})
+        assert same.status_code == 200 and same.json()["unchanged"] is True
+        for bad in ("abc", '"-1"', '"1, 2"', "9" * 12):
+            refused = first.put("/api/workspace/server.py", content="y\n", headers={"If-Match": bad})
+            assert refused.status_code == 400 and "If-Match" in refused.json()["error"]["message"], bad
+        # Without If-Match (a script), a save replaces whatever is newest, as it always has.
+        assert first.put("/api/workspace/server.py", content="x = 3\n").json()["version"] == 3
+
+
 def test_history_keeps_versions_and_a_restore_saves_an_old_one_as_the_newest(site: InProcessApp) -> None:
     for n in (1, 2, 3):
         assert save(site, "hist", f"n = {n}\n").status_code == 200
