@@ -274,10 +274,20 @@ class Console {
   }
 
   newServer() {
+    this.noteUnanswered("you asked for a new server");
     this.log.note("A new server: a fresh session and transcript start here.");
     this.forget();
     this.pairs.leave();
     this.connection.open(false);
+  }
+
+  /** Before a fresh start: the learner's requests that will now never be answered, and why. */
+  noteUnanswered(why) {
+    const unanswered = [...this.pairs.waiting.values()];
+    if (!unanswered.length) return;
+    const named = unanswered.map((w) => `${w.method} (id ${JSON.stringify(w.id)})`).join(", ");
+    const one = unanswered.length === 1;
+    this.log.note(`${one ? "This request gets" : "These requests get"} no reply, since ${why}: ${named}.`, "warn");
   }
 
   forget() {
@@ -323,6 +333,7 @@ class Console {
     this.showFacts(facts);
     if (frame.status === "starting") {
       this.connection.lastSeq = 0; // a restart begins a fresh transcript
+      this.noteUnanswered("the server was restarted");
       this.log.note("Restarting: the old server ends, a fresh one starts.");
       this.forget();
       this.setState("starting", "Starting a fresh server…");
@@ -332,6 +343,8 @@ class Console {
       this.setState("ready", `Running, but not answering: ${frame.reason}`);
     } else if (frame.status === "ready") {
       if (!frame.resumed) this.readies += 1;
+      if (!frame.resumed && this.pairs.session !== null && frame.session !== this.pairs.session)
+        this.noteUnanswered("your previous server ended while you were away");
       const lost = this.pairs.ready(frame.session, frame.resumed);
       if (frame.resumed) {
         this.setState("ready", `Reconnected to your ${this.server}: nothing was lost.`);

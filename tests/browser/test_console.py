@@ -408,6 +408,23 @@ def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None
     expect(page.locator("[data-tool-feedback]")).to_contain_text("This cancels request 12")
 
 
+def test_a_restart_names_the_requests_it_leaves_without_a_reply(page: Page) -> None:
+    page.goto("/playground?server=demo-flaky")
+    console_ready(page)
+    page.locator("#console-message").press("Control+Enter")  # initialize
+    expect(log_entry(page, "received")).to_have_count(1)
+    send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    send(
+        page,
+        '{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 10}}}',
+    )
+    expect(page.locator("[data-wait]")).to_contain_text("Waiting for the reply to tools/call (id 12)")
+    page.get_by_role("button", name="Restart the server").click()
+    note = page.locator("ol.log li.note-warn").filter(has_text="no reply, since the server was restarted")
+    expect(note).to_contain_text("tools/call (id 12)")
+    console_ready(page)
+
+
 @pytest.mark.parametrize("size", [(1366, 900), (390, 844)])
 def test_after_a_send_the_reply_and_the_passed_check_are_in_view(browser_app, browser, size) -> None:  # noqa: ANN001
     from tests.browser.conftest import EXPECT_TIMEOUT_MS
