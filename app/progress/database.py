@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.progress import migrations
-from app.progress.store import LearnerProgress, ProgressError, QuizRecord, StoreUnavailable
+from app.progress.errors import StoreUnavailable
+from app.progress.store import LearnerProgress, ProgressError, QuizRecord
 
 # A freshly drawn code clashes with an existing one about never; still, try a few times.
 CODE_ATTEMPTS = 8

@@ -12,6 +12,7 @@ from typing import Any
 
 from app.progress.classes_sql import SQLClasses
 from app.progress.database import CODE_ATTEMPTS
+from app.progress.errors import SavedSince
 from app.progress.names import clean_display_name
 from app.progress.oauth_sql import SQLOAuth
 from app.progress.store import (
@@ -23,7 +24,6 @@ from app.progress.store import (
     ExerciseRun,
     LearnerProgress,
     ProgressError,
-    SavedSince,
     ServerFile,
     new_code,
     normalise_code,

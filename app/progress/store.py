@@ -13,20 +13,6 @@ class ProgressError(Exception):
     """The store cannot be used (for example: its database was written by a newer version)."""
 
 
-class SavedSince(ProgressError):
-    """A save made on an older version: another (a tab, a device) saved `version` at `saved_at` since."""
-
-    def __init__(self, version: int, saved_at: float) -> None:
-        super().__init__(f"version {version} was saved since")
-        self.version = version
-        self.saved_at = saved_at
-
-
-class StoreUnavailable(ProgressError):
-    """The database did not do what was asked, for now: unreachable, full, or locked by another. Nothing
-    of the call was kept; the same call may work in a moment (the connection is made again if lost)."""
-
-
 @dataclass(frozen=True)
 class QuizRecord:
     """A learner's latest answer to one quiz, and whether any attempt was right."""
@@ -364,7 +350,7 @@ class ProgressStore(Protocol):
     ) -> ServerFile:
         """Save a new version of the file (the oldest beyond SERVER_FILE_VERSIONS go); returns it
         without source. With `after`, only if the newest version is that one (0: none yet), else
-        SavedSince names the newer one."""
+        SavedSince (app/progress/errors.py) names the newer one."""
         ...
 
     def server_file(

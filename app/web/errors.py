@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.progress.store import StoreUnavailable
+from app.progress.errors import StoreUnavailable
 from app.web.templating import templates
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,8 @@ from app import workspace
 from app.course import exercises, test_exercise
 from app.course.exercises import Exercise, Report
 from app.course.test_exercise import TestExercise
-from app.progress.store import SavedSince, ServerFile
+from app.progress.errors import SavedSince
+from app.progress.store import ServerFile
 from app.relay.admission import Owner
 from app.relay.sessions import Sessions
 from app.sandbox.errors import CapacityError, SandboxError

@@ -12,7 +12,7 @@ from starlette.websockets import WebSocketState
 
 from app.course.checks import StepChecker
 from app.course.models import Step
-from app.progress.store import StoreUnavailable
+from app.progress.errors import StoreUnavailable
 from app.protocol.transcript import Transcript
 from app.relay.wire import EnvelopeWire, McpWire, WireLimits
 from app.sandbox.errors import CapacityError, SandboxError

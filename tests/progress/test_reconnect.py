@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from app.progress.errors import StoreUnavailable
 from app.progress.postgres import PostgresProgressStore
-from app.progress.store import StoreUnavailable
 
 ADA = "learner-ada-0000000000"
 
