@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ from app.progress.store import LearnerProgress, ProgressError, QuizRecord
 
 # A freshly drawn code clashes with an existing one about never; still, try a few times.
 CODE_ATTEMPTS = 8
+# After an attempt to connect again has failed, calls fail at once for this long: with the server
+# unreachable (not refusing), each attempt waits out the connect time-out, holding every other call.
+RECONNECT_BACKOFF_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class SQLDatabase:
     def __init__(self) -> None:
         self._db: Any = None
         self._lock = threading.Lock()
+        self._next_connect = 0.0  # monotonic: no attempt to connect again before it
 
     # --- what a database must provide -------------------------------------------------------------
 
@@ -82,9 +87,14 @@ class SQLDatabase:
         if self._db is None:
             raise ProgressError("the progress store is not open")
         if self._is_lost(self._db):
+            if time.monotonic() < self._next_connect:
+                raise StoreUnavailable(
+                    f"{self.name} cannot be reached (tried less than {RECONNECT_BACKOFF_S:g} s ago)"
+                )
             try:
-                self._db = self._connect()
+                self._db, self._next_connect = self._connect(), 0.0
             except Exception as exc:
+                self._next_connect = time.monotonic() + RECONNECT_BACKOFF_S
                 if self._is_unavailable(exc):
                     raise StoreUnavailable(f"{self.name} cannot be reached: {exc}") from exc
                 raise

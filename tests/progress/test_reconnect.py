@@ -3,8 +3,11 @@ clear error meanwhile, nothing half-saved, and service again without restarting 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from app.progress.database import RECONNECT_BACKOFF_S
 from app.progress.errors import StoreUnavailable
 from app.progress.postgres import PostgresProgressStore
 
@@ -23,9 +26,20 @@ def test_a_restarted_server_is_connected_to_again(postgres_server) -> None:  # n
                     store.save_server_file(ADA, "x = 2\n")
                 with pytest.raises(StoreUnavailable):
                     store.server_file(ADA)
+                began = time.monotonic()  # once an attempt has failed, the next fail at once
+                with pytest.raises(StoreUnavailable, match="tried less than"):
+                    store.server_file(ADA)
+                assert time.monotonic() - began < 1
             finally:
                 postgres_server.start_again()
-            store.save_server_file(ADA, "x = 3\n")  # the first call after: connected again, at once
+            deadline = time.monotonic() + 10 * RECONNECT_BACKOFF_S
+            while True:  # served again within the back-off, with no reopening of the store
+                try:
+                    store.save_server_file(ADA, "x = 3\n")
+                    break
+                except StoreUnavailable:
+                    assert time.monotonic() < deadline, "never connected again"
+                    time.sleep(0.1)
             saved = store.server_file(ADA)
             assert saved is not None and saved.source == "x = 3\n" and saved.version == 2
 
