@@ -9,12 +9,15 @@ heartbeat is younger than `fresh_s`. SQLite holds the same tables, unused outsid
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.progress.database import SQLDatabase
 from app.progress.store import ProgressStore
+
+# Which cap across replicas a new session would pass.
+Full = Literal["class", "learner"]
 
 
 @dataclass(frozen=True)
@@ -77,27 +80,28 @@ class FleetStore:
     def add_live_session(
         self, replica_id: str, session: LiveSession, class_cap: int | None, fresh_s: float,
         learner_cap: int | None = None,
-    ) -> Literal["class", "learner"] | None:  # fmt: skip
+    ) -> Full | None:  # fmt: skip
         """Record a new session unless it would pass a cap across replicas: `class_cap` (its class's
         live sessions) or `learner_cap` (its learner's). One class and one learner decide at a time.
         None when recorded, else which cap is full."""
         fresh_after = time.time() - fresh_s
-        counted = "SELECT COUNT(*) FROM live_sessions s JOIN replicas r ON r.id = s.replica_id WHERE "
+        caps: tuple[tuple[Full, str, str | None, int | None, Callable[[Any, str], None]], ...] = (
+            ("class", "class_id", session.class_id, class_cap, self.db.lock_class),
+            ("learner", "learner_id", session.learner_id, learner_cap, self.db.lock_learner),
+        )
         with self.db.writing() as db:
-            if session.class_id is not None and class_cap is not None:
-                self.db.lock_class(db, session.class_id)
+            for full, column, value, cap, lock in caps:
+                if value is None or cap is None:
+                    continue
+                lock(db, value)
                 row = self.db.execute(
-                    db, counted + "s.class_id = ? AND r.heartbeat_at > ?", (session.class_id, fresh_after)
+                    db,
+                    "SELECT COUNT(*) FROM live_sessions s JOIN replicas r ON r.id = s.replica_id "
+                    f"WHERE s.{column} = ? AND r.heartbeat_at > ?",
+                    (value, fresh_after),
                 ).fetchone()
-                if row[0] >= class_cap:
-                    return "class"
-            if session.learner_id is not None and learner_cap is not None:
-                self.db.lock_learner(db, session.learner_id)
-                row = self.db.execute(
-                    db, counted + "s.learner_id = ? AND r.heartbeat_at > ?", (session.learner_id, fresh_after)
-                ).fetchone()
-                if row[0] >= learner_cap:
-                    return "learner"
+                if row[0] >= cap:
+                    return full
             self.db.execute(
                 db,
                 "INSERT INTO live_sessions (id, replica_id, learner_id, class_id, server, started_at, "

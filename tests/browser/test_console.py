@@ -390,17 +390,20 @@ def test_arrow_keys_inside_the_console_do_not_turn_the_page(page: Page) -> None:
     assert turned is False
 
 
-def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None:
+def waiting_for_a_slow_reply(page: Page, seconds: int) -> None:
+    """demo-flaky, initialized, with tools/call id 12 waiting `seconds` for its reply."""
     page.goto("/playground?server=demo-flaky")
     console_ready(page)
     page.locator("#console-message").press("Control+Enter")  # initialize
     expect(log_entry(page, "received")).to_have_count(1)
     send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-    send(
-        page,
-        '{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 3}}}',
-    )
+    arguments = json.dumps({"name": "slow_reply", "arguments": {"seconds": seconds}})
+    send(page, f'{{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {arguments}}}')
     expect(page.locator("[data-wait]")).to_contain_text("Waiting for the reply to tools/call (id 12)")
+
+
+def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None:
+    waiting_for_a_slow_reply(page, 3)
     page.select_option("#console-template", "cancelled")
     page.get_by_role("button", name="Use template").click()
     message = json.loads(page.locator("#console-message").input_value())
@@ -409,16 +412,7 @@ def test_the_cancel_template_names_the_request_still_waiting(page: Page) -> None
 
 
 def test_a_restart_names_the_requests_it_leaves_without_a_reply(page: Page) -> None:
-    page.goto("/playground?server=demo-flaky")
-    console_ready(page)
-    page.locator("#console-message").press("Control+Enter")  # initialize
-    expect(log_entry(page, "received")).to_have_count(1)
-    send(page, '{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-    send(
-        page,
-        '{"jsonrpc": "2.0", "id": 12, "method": "tools/call", "params": {"name": "slow_reply", "arguments": {"seconds": 10}}}',
-    )
-    expect(page.locator("[data-wait]")).to_contain_text("Waiting for the reply to tools/call (id 12)")
+    waiting_for_a_slow_reply(page, 10)  # the most demo-flaky waits: longer than a restart takes
     page.get_by_role("button", name="Restart the server").click()
     note = page.locator("ol.log li.note-warn").filter(has_text="no reply, since the server was restarted")
     expect(note).to_contain_text("tools/call (id 12)")
