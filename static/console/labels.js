@@ -1,6 +1,18 @@
-// The words the log and the announcements use for a message, both ways.
+// The words the log and the announcements use for a message, both ways. What the server chose (a
+// method name, an error's message) is shown as its text only: no controls that reorder or hide
+// characters, and a long one cut, so a server cannot make a headline say what the log does not.
 
-const id = (message) => JSON.stringify(message.id);
+// Bidirectional overrides and isolates, zero-width characters, the byte-order mark.
+const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+const SHOWN_CHARS = 80;
+
+/** A server's text as a label shows it. */
+export function shown(text, most = SHOWN_CHARS) {
+  const plain = String(text).replace(INVISIBLE, "");
+  return plain.length > most ? `${plain.slice(0, most - 1)}…` : plain;
+}
+
+const id = (message) => shown(JSON.stringify(message.id));
 
 export const labels = {
   sent(message, info) {
@@ -17,12 +29,12 @@ export const labels = {
       const what = method || `#${frame.answers}`;
       if ("error" in message) {
         const err = message.error || {};
-        return `error ${err.code} for ${what}: ${err.message}`;
+        return `error ${shown(JSON.stringify(err.code ?? null))} for ${what}: “${shown(err.message ?? "")}”`;
       }
       return `result for ${what} (id ${id(message)})`;
     }
-    if (info.kind === "request") return `${message.method} (a request from the server, id ${id(message)})`;
-    if (info.kind === "notification") return `${message.method} (notification)`;
+    if (info.kind === "request") return `${shown(message.method)} (a request from the server, id ${id(message)})`;
+    if (info.kind === "notification") return `${shown(message.method)} (notification)`;
     if (info.kind === "response") return `a response with id ${id(message)}, which answers none of your requests`;
     return "a message";
   },

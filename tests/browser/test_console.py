@@ -377,6 +377,34 @@ def test_restart_and_export_the_transcript(page: Page) -> None:
     expect(page.locator('[data-fact="session"]')).to_have_text(session)
 
 
+def test_a_big_message_is_shown_a_few_hundred_lines_at_a_time(page: Page) -> None:
+    """A server writing big messages on and on (here the learner's own, sent back as its `sent`
+    entry) must not make the page (or an instructor following it) build an element per value: a view
+    builds a few hundred lines, the rest when asked for."""
+    page.goto("/playground")
+    console_ready(page)
+    numbers = list(range(2000))  # 8,000 values: within the relay's 10,000 a message
+    send(
+        page,
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"big": numbers, "nested": [numbers] * 3}}
+        ),
+    )
+    entry = log_entry(page, "sent").last
+    expect(entry).to_contain_text("ping")
+    lines = entry.locator(".json-view .j-line")
+    assert 0 < lines.count() <= 450, lines.count()  # `big` and `nested` start folded, unbuilt
+    summary = entry.locator(".json-view summary").filter(has_text='"big"')
+    big = summary.locator("..")
+    summary.click()  # built when opened: its first lines, and a way to the rest
+    more = big.locator("button.j-more")
+    expect(more).to_have_text("… 1600 more")
+    assert 400 < lines.count() <= 900, lines.count()
+    more.click()
+    expect(big.locator("button.j-more")).to_have_text("… 1200 more")
+    assert 800 < lines.count() <= 1300, lines.count()
+
+
 def test_arrow_keys_inside_the_console_do_not_turn_the_page(page: Page) -> None:
     page.goto(INITIALIZE_STEP)
     console_ready(page)
