@@ -109,12 +109,18 @@ async def delete_endpoint(request: Request, endpoint_id: str) -> JSONResponse:
     mine = await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner_id(request))
     if not any(info.id == endpoint_id for info in mine):
         return JSONResponse(error_body(404, "No such endpoint (or it is not yours)."), status_code=404)
+    await end_endpoint(state, endpoint_id, "the endpoint was deleted")
+    return JSONResponse({"ended": True})
+
+
+async def end_endpoint(state: AppState, endpoint_id: str, reason: str) -> None:
+    """End an endpoint: its URL answers 404 from now on (on another replica once its cache lets go of
+    it), and its sessions here end with `reason`."""
     await anyio.to_thread.run_sync(state.progress.end_endpoint, endpoint_id)
     state.endpoint_cache.forget(endpoint_id)
     for listener in state.http_sessions.of_endpoint(endpoint_id):
-        await end_session(state, listener, "the endpoint was deleted")
+        await end_session(state, listener, reason)
     state.http_sessions.forget_endpoint(endpoint_id)
-    return JSONResponse({"ended": True})
 
 
 # A page of an endpoint's traffic, for the learner watching it.

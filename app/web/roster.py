@@ -16,6 +16,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from app.progress.names import clean_display_name
+from app.web.endpoints import end_endpoint
 from app.web.instructor import Instructor, class_learner, class_or_404, end_live_session, live_sessions
 from app.web.templating import page
 
@@ -130,12 +131,15 @@ def student_id(state: Instructor, class_id: str, row: str, student_id: str = For
 @router.post("/instructor/classes/{class_id}/learners/{row}/resume-code")
 async def new_resume_code(state: Instructor, class_id: str, row: str) -> Response:
     """A new resume code (for a learner whose code was seen by others); the old one stops working,
-    every device signed in as them is signed out, and their live sessions end: a console opened with
-    the old sign-in would otherwise go on as them, its checks passed recorded as theirs."""
+    every device signed in as them is signed out, and their endpoints and live sessions end: a console
+    opened with the old sign-in would otherwise go on as them, its checks passed recorded as theirs,
+    and an endpoint made with it would run their server and hold their places."""
     learner = await anyio.to_thread.run_sync(_class_learner_id, state, class_id, row)
     await anyio.to_thread.run_sync(state.progress.new_resume_code, learner)
     if state.identity is not None:
         state.identity.forget(learner)
+    for endpoint in await anyio.to_thread.run_sync(state.progress.learner_endpoints, learner):
+        await end_endpoint(state, endpoint.id, SIGNED_OUT)
     everywhere = await anyio.to_thread.run_sync(live_sessions, state)
     for session in everywhere:
         if session["learner"] == learner:

@@ -1,10 +1,11 @@
 """Switching and ending sign-ins, from the side of whoever would abuse them: a resume link planted by
-someone else, and a resume code that leaked."""
+someone else, and a resume code that leaked (the consoles and endpoints made with it)."""
 
 from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 from bs4 import BeautifulSoup
 
@@ -69,6 +70,13 @@ async def test_a_new_resume_code_ends_the_consoles_opened_with_the_leaked_one(ap
     with learner(app, join_code, "Grace") as grace, instructor(app) as teacher, app.client() as thief:
         leaked = resume_code_of(grace)
         assert thief.post("/resume", data={"code": leaked}).status_code == 303
+        made = thief.post("/api/endpoints", json={"server": "demo-orders"})  # runs as Grace, in her places
+        assert made.status_code == 201, made.text
+        endpoint = made.json()["url"]
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        accept = {"Accept": "application/json, text/event-stream"}
+        assert httpx.post(endpoint, json=hello, headers=accept, timeout=30).status_code == 200
         console = await EnvelopeClient.connect(
             f"{app.ws_base}/ws/demo-orders?step={STEP}", origin=app.base,
             additional_headers={"Cookie": f"{COOKIE}={thief.cookies[COOKIE]}"},
@@ -83,6 +91,7 @@ async def test_a_new_resume_code_ends_the_consoles_opened_with_the_leaked_one(ap
             while (state := await console.recv_type("state"))["status"] != "exited":
                 pass
             assert state["reason"] == SIGNED_OUT
+            assert httpx.post(endpoint, json=hello, headers=accept, timeout=30).status_code == 404
             await asyncio.wait_for(console.ws.wait_closed(), 10)
         finally:
             await console.close()
