@@ -30,13 +30,17 @@ from fastapi.responses import Response
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.progress.errors import StoreUnavailable
 from app.relay.rates import KEYS_KEPT, KeyedRate, Recent
 from app.web.client import client_key, is_https
+from app.web.errors import STORE_RETRY_S, STORE_UNAVAILABLE, error_response
 
 COOKIE = "playground_learner"
 MAX_AGE_S = 365 * 24 * 3600
 SECRET_NAME = "learner-cookie"
 _ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+# The scope key set when a cookie could not be checked because the database was away.
+STORE_AWAY = "playground.store_away"
 # Paths that need no identity: nobody is given one for fetching a stylesheet or a probe, nor an MCP
 # client on an endpoint (the URL's token names whose it is; a client without a cookie jar would
 # otherwise make one per request).
@@ -152,7 +156,12 @@ class Identity:
         known = self._generations.get(learner)
         if known is not None and now - known[1] < GENERATION_FRESH_S:
             return known[0]
-        current = await anyio.to_thread.run_sync(self._generation_of, learner)
+        try:
+            current = await anyio.to_thread.run_sync(self._generation_of, learner)
+        except StoreUnavailable:
+            if known is None:
+                raise
+            return known[0]  # the database is away for now: the last generation read stands
         self._generations.add(learner, (current, now))
         return current
 
@@ -175,7 +184,15 @@ class LearnerMiddleware:
         if scope["type"] not in ("http", "websocket") or identity is None:
             await self.app(scope, receive, send)
             return
-        learner = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
+        try:
+            learner = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
+        except StoreUnavailable:  # a cookie to check, and the database away: nobody is proved
+            if scope["type"] == "http" and not scope["path"].startswith(ANONYMOUS_PATHS):
+                response = error_response(Request(scope), 503, STORE_UNAVAILABLE)
+                response.headers["Retry-After"] = str(STORE_RETRY_S)
+                await response(scope, receive, send)
+                return
+            scope[STORE_AWAY], learner = True, None  # a WebSocket's route refuses it as such
         scope["learner_id"] = learner
         if learner is not None or scope["type"] != "http" or scope["path"].startswith(ANONYMOUS_PATHS):
             await self.app(scope, receive, send)

@@ -18,6 +18,7 @@ from app.relay.wire import EnvelopeWire, McpWire, WireLimits
 from app.sandbox.errors import CapacityError, SandboxError
 from app.web.errors import STORE_RETRY_S, STORE_UNAVAILABLE, error_body
 from app.web.guard import same_origin
+from app.web.learner import STORE_AWAY
 from app.web.state import AppState
 from app.web.wsprotocol import LOST
 
@@ -128,6 +129,8 @@ async def relay(websocket: WebSocket) -> None:
     assert sessions is not None  # set in the lifespan, before any connection
     params = websocket.query_params
     try:
+        if websocket.scope.get(STORE_AWAY):  # its cookie could not be checked (app/web/learner.py)
+            raise StoreUnavailable("a learner cookie could not be checked")
         owner = await state.owner_of(websocket.scope)
     except StoreUnavailable as exc:
         log.error("handshake on %s: %s", websocket.url.path, exc)

@@ -2,8 +2,9 @@
 // method name, an error's message) is shown as its text only: no controls that reorder or hide
 // characters, and a long one cut, so a server cannot make a headline say what the log does not.
 
-// Bidirectional overrides and isolates, zero-width characters, the byte-order mark.
-const INVISIBLE = /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+// Bidirectional marks, overrides and isolates, the zero-width space and the byte-order mark (not the
+// joiners, which scripts and emoji need).
+const INVISIBLE = /[\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
 const SHOWN_CHARS = 80;
 
 /** A server's text as a label shows it. */
@@ -29,7 +30,8 @@ export const labels = {
       const what = method || `#${frame.answers}`;
       if ("error" in message) {
         const err = message.error || {};
-        return `error ${shown(JSON.stringify(err.code ?? null))} for ${what}: “${shown(err.message ?? "")}”`;
+        const code = "code" in err ? shown(JSON.stringify(err.code)) : "(no code)";
+        return `error ${code} for ${what}: “${shown(err.message ?? "")}”`;
       }
       return `result for ${what} (id ${id(message)})`;
     }

@@ -18,11 +18,16 @@ test("a hostile server's error message cannot reorder, hide or run on in a headl
   const spoof = `PASSED \u2714 all checks passed\u202e\u200b${"x".repeat(500)}`;
   const message = { jsonrpc: "2.0", id: 3, error: { code: 0, message: spoof } };
   const label = labels.received(message, { kind: "response" }, answered, "x/logs");
-  assert.doesNotMatch(label, /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/);
+  assert.doesNotMatch(label, /[\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/);
   assert.ok(label.startsWith("error 0 for x/logs: “PASSED") && label.endsWith("…”"), label);
   assert.ok(label.length < 120, label.length);
   const odd = { jsonrpc: "2.0", id: 3, error: { code: "<b>1</b>", message: 42 } };
   assert.equal(labels.received(odd, { kind: "response" }, answered, "ping"), 'error "<b>1</b>" for ping: “42”');
+  const codeless = { jsonrpc: "2.0", id: 3, error: { message: "no code" } };
+  assert.equal(
+    labels.received(codeless, { kind: "response" }, answered, "ping"),
+    "error (no code) for ping: “no code”",
+  );
 });
 
 test("a server's own method names and ids are cut and cleaned the same way", () => {

@@ -18,6 +18,7 @@ from websockets.exceptions import InvalidStatus
 from app.web.errors import STORE_UNAVAILABLE
 from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
+from tests.support.appserver import learner_id_of
 from tests.support.inprocess import ServedApp
 from tests.support.wsclient import EnvelopeClient
 
@@ -94,6 +95,9 @@ async def test_the_app_answers_503_while_postgresql_is_away_and_serves_again_onc
         assert page.put("/api/workspace/server.py", content="x = 1\n").status_code == 200
         postgres_server.stop_for_now()
         try:
+            # A cookie last checked long ago (here: never on this replica) cannot be checked now.
+            app.state.identity.forget(learner_id_of(app.learner_cookie("ada")))
+            assert page.get("/static/style.css").status_code == 200  # what needs no identity goes on
             for method, path in (("PUT", "/api/workspace/server.py"), ("GET", "/api/progress")):
                 away = page.request(method, path, content="x = 2\n" if method == "PUT" else None)
                 assert away.status_code == 503 and away.json()["error"]["message"] == STORE_UNAVAILABLE
