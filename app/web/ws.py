@@ -67,8 +67,9 @@ class StepChecks:
         self.cost_s = time.perf_counter() - began
         frames = []
         for result in results:
-            if result.passed and self.learner and result.name not in (*self.recorded, *self.unrecorded):
-                self.unrecorded.append(result.name)
+            name = result.name
+            if result.passed and self.learner and name not in self.recorded and name not in self.unrecorded:
+                self.unrecorded.append(name)
             frames.append({"type": "check", "step": self.step.slug, "check": result.name,
                            "passed": result.passed, "reason": result.reason})  # fmt: skip
         await self._record()

@@ -44,6 +44,12 @@ def send(page: Page, message: dict) -> None:
     page.keyboard.press("Control+Enter")
 
 
+def open_workspace(page: Page) -> None:
+    """The step's page, its editor loaded."""
+    page.goto(STEP)
+    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+
+
 def write(page: Page, text: str) -> None:
     """Replace the whole file in the Python editor, as typing would."""
     page.locator("[data-workspace] .cm-content").click()
@@ -52,8 +58,7 @@ def write(page: Page, text: str) -> None:
 
 def test_write_a_tool_save_see_it_listed_and_pass_the_exercise(learner: Page, artifacts: Path) -> None:
     page = learner
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     expect(page.locator("[data-workspace-status]")).to_contain_text("starter file")
     write(page, SOLUTION)
     expect(page.locator("[data-workspace]")).to_have_attribute("data-edited", "true")
@@ -79,8 +84,7 @@ def test_write_a_tool_save_see_it_listed_and_pass_the_exercise(learner: Page, ar
 
 def test_a_syntax_error_is_shown_where_it_is_and_the_exercise_says_why_it_fails(learner: Page) -> None:
     page = learner
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     write(page, "from mcp.server.mcpserver import MCPServer\n\ndef broken(:\n    pass\n")
     page.keyboard.press("Control+s")
     expect(page.locator("[data-workspace-status]")).to_contain_text("line 3, column 12: invalid syntax")
@@ -99,8 +103,7 @@ def test_a_syntax_error_is_shown_where_it_is_and_the_exercise_says_why_it_fails(
 def test_without_the_editor_bundle_the_textarea_saves(learner: Page) -> None:
     page = learner
     page.route("**/static/vendor/codemirror.js", lambda route: route.abort())
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     source = page.locator("#workspace-source-server")
     source.fill(SOLUTION)
     source.press("Control+s")
@@ -109,8 +112,7 @@ def test_without_the_editor_bundle_the_textarea_saves(learner: Page) -> None:
 
 def test_a_server_that_never_serves_is_explained_in_the_console(learner: Page) -> None:
     page = learner
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     write(page, "import time\n\ntime.sleep(10 ** 6)  # forgot mcp.run()\n")
     page.keyboard.press("Control+Enter")
     expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
@@ -130,8 +132,7 @@ def test_a_server_printing_in_a_loop_keeps_the_page_quick_and_is_stopped_with_it
     the relay sends, and the relay's pace then stops the flood: the console says why, not just the
     signal that ended it."""
     page = learner
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     write(page, "import sys\n\nwhile True:\n    sys.stdout.write('x\\n')\n")
     page.keyboard.press("Control+Enter")
     expect(page.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
@@ -147,8 +148,7 @@ def test_a_server_printing_in_a_loop_keeps_the_page_quick_and_is_stopped_with_it
 
 def test_a_traceback_is_one_log_card_with_its_lines(learner: Page) -> None:
     page = learner
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     write(page, "def fails():\n    return 1 / 0\n\n\nfails()\n")
     page.keyboard.press("Control+Enter")
     expect(page.locator("[data-console-state]")).to_have_attribute("data-state", "exited")
@@ -190,8 +190,7 @@ def test_write_tests_run_them_and_pass_the_testing_exercise(learner: Page, artif
 def test_on_a_laptop_a_79_character_line_of_server_py_fits_its_editor(learner: Page) -> None:
     page = learner
     page.set_viewport_size({"width": 1366, "height": 768})
-    page.goto(STEP)
-    expect(page.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(page)
     write(page, "x = 1  # " + "y" * 70 + "\n")  # 79 characters
     scroller = page.locator("[data-workspace] .cm-scroller")
     assert scroller.evaluate("e => e.scrollWidth - e.clientWidth") <= 1, scroller.evaluate(
@@ -204,16 +203,14 @@ def test_a_second_tab_an_unsaved_edit_and_a_restore_never_lose_typed_text(learne
     says so, keeping its text, until saved again on purpose; leaving or restoring over typed text
     asks first."""
     first = learner
-    first.goto(STEP)
-    expect(first.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+    open_workspace(first)
     write(first, "x = 1  # first tab\n")
     first.keyboard.press("Control+s")
     expect(first.locator("[data-workspace-status]")).to_contain_text("Saved as version 1")
 
     second = first.context.new_page()
     try:
-        second.goto(STEP)
-        expect(second.locator("[data-workspace]")).to_have_attribute("data-state", "ready")
+        open_workspace(second)
         write(second, "x = 2  # second tab\n")
         second.keyboard.press("Control+s")
         expect(second.locator("[data-workspace-status]")).to_contain_text("Saved as version 2")

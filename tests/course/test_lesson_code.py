@@ -50,6 +50,7 @@ def test_without_a_token_the_answer_is_401_naming_the_metadata(server: Any) -> N
     metadata = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
     assert f'resource_metadata="{metadata}"' in answer.headers["www-authenticate"]
     assert 'error="invalid_token"' in answer.headers["www-authenticate"]  # as the lesson's table shows
+    assert "scope=" not in answer.headers["www-authenticate"]  # the lesson: no scope parameter from the SDK
 
 
 def test_a_good_token_is_served(server: Any) -> None:
@@ -71,6 +72,7 @@ def test_a_token_without_the_required_scope_is_403(server: Any) -> None:
     )
     answer = post(client, "narrow")
     assert answer.status_code == 403 and 'error="insufficient_scope"' in answer.headers["www-authenticate"]
+    assert "scope=" not in answer.headers["www-authenticate"]  # nor in the 403 (the lesson says so)
 
 
 def test_the_metadata_names_the_resource_and_the_authorization_server(server: Any) -> None:
