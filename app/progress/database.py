@@ -45,6 +45,7 @@ class SQLDatabase:
         self._db: Any = None
         self._lock = threading.Lock()
         self._next_connect = 0.0  # monotonic: no attempt to connect again before it
+        self._away_since: float | None = None  # wall clock: a call found the database away, none worked since
 
     # --- what a database must provide -------------------------------------------------------------
 
@@ -165,11 +166,20 @@ class SQLDatabase:
         try:
             yield
         except StoreUnavailable:
+            self._away_since = self._away_since or time.time()
             raise
         except Exception as exc:
             if not self._is_unavailable(exc):
                 raise
+            self._away_since = self._away_since or time.time()
             raise StoreUnavailable(f"{self.name} is unavailable: {exc}") from exc
+        self._away_since = None
+
+    def unavailable_since(self) -> float | None:
+        """When a call first found the database away (Unix time), if no call has worked since. Known
+        from calls made anyway (a replica of a fleet makes one every few seconds), never probed: who
+        asks the health page must not be able to make the app wait on an unreachable server."""
+        return self._away_since
 
     def _touch(self, db: Any, learner_id: str, now: float) -> None:
         self._exec(

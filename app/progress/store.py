@@ -217,6 +217,10 @@ class ProgressStore(Protocol):
         """The learner's class, in one small query (asked at every console's handshake)."""
         ...
 
+    def unavailable_since(self) -> float | None:
+        """When a call first found the database away (Unix time), if none has worked since."""
+        ...
+
     def shared_secret(self, name: str) -> str:
         """A random secret by name, made on first use and the same for every app sharing the store."""
         ...

@@ -312,10 +312,12 @@ class AppState:
             return {"status": "starting"}
         missing = self.missing_layers()
         admission = sessions.admission
+        away_since = self.progress.unavailable_since()
         return {
-            "status": "degraded" if missing else "ok",
+            "status": "degraded" if missing or away_since is not None else "ok",
             "sandbox": {"layers": self.sandbox_layers(), "complete": not missing},
             "privileges": self.privileges,
+            "store": store_health(away_since),
             "sessions": {
                 "live": sessions.live,
                 "max": admission.caps.total,
@@ -326,6 +328,14 @@ class AppState:
             "warm_pool_target": {name: self.warm_pool_target(name) for name in self.demos},
             "servers": list(self.demos),
         }
+
+
+def store_health(away_since: float | None) -> dict[str, str]:
+    """The progress database as the app's last calls found it: a replica that cannot reach it serves
+    pages but saves nothing, and the health page says since when."""
+    if away_since is None:
+        return {"status": "ok"}
+    return {"status": "unavailable", "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(away_since))}
 
 
 def warm_pool_sizes(settings: Settings, demos: dict[str, DemoServer]) -> dict[str, int]:

@@ -52,9 +52,12 @@ def test_a_save_the_database_refuses_says_so_and_costs_nothing(app: ServedApp) -
         assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
         assert refused.json()["error"]["message"] == STORE_UNAVAILABLE
         assert "nothing of this was saved" in STORE_UNAVAILABLE
+        store = page.get("/healthz").json()["store"]  # what an instructor's monitoring reads
+        assert store["status"] == "unavailable" and store["since"].endswith("Z")
         # The refused save spent none of the address's hour: this one fits, a second would not.
         saved = page.put("/api/workspace/server.py", content=FILE)
         assert saved.status_code == 200 and saved.json()["version"] == 1
+        assert page.get("/healthz").json()["store"] == {"status": "ok"}
         assert page.put("/api/workspace/server.py", content=FILE + "y = 2\n").status_code == 429
 
 
@@ -106,6 +109,9 @@ async def test_the_app_answers_503_while_postgresql_is_away_and_serves_again_onc
                                              additional_headers={"Cookie": f"{COOKIE}={app.learner_cookie('ada')}"})  # fmt: skip
             assert refused.value.response.status_code == 503
             assert json.loads(refused.value.response.body)["error"]["message"] == STORE_UNAVAILABLE
+            health = page.get("/healthz")
+            assert health.status_code == 200 and health.json()["status"] == "degraded"
+            assert health.json()["store"]["status"] == "unavailable"
         finally:
             postgres_server.start_again()
         deadline = time.monotonic() + 30
@@ -114,3 +120,4 @@ async def test_the_app_answers_503_while_postgresql_is_away_and_serves_again_onc
             time.sleep(0.1)
         assert saved.status_code == 200 and saved.json()["version"] == 2
         assert page.get("/api/workspace/server.py").text == "x = 3\n"
+        assert page.get("/healthz").json()["store"] == {"status": "ok"}
