@@ -116,13 +116,18 @@ def secret_hash(secret: str) -> str:
 
 
 def endpoint_token(resource: str) -> str | None:
-    """The endpoint token in a resource URL (`<site>/mcp/<token>`), or None."""
+    """The endpoint token in a resource URL (`<site>/mcp/<token>`, as its Protected Resource Metadata
+    names it: no query, no fragment (RFC 8707 §2), no other path), or None."""
     try:
-        path = urlsplit(resource).path
+        parts = urlsplit(resource)
     except ValueError:
         return None
-    _, found, token = path.partition("/mcp/")
-    return token if found and token and "/" not in token else None
+    if parts.scheme not in ("http", "https") or parts.query or parts.fragment or "#" in resource:
+        return None
+    if parts.username is not None or parts.password is not None:
+        return None
+    _, found, token = parts.path.partition("/mcp/")
+    return token if found and parts.path.startswith("/mcp/") and token and "/" not in token else None
 
 
 class Provider:
@@ -183,9 +188,11 @@ class Provider:
         return CONSENT_PATH + consent
 
     async def protected_endpoint(self, resource: str) -> EndpointInfo | None:
+        """The live protected endpoint a resource URL names, or None."""
         token = endpoint_token(resource)
-        if token is None:
-            return None
+        return None if token is None else await self.protected_by_token(token)
+
+    async def protected_by_token(self, token: str) -> EndpointInfo | None:
         info = await self._call(self.store.endpoint_by_token_hash, token_hash(token))
         if info is None or info.auth != "oauth" or not info.live(time.time()):
             return None
@@ -371,6 +378,9 @@ async def metadata(request: Request) -> JSONResponse:
     body = data.model_dump(mode="json", exclude_none=True)
     body["issuer"] = site_url(request)  # as the client reached it, with no trailing slash added
     body["authorization_response_iss_parameter_supported"] = True  # RFC 9207
+    # Public clients (dynamic registration with `none`, metadata documents) authenticate with none.
+    for methods in ("token_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"):
+        body[methods] = [*body.get(methods, []), "none"]
     body["client_id_metadata_document_supported"] = True  # app/web/client_documents.py
     flows = get_state(request).flows
     if (endpoint_id := flows.endpoint_read_by(client_key(request.scope))) is not None:

@@ -18,10 +18,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+from mcp.server.auth.provider import construct_redirect_uri
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.progress.store import ProgressStore
-from app.web.client import client_key
+from app.web.client import client_key, site_url
+from app.web.templating import page
 
 log = logging.getLogger(__name__)
 REPEAT_S = 10.0
@@ -85,8 +88,9 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "Authorization request refused",
         "The authorization server started no consent. A client or redirect URI it cannot trust (an unknown "
         "client_id, a metadata document it cannot use, a redirect URI the client never named) is answered "
-        "in the browser (400), never redirected to; another error, such as a scope this endpoint does not "
-        "offer, goes back to the client with error= and the state.",
+        "in the browser (400), never redirected to. Another error, such as a scope this endpoint does not "
+        "offer, is shown in the browser too, with a link back to the client carrying error= and the "
+        "state: anyone can register a client, so this server sends no one to a client's page by itself.",
         f"{AUTHZ} §Client ID Metadata Documents, §Open Redirection; RFC 6749 §4.1.2.1",
     ),
     "consent": (
@@ -295,6 +299,13 @@ class Answer:
                 return bytes(value).decode("latin-1")
         return None
 
+    def replace(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        """Answer this instead."""
+        self.status = status
+        self._held = [{"type": "http.response.start", "status": status, "headers": headers},
+                      {"type": "http.response.body", "body": body}]  # fmt: skip
+        self._chunks = [body]
+
     def replace_body(self, body: bytes) -> None:
         """Answer `body` instead, with the same status and headers (its length corrected)."""
         start = next(message for message in self._held if message["type"] == "http.response.start")
@@ -309,7 +320,13 @@ class Answer:
 class AuthorizeWatch:
     """Around the SDK's `/authorize` route: a refused authorization request is recorded on the endpoint
     it names as its resource (an accepted one is recorded by the provider), and a client the provider
-    could not use is answered with the reason, not the SDK's "not found"."""
+    could not use is answered with the reason, not the SDK's "not found".
+
+    The SDK sends a refusal back to any redirect URI the client registered, and anyone may register a
+    client: that made this site an open redirector (a link to it landing on a phishing page). A refusal
+    is therefore redirected only to this site itself (the endpoint panel's flow by hand); to any other
+    it is shown in the browser, with a link back that the person follows if they started that client
+    (MCP 2025-11-25 authorization §Open Redirection; OAuth 2.1 §7.12.2)."""
 
     def __init__(self, app: ASGIApp, flows: FlowLog, endpoint_of: Callable[[str], Awaitable[Any]]) -> None:
         self.app = app
@@ -346,9 +363,11 @@ class AuthorizeWatch:
                 error["error_description"] = reasons[-1]
                 answer.replace_body(json.dumps(error).encode())
         elif answer.status == 302:
-            error = _first(parse_qs(urlsplit(answer.header(b"location") or "").query))
+            location = answer.header(b"location") or ""
+            error = _first(parse_qs(urlsplit(location).query))
             if "error" not in error:
                 return  # on to the consent page
+            _not_blindly(scope, answer, location, error)
         else:
             return
         query = scope.get("query_string", b"") + b"&" + body
@@ -360,6 +379,31 @@ class AuthorizeWatch:
                                 client_id=params.get("client_id", "")[:REASON_CHARS] or None,
                                 redirect_uri=params.get("redirect_uri", "")[:REASON_CHARS] or None,
                                 error=error.get("error"), error_description=error.get("error_description"))  # fmt: skip
+
+
+def _not_blindly(scope: Scope, answer: Answer, location: str, error: dict[str, str]) -> None:
+    """A refusal on its way to the client's redirect URI: with `iss` added (RFC 9207 §2, which the
+    metadata promises), redirected there if it is this site, else shown with a link back."""
+    request = Request(scope)
+    site = site_url(request)
+    back = construct_redirect_uri(location, iss=site)
+    if _origin(back) == _origin(site):
+        answer.replace(302, [(b"location", back.encode("utf-8")), (b"content-length", b"0")], b"")
+        return
+    shown = page(request, "oauth_consent.html", status=400, title="Authorization request refused",
+                 error=f"This authorization request was refused: {error['error']}"
+                       + (f": {error['error_description']}" if error.get("error_description") else "."),
+                 back=back, back_host=urlsplit(back).hostname or urlsplit(back).scheme + ":")  # fmt: skip
+    answer.replace(400, shown.raw_headers, bytes(shown.body))
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    return parts.scheme.lower(), parts.hostname, port
 
 
 async def _token_error(send: Send, error: str, description: str) -> None:

@@ -102,7 +102,7 @@ async def insufficient_scope(request: Request, token: str, info: EndpointInfo, s
 @router.get(PRM_PREFIX + "/mcp/{token}")
 async def resource_metadata(request: Request, token: str) -> JSONResponse:
     """RFC 9728's metadata of a protected endpoint: which authorization server issues its tokens."""
-    info = await Provider(get_state(request).flows).protected_endpoint(f"/mcp/{token}")
+    info = await Provider(get_state(request).flows).protected_by_token(token)
     cors = {"Access-Control-Allow-Origin": "*", "Cache-Control": "no-store"}
     if info is None:
         return JSONResponse(error_body(404, "No such protected endpoint."), status_code=404, headers=cors)

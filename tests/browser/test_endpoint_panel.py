@@ -155,9 +155,9 @@ def test_a_protected_endpoint_made_in_the_panel_is_allowed_on_the_consent_page(
     expect(steps.nth(2)).to_contain_text("401 Unauthorized")
     expect(steps.last).to_contain_text("RFC 7636")
     assert token.json()["access_token"] not in panel.inner_text()
-    # A refusal sent back to the client (302 with error=) shows as one, with why in plain sight.
+    # A refusal (shown in the browser, with a link back to the client) shows as one, with why in plain sight.
     greedy = httpx.get(f"{browser_app.base}/authorize?{query.set('scope', 'admin')}", timeout=30)
-    assert greedy.status_code == 302 and "error=invalid_scope" in greedy.headers["location"]
+    assert greedy.status_code == 400 and "error=invalid_scope" in greedy.text
     expect(steps).to_have_count(8)
     expect(steps.last).to_have_attribute("data-step", "authorize_refused")
     expect(steps.last).to_have_class("exchange-refused")

@@ -150,6 +150,8 @@ def test_without_a_token_the_endpoint_says_where_its_metadata_is(app: ServedApp)
     assert asm["issuer"] == app.base and asm["code_challenge_methods_supported"] == ["S256"]
     assert asm["registration_endpoint"] == app.base + "/register"
     assert set(asm["grant_types_supported"]) == {"authorization_code", "refresh_token"}
+    for methods in ("token_endpoint_auth_methods_supported", "revocation_endpoint_auth_methods_supported"):
+        assert "none" in asm[methods] and "client_secret_post" in asm[methods]  # public clients too
     made_up = httpx.post(
         endpoint["url"], json=INITIALIZE, headers={"Authorization": "Bearer made-up"}, timeout=30
     )
@@ -185,7 +187,7 @@ def test_junk_tokens_anyone_with_the_url_sends_cannot_push_the_owners_flow_out(a
 def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     without = httpx.get(authorize_url(app, client, endpoint, None), timeout=30)
-    assert without.status_code == 302 and "error=invalid_request" in without.headers["location"]
+    assert without.status_code == 400 and "error=invalid_request" in back_link(without)
     verifier, challenge = pkce()
     code = code_for(app, endpoint, client, challenge)
     wrong = token_request(app, client, code, pkce()[0])
@@ -220,22 +222,67 @@ def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: ServedApp) ->
     assert step["title"] and step["meaning"] and "RFC 6749 §4.1.2.1" in step["reference"]
 
 
-def test_a_scope_the_endpoint_does_not_offer_goes_back_to_the_client_and_into_the_flow(
+def back_link(refused: httpx.Response) -> str:
+    """The link back to the client on a refusal shown in the browser (never a redirect of its own)."""
+    assert "location" not in refused.headers
+    return BeautifulSoup(refused.text, "html.parser").select_one("a[data-back]")["href"]
+
+
+def test_a_scope_the_endpoint_does_not_offer_is_shown_with_a_link_back_and_goes_into_the_flow(
     app: ServedApp,
 ) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     form = dict(httpx.URL(authorize_url(app, client, endpoint, pkce()[1], scope="admin")).params)
     refused = httpx.post(app.base + "/authorize", data=form, timeout=30)  # the form way, as RFC 6749 allows
-    assert refused.status_code == 302
-    back = parse_qs(urlsplit(refused.headers["location"]).query)
-    assert back["error"] == ["invalid_scope"] and back["state"] == ["s1"]
+    assert refused.status_code == 400 and "invalid_scope" in refused.text
+    back = parse_qs(urlsplit(back_link(refused)).query)
+    assert back["error"] == ["invalid_scope"] and back["state"] == ["s1"] and back["iss"] == [app.base]
     step = flow(app, endpoint)[-1]
-    assert (step["step"], step["request"], step["status"]) == ("authorize_refused", "POST /authorize", 302)
+    assert (step["step"], step["request"], step["status"]) == ("authorize_refused", "POST /authorize", 400)
     assert step["detail"]["error"] == "invalid_scope"
     # A request that names no live endpoint is refused the same, and recorded nowhere.
     elsewhere = {**form, "resource": app.base + "/mcp/not-an-endpoint"}
-    assert httpx.post(app.base + "/authorize", data=elsewhere, timeout=30).status_code == 302
+    assert httpx.post(app.base + "/authorize", data=elsewhere, timeout=30).status_code == 400
     assert flow(app, endpoint)[-1] == step
+
+
+def test_a_resource_is_the_endpoint_url_as_its_metadata_names_it_not_one_that_contains_its_token(
+    app: ServedApp,
+) -> None:
+    """RFC 8707 §2: a resource has no fragment; and a URL that merely holds the token somewhere in its
+    path or with a query is not the endpoint the owner would be asked about."""
+    endpoint, client = protected_endpoint(app), register(app)
+    url, token = endpoint["url"], endpoint["url"].rsplit("/", 1)[1]
+    for resource in (f"https://evil.example/x/mcp/{token}", f"{app.base}/x/mcp/{token}", url + "?q=1",
+                     url + "#frag", url.replace("://", "://user@"), f"ftp://127.0.0.1/mcp/{token}"):  # fmt: skip
+        query = dict(httpx.URL(authorize_url(app, client, endpoint, pkce()[1])).params) | {
+            "resource": resource
+        }
+        refused = httpx.get(app.base + "/authorize", params=query, timeout=30)
+        assert refused.status_code == 400 and "invalid_target" in refused.text, resource
+    assert code_for(app, endpoint, client, pkce()[1])  # the URL itself goes on to the consent
+
+
+def test_anyone_registering_a_client_gets_no_redirect_from_this_site_to_their_page(app: ServedApp) -> None:
+    """An open redirect: register a client whose redirect URI is a phishing page, and send people a link
+    to this site's /authorize that is bound to be refused. They are shown the refusal, not sent on."""
+    phisher = register(app, redirect="https://evil.example/login-to-the-playground")
+    for query in ({"client_id": phisher["client_id"]},
+                  {"client_id": phisher["client_id"], "response_type": "code"},
+                  {"client_id": phisher["client_id"], "response_type": "token", "state": "x"}):  # fmt: skip
+        refused = httpx.get(app.base + "/authorize", params=query, timeout=30)
+        assert refused.status_code == 400, (query, refused.headers)
+        assert back_link(refused).startswith("https://evil.example/login-to-the-playground?error=")
+        shown = BeautifulSoup(refused.text, "html.parser")
+        assert shown.select_one("[data-back-host]").text == "evil.example"
+        assert shown.select_one("a[data-back]")["rel"] == ["noreferrer"]
+    # The site itself is the one redirect URI a refusal still goes to at once (the panel's flow by hand).
+    endpoint, own = protected_endpoint(app), register(app, redirect=app.base + "/oauth/callback")
+    greedy = httpx.get(authorize_url(app, own, endpoint, pkce()[1], scope="admin",
+                                     redirect=app.base + "/oauth/callback"), timeout=30)  # fmt: skip
+    assert greedy.status_code == 302, greedy.text
+    back = parse_qs(urlsplit(greedy.headers["location"]).query)
+    assert back["error"] == ["invalid_scope"] and back["state"] == ["s1"] and back["iss"] == [app.base]
 
 
 def test_only_the_owner_may_allow_and_a_token_opens_only_its_own_endpoint(app: ServedApp) -> None:
@@ -523,7 +570,7 @@ def test_a_tool_marked_with_a_scope_of_the_owners_needs_it_too(app: ServedApp) -
     client = register(app)
     # A scope no endpoint here has is refused at the authorization request, back at the client.
     unknown = httpx.get(authorize_url(app, client, endpoint, pkce()[1], scope="mcp:read admin"), timeout=30)
-    assert unknown.status_code == 302 and "error=invalid_scope" in unknown.headers["location"]
+    assert unknown.status_code == 400 and "error=invalid_scope" in back_link(unknown)
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "get_order_status", "arguments": {"order_id": "481516"}}}  # fmt: skip
 
