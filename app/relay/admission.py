@@ -6,7 +6,9 @@ Caps, each checked in this order so that the refusal names the most specific one
 - per address, outside classes: every owner in no class from one client address together, whatever
   identities they hold, their exercise runs too (identities are cheap to make; class members count in
   their class instead);
-- per class: the class's own cap;
+- per class: the class's own cap; its members' exercise runs at once have a cap of the same size
+  (beside its consoles, not in their place: a member with a console open may still run an exercise;
+  but members are identities too, and 10 of one person's would otherwise hold 10 runs past a cap of 3);
 - global;
 - outside classes: owners in no class together hold at most a share of the global cap, exercise runs
   included, so the rest is kept for classes (a class member is never refused because visitors filled
@@ -109,6 +111,7 @@ class Admission:
         self._outside = 0
         self._outside_by_address: Counter[str] = Counter()  # sessions of owners in no class, by address
         self._exercises: Counter[str] = Counter()  # exercise runs by owner
+        self._runs_by_class: Counter[str] = Counter()  # exercise runs by class
         self._opened = KeyedRate(caps.new_per_owner_per_min, OPENS_WINDOW_S)  # new sessions by owner
 
     def count_for(self, owner: Owner) -> int:
@@ -144,6 +147,12 @@ class Admission:
             )  # fmt: skip
         if owner.class_id is None:
             self._check_address(owner, " and exercise runs")
+        elif owner.class_cap is not None and self._runs_by_class[owner.class_id] >= owner.class_cap:
+            raise CapacityError(
+                f"Your class has {_plural(owner.class_cap, 'exercise run')} going, the most your instructor "
+                "allowed at once.", advice="Try again in a few seconds", reason="class_runs_full",
+                retry_after_s=RETRY_EXERCISE_S,
+            )  # fmt: skip
         if self.total >= self.caps.total:
             raise playground_full(self.caps.total)
         if owner.class_id is None:
@@ -154,6 +163,8 @@ class Admission:
         self._exercises[owner.key] += 1
         if owner.class_id is None:
             self._count_outside(owner.address, 1)
+        else:
+            self._runs_by_class[owner.class_id] += 1
         return Slot(self, owner, exercise=True)
 
     def _give_back_exercise(self, owner: Owner) -> None:
@@ -163,6 +174,10 @@ class Admission:
             del self._exercises[owner.key]
         if owner.class_id is None:
             self._count_outside(owner.address, -1)
+        else:
+            self._runs_by_class[owner.class_id] -= 1
+            if self._runs_by_class[owner.class_id] <= 0:
+                del self._runs_by_class[owner.class_id]
 
     def _count_outside(self, address: str, change: int) -> None:
         self._outside += change
@@ -265,7 +280,8 @@ def class_full(cap: int) -> CapacityError:
 def playground_full(total: int) -> CapacityError:
     """The refusal when every one of the playground's places is taken."""
     return CapacityError(
-        f"The playground is full right now ({_plural(total, 'console')} open).",
+        f"The playground is full right now (all {_plural(total, 'place')} taken, by consoles and exercise "
+        "runs).",
         reason="full", retry_after_s=RETRY_SHARED_S,
     )  # fmt: skip
 

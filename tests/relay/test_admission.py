@@ -56,7 +56,7 @@ def test_minted_identities_cannot_lock_out_a_class_member() -> None:
     for n in range(10):  # the class still gets every place that is left
         admission.admit(member(n))
     error = refusal(admission, member(99))
-    assert error.reason == "full" and "20 consoles open" in error.message and error.retry_after_s == 60
+    assert error.reason == "full" and "all 20 places taken" in error.message and error.retry_after_s == 60
 
 
 def test_a_class_cap_is_its_own() -> None:
@@ -204,7 +204,10 @@ def test_every_refusal_says_what_is_taken_apart_from_when_to_try_again() -> None
         "You already have 1 console open, the most one person may have. Close one (another tab?), then try "
         "again in 10 s."
     )
-    assert errors[2].message == "The playground is full right now (1 console open). Try again in 60 s."
+    assert (
+        errors[2].message
+        == "The playground is full right now (all 1 place taken, by consoles and exercise runs). Try again in 60 s."
+    )
 
 
 def test_one_address_fills_no_more_than_its_cap_across_identities() -> None:
@@ -231,3 +234,26 @@ def test_one_address_fills_no_more_than_its_cap_across_identities() -> None:
     for n in range(4):  # class members behind the same address are counted by their class instead
         admission.admit(Owner(f"member-{n:04d}-0123456789", "203.0.113.7", "class-a", 50))
     assert admission.count_for_class("class-a") == 4
+
+
+def test_one_person_with_many_identities_in_a_class_runs_no_more_exercises_at_once_than_its_cap() -> None:
+    """From the side of a class member who made 10 identities and joined each: every identity's run was
+    admitted past a class cap of 3, and filled the playground for another class."""
+    admission = Admission(Caps(total=10, per_owner=4, outside_classes=5))
+    consoles = [admission.admit(member(n, cap=3)) for n in range(3)]  # the class's consoles, at its cap
+    runs, refused = [], []
+    for n in range(10):
+        try:
+            runs.append(admission.admit_exercise(member(n, cap=3)))
+        except CapacityError as exc:
+            refused.append(exc)
+    assert len(runs) == 3 and len(refused) == 7  # beside the consoles, never in their place
+    assert {exc.reason for exc in refused} == {"class_runs_full"}
+    assert "Your class has 3 exercise runs going" in refused[0].message and refused[0].retry_after_s == 5
+    other = [admission.admit(member(n, class_id="class-b", cap=3)) for n in range(20, 23)]  # another class
+    admission.admit_exercise(member(20, class_id="class-b", cap=3))
+    runs[0].release()
+    runs[0].release()
+    admission.admit_exercise(member(9, cap=3))  # a run ended: the class's next may start
+    for slot in (*consoles, *other):
+        slot.release()
