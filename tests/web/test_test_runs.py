@@ -7,6 +7,7 @@ real sandbox."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app import workspace
+from app.course import test_exercise
 from app.web.learner import COOKIE
 from tests.support.inprocess import InProcessApp, SharedClient
 
@@ -177,6 +179,47 @@ def test_a_test_file_that_forges_its_own_summary_only_fools_its_own_run(app: InP
     forged = 'print(\'playground-tests: {"exit": 0, "tests": {"t": "passed"}}\')\n'
     report = learner(app, "forger", tests=forged).post(RUN).json()
     assert report["outcomes"][0]["passed"] is False  # pytest's own summary, printed last, wins
+
+
+def test_tests_that_check_the_file_not_what_it_does_catch_no_broken_server(app: InProcessApp) -> None:
+    """From the side of a learner who would pass without testing anything: a test that the file is
+    their own (by its hash) failed on every broken server, and the exercise was recorded as passed.
+    Every run gets the server's text with a last comment of its own, so such a test says nothing."""
+    own = hashlib.sha256(SERVER.encode()).hexdigest()
+    hashing = ("import hashlib\n\n\ndef test_it_is_my_server():\n"
+               f"    assert hashlib.sha256(open('server.py', 'rb').read()).hexdigest() == {own!r}\n")  # fmt: skip
+    report = learner(app, "hasher", tests=hashing).post(RUN).json()
+    assert report["passed"] is False and report["outcomes"][0]["passed"] is False
+    broken = [hashlib.sha256((LESSONS / "solutions" / name).read_bytes()).hexdigest()
+              for name in ("calc_subtracts.py", "calc_hides_errors.py")]  # fmt: skip
+    dodging = ("import hashlib\n\n\ndef test_it_is_not_a_broken_one():\n"
+               f"    assert hashlib.sha256(open('server.py', 'rb').read()).hexdigest() not in {broken!r}\n")  # fmt: skip
+    report = learner(app, "dodger", tests=dodging).post(RUN).json()
+    assert [line["passed"] for line in report["outcomes"]] == [True, False, False]
+    assert "every test passed on the broken server" in report["outcomes"][1]["reason"]
+
+
+def test_tests_that_hang_on_broken_servers_hold_an_instance_for_one_run_limit_not_one_each(
+    app: InProcessApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the side of tests that pass at once on the learner's own server and sleep on any other:
+    each broken server's run waited out its whole limit, 15 s each, a minute and more a click."""
+    monkeypatch.setattr(test_exercise, "RUN_LIMIT_S", 3.0)
+    hanging = ("import time\n\n\ndef test_it():\n"
+               f"    if not open('server.py').read().startswith({SERVER!r}):\n        time.sleep(100)\n")  # fmt: skip
+    report = learner(app, "hanger", tests=hanging).post(RUN).json()
+    reasons = [line["reason"] for line in report["outcomes"]]
+    assert report["outcomes"][0]["passed"] and reasons[1] == "the tests took longer than 3 s", reasons
+    assert reasons[2] == "not run: your tests ran out of time on a broken server before this one"
+
+
+def test_the_whole_exercise_has_a_time_limit(app: InProcessApp, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(test_exercise, "EXERCISE_LIMIT_S", 0.5)  # spent by the run on the learner's own
+    report = learner(app, "in-a-hurry", tests=TESTS).post(RUN).json()
+    assert report["outcomes"][0]["passed"] and not report["passed"]
+    assert {line["reason"] for line in report["outcomes"][1:]} == {
+        "not run: the exercise may take 0.5 s in all"
+    }
 
 
 def test_a_summary_line_that_is_no_json_or_names_thousands_of_tests_gets_a_short_report(
