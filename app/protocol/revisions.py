@@ -173,12 +173,12 @@ def validate_message(
 
 
 def _id_problem(message: dict[str, Any]) -> str | None:
-    """MCP ids are strings or integers; null only in an error response (to an unreadable request)."""
+    """MCP ids are strings or integers in every revision's schema, never null: JSON-RPC 2.0 answers an
+    unreadable request with a null id, which MCP's schema does not have (from 2025-11-25 such an
+    error response may leave its id out)."""
     if "id" not in message:
         return None
     value = message["id"]
-    if value is None and "error" in message:
-        return None
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return None
     return f"an id is a string or an integer, not {json.dumps(value)}"

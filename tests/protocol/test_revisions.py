@@ -148,7 +148,10 @@ def test_an_id_is_a_string_or_an_integer(bad_id: object) -> None:
     assert problems and "an id is a string or an integer" in problems[0]
 
 
-def test_a_null_id_is_allowed_only_in_an_error_response() -> None:
+def test_no_revision_has_a_null_id_not_even_in_an_error_response() -> None:
+    """JSON-RPC 2.0 answers an unreadable request with `"id": null`; MCP's schemas have no null id
+    (lesson 7 says so, and its examples are checked by this)."""
     error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
-    assert validate_message(error, "2025-11-25") == []
+    for revision in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"):
+        assert validate_message(error, revision) == ["an id is a string or an integer, not null"], revision
     assert validate_message({"jsonrpc": "2.0", "id": "a", "method": "ping"}, "2025-11-25") == []
