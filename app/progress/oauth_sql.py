@@ -130,6 +130,18 @@ class SQLOAuth(SQLDatabase):
             for key_hash in key_hashes:
                 self._exec(db, "DELETE FROM oauth_grants WHERE key_hash = ?", (key_hash,))
 
+    def revoke_oauth_family(self, endpoint_id: str, family: str) -> int:
+        if not family.isalnum():  # a hash: nothing in it can widen the pattern
+            raise ProgressError("a grant family is a hash")
+        with self._write() as db:
+            gone = self._exec(
+                db,
+                "DELETE FROM oauth_grants WHERE endpoint_id = ? AND kind IN ('access', 'refresh') "
+                "AND used_at IS NULL AND data LIKE ?",
+                (endpoint_id, f'%"family": "{family}"%'),
+            )
+            return max(gone.rowcount, 0)
+
     def any_oauth_grant(self, key_hash: str) -> OAuthGrant | None:
         with self._read() as db:
             row = self._exec(

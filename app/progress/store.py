@@ -336,6 +336,10 @@ class ProgressStore(Protocol):
 
     def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None: ...
 
+    def revoke_oauth_family(self, endpoint_id: str, family: str) -> int:
+        """Revoke the endpoint's grants issued from one code (their data's `family`); how many went."""
+        ...
+
     def any_oauth_grant(self, key_hash: str) -> OAuthGrant | None:
         """The grant by its hash, used or expired too (to tell whose a refused secret was)."""
         ...

@@ -204,6 +204,8 @@ class Provider:
         self, client: OAuthClientInformationFull, authorization_code: str
     ) -> AuthorizationCode | None:
         grant = await self._call(self.store.oauth_grant, secret_hash(authorization_code), "code")
+        if grant is None:
+            await self._replayed(secret_hash(authorization_code), "code", client)
         if grant is None or grant.client_id != client.client_id:
             return None
         data = json.loads(grant.data)
@@ -220,7 +222,7 @@ class Provider:
         if grant is None:  # used already (only one exchange ever gets it), or gone meanwhile
             raise TokenError("invalid_grant", "The code was used already or has expired.")
         tokens = await self._issue(grant.client_id, grant.endpoint_id, authorization_code.scopes,
-                                   authorization_code.resource)  # fmt: skip
+                                   authorization_code.resource, family=grant.key_hash)  # fmt: skip
         await self._issued(grant, "token", tokens, code=oauth_log.masked(authorization_code.code))
         return tokens
 
@@ -235,6 +237,8 @@ class Provider:
         self, client: OAuthClientInformationFull, refresh_token: str
     ) -> RefreshToken | None:
         grant = await self._call(self.store.oauth_grant, secret_hash(refresh_token), "refresh")
+        if grant is None:
+            await self._replayed(secret_hash(refresh_token), "refresh", client)
         if grant is None or grant.client_id != client.client_id:
             return None
         data = json.loads(grant.data)
@@ -248,13 +252,34 @@ class Provider:
         grant = await self._call(self.store.use_oauth_grant, secret_hash(refresh_token.token), "refresh")
         if grant is None:
             raise TokenError("invalid_grant", "The refresh token was used already or has expired.")
-        await self._call(self.store.revoke_oauth_grants, [json.loads(grant.data)["access"]])  # rotated
-        tokens = await self._issue(grant.client_id, grant.endpoint_id, scopes, refresh_token.resource)
+        data = json.loads(grant.data)
+        await self._call(self.store.revoke_oauth_grants, [data["access"]])  # rotated
+        tokens = await self._issue(grant.client_id, grant.endpoint_id, scopes, refresh_token.resource,
+                                   family=data.get("family") or grant.key_hash)  # fmt: skip
         await self._issued(grant, "refresh", tokens, presented=oauth_log.masked(refresh_token.token))
         return tokens
 
+    async def _replayed(self, key_hash: str, kind: str, client: OAuthClientInformationFull) -> None:
+        """A code or refresh token that was used already, presented again by its client: someone else
+        may hold a copy (a code travels in a URL). Every token issued from it goes, the newest pair of
+        a refresh token's line too: whoever holds the real one authorizes again (RFC 6749 §4.1.2;
+        RFC 9700 §4.14.2). An expired one, not used, has nothing issued from it, or nothing alive."""
+        grant = await self._call(self.store.any_oauth_grant, key_hash)
+        if (
+            grant is None
+            or grant.kind != kind
+            or grant.client_id != client.client_id
+            or grant.endpoint_id is None
+        ):
+            return
+        family = key_hash if kind == "code" else json.loads(grant.data).get("family")
+        if not family or not await self._call(self.store.revoke_oauth_family, grant.endpoint_id, family):
+            return
+        await self.flows.record(grant.endpoint_id, "replayed", "POST /token", 400, kind=kind,
+                                client_id=grant.client_id)  # fmt: skip
+
     async def _issue(
-        self, client_id: str, endpoint_id: str | None, scopes: list[str], resource: str | None
+        self, client_id: str, endpoint_id: str | None, scopes: list[str], resource: str | None, family: str
     ) -> OAuthToken:
         info = await self.protected_endpoint(resource or "")
         if info is None or info.id != endpoint_id:
@@ -262,7 +287,7 @@ class Provider:
         now = time.time()
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         access_until = min(now + ACCESS_LIFETIME_S, info.expires_at)
-        pair = {"scopes": scopes, "resource": resource}
+        pair = {"scopes": scopes, "resource": resource, "family": family}  # family: the code it began with
         grants = [
             OAuthGrant(secret_hash(access), "access", client_id, endpoint_id,
                        json.dumps({**pair, "refresh": secret_hash(refresh)}), access_until),

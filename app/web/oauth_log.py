@@ -111,6 +111,13 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "expired, or a refresh token that was already rotated.",
         "RFC 6749 §5.2; RFC 7636 §4.6",
     ),
+    "replayed": (
+        "A used code or refresh token came back: its tokens revoked",
+        "The client presented a code or refresh token that was used already. Someone else may hold a "
+        "copy, and the server cannot tell which of the two is the thief, so every token issued from it "
+        "stops working: the rightful client authorizes again.",
+        "RFC 6749 §4.1.2; RFC 9700 §4.14.2",
+    ),
     "refresh": (
         "Tokens refreshed",
         "The client traded its refresh token for a new pair; the old pair stops working. For a public "

@@ -3,6 +3,7 @@ SQLite on disk and a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -620,6 +621,23 @@ def test_a_protected_endpoint_and_its_grants_are_kept_by_hash_used_once_and_revo
     assert store.oauth_grant("token-hash", "access") is None
     with pytest.raises(ProgressError):
         store.add_oauth_grant(OAuthGrant("x", "password", "client-1", None, "{}", now + 60))
+
+
+def test_the_tokens_issued_from_one_code_are_revoked_together_and_only_they(store) -> None:  # noqa: ANN001
+    info = store.create_endpoint(ADA, "demo-orders", "hash-family", 3600, auth="oauth")
+    other = store.create_endpoint(ADA, "demo-orders", "hash-family-2", 3600, auth="oauth")
+    later = time.time() + 60
+    for key, endpoint, family in (("a1", info.id, "f00d"), ("r1", info.id, "f00d"), ("a2", info.id, "beef"),
+                                  ("a3", other.id, "f00d")):  # fmt: skip
+        kind = "refresh" if key.startswith("r") else "access"
+        store.add_oauth_grant(OAuthGrant(key, kind, "c", endpoint, json.dumps({"family": family}), later))
+    assert store.revoke_oauth_family(info.id, "f00d") == 2
+    assert store.oauth_grant("a1", "access") is None and store.oauth_grant("r1", "refresh") is None
+    assert store.oauth_grant("a2", "access") is not None  # another line
+    assert store.oauth_grant("a3", "access") is not None  # another endpoint's
+    assert store.revoke_oauth_family(info.id, "f00d") == 0
+    with pytest.raises(ProgressError):
+        store.revoke_oauth_family(info.id, "%")  # no pattern of one's own
 
 
 def test_an_endpoints_flow_steps_are_kept_in_order_the_newest_only(store) -> None:  # noqa: ANN001

@@ -196,7 +196,6 @@ def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app
     assert refused["step"] == "token_refused" and refused["detail"]["error"] == "invalid_grant"
     good = token_request(app, client, code, verifier)
     assert good.status_code == 200, good.text
-    assert token_request(app, client, code, verifier).json()["error"] == "invalid_grant"  # single use
     assert (
         httpx.get(f"{app.base}/token", timeout=30).status_code == 405
     )  # the SDK's route, watched, as it was
@@ -205,6 +204,7 @@ def test_pkce_is_required_and_a_wrong_verifier_or_a_second_use_gets_no_token(app
         endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {access}"}, timeout=30
     )
     assert works.status_code == 200, works.text
+    assert token_request(app, client, code, verifier).json()["error"] == "invalid_grant"  # single use
 
 
 def test_a_foreign_redirect_uri_is_refused_without_a_redirect(app: ServedApp) -> None:
@@ -344,6 +344,58 @@ def test_the_client_routes_take_no_cookie_and_the_consent_form_no_other_site(app
     assert forged.status_code == 403 and "code=" not in forged.headers.get("location", "")
 
 
+def opens(endpoint: dict, access_token: str) -> bool:
+    """Whether the token opens a session on the endpoint (ended at once: each holds one of the owner's
+    places)."""
+    headers = {"Authorization": f"Bearer {access_token}"}
+    opened = httpx.post(endpoint["url"], json=INITIALIZE, headers=headers, timeout=30)
+    if opened.status_code != 200:
+        return False
+    headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+    assert httpx.delete(endpoint["url"], headers=headers, timeout=30).status_code in (200, 204)
+    return True
+
+
+def test_a_used_code_or_refresh_token_presented_again_revokes_what_was_issued_from_it(app: ServedApp) -> None:
+    """From the side of a thief with a copy of a code (it travels in a URL) or of a refresh token: who
+    redeemed it first kept its tokens for the endpoint's life, the second use only refused. The server
+    cannot tell which of the two is the thief: the second use now ends every token issued from it."""
+    endpoint, client = protected_endpoint(app), register(app)
+    verifier, challenge = pkce()
+    code = code_for(app, endpoint, client, challenge)
+    first = token_request(app, client, code, verifier).json()
+    assert opens(endpoint, first["access_token"])
+    again = token_request(app, client, code, verifier)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert not opens(endpoint, first["access_token"])
+    refresh = {"grant_type": "refresh_token", "refresh_token": first["refresh_token"], **credentials(client)}
+    assert httpx.post(app.base + "/token", data=refresh, timeout=30).json()["error"] == "invalid_grant"
+    replayed = [step for step in flow(app, endpoint) if step["step"] == "replayed"]
+    assert [step["detail"]["kind"] for step in replayed] == ["code"] and "RFC 6749" in replayed[0][
+        "reference"
+    ]
+    # A refresh token's line: rotated once, the old one presented again ends the newest pair.
+    verifier, challenge = pkce()
+    tokens = token_request(app, client, code_for(app, endpoint, client, challenge), verifier).json()
+    refresh = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], **credentials(client)}
+    newest = httpx.post(app.base + "/token", data=refresh, timeout=30).json()
+    assert opens(endpoint, newest["access_token"])
+    assert httpx.post(app.base + "/token", data=refresh, timeout=30).json()["error"] == "invalid_grant"
+    assert not opens(endpoint, newest["access_token"])
+    on = {**refresh, "refresh_token": newest["refresh_token"]}
+    assert httpx.post(app.base + "/token", data=on, timeout=30).json()["error"] == "invalid_grant"
+    # Another client's line is not touched: a client presenting another's used refresh token ends
+    # nothing (only that token's own client may set this off).
+    other = register(app)
+    verifier, challenge = pkce()
+    first = token_request(app, other, code_for(app, endpoint, other, challenge), verifier).json()
+    used = {"grant_type": "refresh_token", "refresh_token": first["refresh_token"], **credentials(other)}
+    kept = httpx.post(app.base + "/token", data=used, timeout=30).json()
+    stolen = {**used, **credentials(client)}
+    assert httpx.post(app.base + "/token", data=stolen, timeout=30).status_code == 400
+    assert opens(endpoint, kept["access_token"])
+
+
 def test_a_denial_sends_access_denied_back_with_the_state(app: ServedApp) -> None:
     endpoint, client = protected_endpoint(app), register(app)
     location = Owner(app).consent(authorize_url(app, client, endpoint, pkce()[1]), "deny")
@@ -360,8 +412,6 @@ def test_refresh_rotates_and_revoking_ends_both_tokens(app: ServedApp) -> None:
     assert without_secret.status_code == 401 and without_secret.json()["error"] == "invalid_client"
     refreshed = httpx.post(app.base + "/token", data=refresh, timeout=30)
     assert refreshed.status_code == 200, refreshed.text
-    again = httpx.post(app.base + "/token", data=refresh, timeout=30)
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"  # rotated: single use
     old = httpx.post(endpoint["url"], json=INITIALIZE, headers={"Authorization": f"Bearer {tokens['access_token']}"},
                      timeout=30)  # fmt: skip
     assert old.status_code == 401  # the pair it came with is gone
