@@ -370,14 +370,24 @@ class Settings(BaseSettings):
             "shares it: 40 learners saving a 10 KiB file every minute use 24 MiB."
         ),
     )
-    client_registrations_per_hour: int = Field(
+    unused_clients_per_address: int = Field(
         300,
         ge=1,
         description=(
-            "OAuth clients one client address (IPv6: one /64) may register dynamically in an hour, for "
-            "protected endpoints; past it, 429. A class behind one NAT address shares it (a script using "
-            "the SDK with no token storage registers anew at each run). A client unused for a day, or "
-            "for two days after its last token, is let go."
+            "OAuth clients never used (no authorization asked for) that the clients at one address "
+            "(IPv6: one /64) may have registered, for protected endpoints, kept at once; a new one past "
+            "it lets the address's oldest unused one go, and is never refused for it (a class behind one "
+            "NAT address shares the address, and a real client asks for an authorization at once). A "
+            "client unused for a day, or for two days after its last token, is let go."
+        ),
+    )
+    client_documents_per_hour: int = Field(
+        300,
+        ge=1,
+        description=(
+            "New OAuth clients named by a client ID metadata document that one client address (IPv6: "
+            "one /64) may add in an hour, each a fetch of its document; past it, /authorize refuses "
+            "the next new one until older ones age out (clients kept already go on working)."
         ),
     )
     replica_silence_s: float = Field(

@@ -249,6 +249,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("CREATE INDEX oauth_grants_endpoint ON oauth_grants (endpoint_id, kind, expires_at)",),
     # 20: a learner's live sessions, counted across replicas as each new one comes.
     ("CREATE INDEX live_sessions_learner ON live_sessions (learner_id)",),
+    # 21: which client address registered a client (or named its metadata document), so that an
+    # address's clients never used are bounded by letting its oldest go, not by refusing its next.
+    (
+        "ALTER TABLE oauth_clients ADD COLUMN registered_by TEXT",
+        "CREATE INDEX oauth_clients_unused ON oauth_clients (registered_by, used_at, created_at)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,7 +27,8 @@ class SQLOAuth(SQLDatabase):
     def _grant(row: Sequence[Any]) -> OAuthGrant:
         return OAuthGrant(row[0], row[1], row[2], row[3], row[4], row[5])
 
-    def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None) -> None:
+    def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None,
+                          registered_by: str | None = None, unused_kept: int = 0) -> int:  # fmt: skip
         now = time.time()
         with self._write() as db:
             # Clients go as new ones come, once unused for long: what anyone may register stays bounded.
@@ -36,12 +37,22 @@ class SQLOAuth(SQLDatabase):
                 "DELETE FROM oauth_clients WHERE (used_at IS NULL AND created_at < ?) OR used_at < ?",
                 (now - OAUTH_CLIENT_UNUSED_S, now - OAUTH_CLIENT_IDLE_S),
             )
+            let_go = 0
+            if registered_by is not None and unused_kept > 0:
+                let_go = self._exec(
+                    db,
+                    "DELETE FROM oauth_clients WHERE registered_by = ? AND used_at IS NULL AND client_id NOT IN "
+                    "(SELECT client_id FROM oauth_clients WHERE registered_by = ? AND used_at IS NULL "
+                    "ORDER BY created_at DESC, client_id LIMIT ?)",
+                    (registered_by, registered_by, unused_kept - 1),
+                ).rowcount
             self._exec(
                 db,
-                "INSERT INTO oauth_clients (client_id, info, created_at, endpoint_id) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (client_id) DO UPDATE SET info = excluded.info",
-                (client_id, info, now, endpoint_id),
+                "INSERT INTO oauth_clients (client_id, info, created_at, endpoint_id, registered_by) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (client_id) DO UPDATE SET info = excluded.info",
+                (client_id, info, now, endpoint_id, registered_by),
             )
+        return max(let_go, 0)
 
     def oauth_clients_of(self, endpoint_id: str) -> int:
         with self._read() as db:

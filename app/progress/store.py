@@ -311,9 +311,12 @@ class ProgressStore(Protocol):
 
     # The authorization server of protected endpoints: its clients, and its grants by kind
     # (OAUTH_KINDS), each keyed by the hash of its secret.
-    def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None) -> None:
+    def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None,
+                          registered_by: str | None = None, unused_kept: int = 0) -> int:  # fmt: skip
         """Keep a client (`endpoint_id`: the endpoint whose owner registered it by hand), and let go of
-        those unused for long (OAUTH_CLIENT_UNUSED_S, OAUTH_CLIENT_IDLE_S)."""
+        those unused for long (OAUTH_CLIENT_UNUSED_S, OAUTH_CLIENT_IDLE_S). With `registered_by` (a
+        client address) and `unused_kept`: that address's clients never used (no grant made for them)
+        are at most `unused_kept`, its oldest going first; how many went."""
         ...
 
     def oauth_clients_of(self, endpoint_id: str) -> int:

@@ -51,7 +51,7 @@ from app.web.endpoints import token_hash
 from app.web.errors import error_body
 from app.web.learner import learner_id
 from app.web.redirects import redirect_problem
-from app.web.registration import NewClients, RegistrationGate, WithAddress, document_client
+from app.web.registration import ADDRESS, NewClients, RegistrationGate, WithAddress, document_client
 from app.web.state import get_state
 
 # Every protected endpoint's scopes: reading (initialize, lists, reads) and calling tools.
@@ -157,7 +157,11 @@ class Provider:
         # Registered for every scope (the answer says so): each authorization asks for what it needs,
         # and a client that asked for `mcp:read` first may step up to `mcp:tools` later.
         client_info.scope = " ".join(SCOPES)
-        await self._call(self.store.save_oauth_client, client_info.client_id, client_info.model_dump_json())
+        address, kept = ADDRESS.get(), self.new_clients.unused_kept if self.new_clients is not None else 0
+        let_go = await self._call(self.store.save_oauth_client, client_info.client_id,
+                                  client_info.model_dump_json(), None, address, kept)  # fmt: skip
+        if let_go:
+            log.info("registration: the address's oldest unused client let go for a new one")
 
     # --- authorization: a consent for the endpoint's owner -----------------------------------------
 
@@ -336,7 +340,7 @@ def client_routes(
     made) is replaced by ours (the issuer is the site as each client reaches it)."""
     documents = ClientDocuments(settings.client_documents_from_private, settings.client_documents_ca_file,
                                 " ".join(SCOPES))  # fmt: skip
-    new_clients = NewClients(settings.client_registrations_per_hour, refused)
+    new_clients = NewClients(settings.client_documents_per_hour, refused, settings.unused_clients_per_address)
     provider = Provider(flows, documents, new_clients)
     routes = create_auth_routes(
         provider,
@@ -359,9 +363,7 @@ def client_routes(
                 endpoint=oauth_log.AuthorizeWatch(WithAddress(route), flows, provider.protected_endpoint),
             )
         elif path == "/register":
-            route = Route(
-                path, endpoint=oauth_log.RegistrationWatch(RegistrationGate(route, new_clients), flows)
-            )
+            route = Route(path, endpoint=oauth_log.RegistrationWatch(RegistrationGate(route), flows))
         elif path == "/revoke":
             route = Route(path, endpoint=PublicRevocation(route))
         kept.append(route)

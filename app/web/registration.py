@@ -1,10 +1,14 @@
 """What a client unknown to the authorization server may cost: anyone may register one, by dynamic
 client registration (RFC 7591, `POST /register`) or by naming a client ID metadata document at
 `/authorize`, without signing in, and every client is a row in the database. So a client's metadata
-is held to a size a real client never comes near, and each client address (IPv6: its /64) makes the
-server keep at most `Settings.client_registrations_per_hour` new clients an hour, both ways counted
-together; the store lets go of clients nobody uses (`OAUTH_CLIENT_UNUSED_S`). A registration's
-refusals are JSON, as the SDK's own are, with what to do next.
+is held to a size a real client never comes near, and the clients one client address (IPv6: its /64)
+brought that were never used are at most `Settings.unused_clients_per_address`: past it the address's
+oldest unused one goes. Nothing is refused for that count: a class shares one NAT address, and a
+refusal would let one member of it keep the others from registering (a real client asks for an
+authorization at once, and is used from then on). A document's fetch is work done for the asker, so
+an address adds at most `Settings.client_documents_per_hour` new document clients an hour. The store
+lets go of clients nobody uses (`OAUTH_CLIENT_UNUSED_S`). A registration's refusals are JSON, as the
+SDK's own are, with what to do next.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from app.progress.store import ProgressStore
 from app.relay.rates import KeyedRate
 from app.web.client import client_key
 from app.web.client_documents import ClientDocuments, DocumentError
-from app.web.oauth_log import Answer, client_refused, replaying
+from app.web.oauth_log import client_refused, replaying
 from app.web.redirects import redirect_problem
 
 log = logging.getLogger(__name__)
@@ -38,11 +42,14 @@ ADDRESS: ContextVar[str | None] = ContextVar("oauth_client_address", default=Non
 
 
 class NewClients:
-    """How many new clients each address has made the server keep in the last hour."""
+    """How many new document clients each address has made the server fetch and keep in the last hour,
+    and how many unused clients of an address are kept."""
 
-    def __init__(self, per_hour: int, refused: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, per_hour: int, refused: Callable[[], None] = lambda: None,
+                 unused_kept: int = 300) -> None:  # fmt: skip
         self.rate = KeyedRate(per_hour, WINDOW_S)
         self.refused = refused  # told of each refusal (the metrics count them)
+        self.unused_kept = unused_kept
 
     @property
     def limit(self) -> int:
@@ -103,7 +110,8 @@ async def document_client(store: ProgressStore, documents: ClientDocuments, new_
         if counter is not None and address is not None:
             counter.refund(address)  # nothing was kept
         return None
-    await anyio.to_thread.run_sync(store.save_oauth_client, client_id, info)
+    unused_kept = new_clients.unused_kept if new_clients is not None else 0
+    await anyio.to_thread.run_sync(store.save_oauth_client, client_id, info, None, address, unused_kept)
     return found
 
 
@@ -121,12 +129,12 @@ def _redirects_problem(body: bytes) -> str | None:
 
 
 class RegistrationGate:
-    """Around the SDK's `/register` route: the body's size first, its redirect URIs (app/web/
-    redirects.py), then the address's hourly count; a registration the SDK refuses is not counted."""
+    """Around the SDK's `/register` route: the body's size first, then its redirect URIs (app/web/
+    redirects.py). The client's address is in `ADDRESS` while the SDK registers it (the provider
+    keeps it with the client)."""
 
-    def __init__(self, app: ASGIApp, new_clients: NewClients) -> None:
-        self.app = app
-        self.new_clients = new_clients
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = WithAddress(app)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -141,19 +149,7 @@ class RegistrationGate:
         if (problem := _redirects_problem(body)) is not None:
             await _refuse(send, 400, "invalid_redirect_uri", problem)  # RFC 7591 §3.2.2
             return
-        key = client_key(scope)
-        if (wait := self.new_clients.wait(key)) is not None:
-            minutes = max(1, round(wait / 60))
-            await _refuse(send, 429, "temporarily_unavailable",
-                          f"This address has added {self.new_clients.limit} clients in the last hour. Reuse a "
-                          f"client you registered, or try again in {minutes} min.",
-                          retry_after=int(wait) + 1)  # fmt: skip
-            return
-        answer = Answer(send)
-        await self.app(scope, replaying(body, receive), answer.send)
-        if answer.status != 201:
-            self.new_clients.refund(key)  # nothing was kept
-        await answer.release()
+        await self.app(scope, replaying(body, receive), send)
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:
@@ -173,11 +169,9 @@ async def _body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
-async def _refuse(send: Send, status: int, error: str, description: str, retry_after: int = 0) -> None:
+async def _refuse(send: Send, status: int, error: str, description: str) -> None:
     body = json.dumps({"error": error, "error_description": description}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                (b"cache-control", b"no-store")]  # fmt: skip
-    if retry_after:
-        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
