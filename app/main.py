@@ -27,6 +27,7 @@ from app.web import (
     learner,
     mcp_http,
     oauth,
+    oauth_owner,
     pages,
     protected,
     resume,
@@ -76,6 +77,7 @@ def create_app(
     app.include_router(endpoints.router)
     app.include_router(mcp_http.router)
     app.include_router(oauth.router)
+    app.include_router(oauth_owner.router)
     app.include_router(consent.router)
     app.include_router(protected.router)
     refused = state.metrics.writes_capped.labels("oauth_clients").inc

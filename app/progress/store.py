@@ -217,9 +217,7 @@ class ProgressStore(Protocol):
         """The learner's class, in one small query (asked at every console's handshake)."""
         ...
 
-    def unavailable_since(self) -> float | None:
-        """When a call first found the database away (Unix time), if none has worked since."""
-        ...
+    def unavailable_since(self) -> float | None: ...  # see SQLDatabase.unavailable_since
 
     def shared_secret(self, name: str) -> str:
         """A random secret by name, made on first use and the same for every app sharing the store."""
@@ -313,10 +311,9 @@ class ProgressStore(Protocol):
     # (OAUTH_KINDS), each keyed by the hash of its secret.
     def save_oauth_client(self, client_id: str, info: str, endpoint_id: str | None = None,
                           registered_by: str | None = None, unused_kept: int = 0) -> int:  # fmt: skip
-        """Keep a client (`endpoint_id`: the endpoint whose owner registered it by hand), and let go of
-        those unused for long (OAUTH_CLIENT_UNUSED_S, OAUTH_CLIENT_IDLE_S). With `registered_by` (a
-        client address) and `unused_kept`: that address's clients never used (no grant made for them)
-        are at most `unused_kept`, its oldest going first; how many went."""
+        """Keep a client (`endpoint_id`: the owner's, for one registered by hand); those unused for long
+        go (OAUTH_CLIENT_UNUSED_S, OAUTH_CLIENT_IDLE_S), and past `unused_kept` never used of the client
+        address `registered_by`, its oldest: how many of those went."""
         ...
 
     def oauth_clients_of(self, endpoint_id: str) -> int:
@@ -340,7 +337,7 @@ class ProgressStore(Protocol):
     def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None: ...
 
     def revoke_oauth_family(self, endpoint_id: str, family: str) -> int:
-        """Revoke the endpoint's grants issued from one code (their data's `family`); how many went."""
+        """Revoke the endpoint's live tokens issued from one code (their `family`): how many."""
         ...
 
     def any_oauth_grant(self, key_hash: str) -> OAuthGrant | None:

@@ -28,10 +28,10 @@ from app.web.oauth import (
     CONSENT_PATH,
     SCOPE_TEXT,
     Provider,
-    my_protected,
     secret_hash,
     tool_scopes,
 )
+from app.web.oauth_owner import my_protected
 from app.web.redirects import csp_source
 from app.web.state import get_state
 from app.web.templating import page

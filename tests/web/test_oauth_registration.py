@@ -13,7 +13,7 @@ import pytest
 
 from app.web import redirects
 from app.web.learner import COOKIE
-from app.web.oauth import MAX_HAND_CLIENTS
+from app.web.oauth_owner import MAX_HAND_CLIENTS
 from app.web.registration import METADATA_BYTES
 from tests.support.inprocess import InProcessApp, SharedClient
 from tests.support.oauthflow import REDIRECT
