@@ -175,6 +175,9 @@ class Identity:
         return f"{COOKIE}={value}; Path=/; Max-Age={MAX_AGE_S}; HttpOnly; SameSite=Lax{flags}"
 
 
+SIGNED_OUT = "playground.signed_out"  # scope key: the browser's sign-in was ended by a new resume code
+
+
 class LearnerMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -194,6 +197,10 @@ class LearnerMiddleware:
                 return
             scope[STORE_AWAY], learner = True, None  # a WebSocket's route refuses it as such
         scope["learner_id"] = learner
+        if learner is None and (value := HTTPConnection(scope).cookies.get(COOKIE)):
+            # A cookie signed by us that proves nobody now: its learner got a new resume code. Pages say
+            # so, rather than greet them as someone new.
+            scope[SIGNED_OUT] = identity.signer.verify(value) is not None
         if learner is not None or scope["type"] != "http" or scope["path"].startswith(ANONYMOUS_PATHS):
             await self.app(scope, receive, send)
             return

@@ -485,7 +485,12 @@ class Console {
     } else if (kind === "closed") {
       if (detail.code === 1013) return; // onFull already said it and will retry
       if (this.ui.state.dataset.state === "exited") return; // its state frame has said why
-      if (detail.code === 1000) {
+      if (detail.code === 1000 && /^you were signed out/i.test(detail.reason || "")) {
+        // A new server would start as someone new: the way on is the new resume code.
+        const said = `${sentence(detail.reason)} Enter it on "Continue on another device" (/resume) to go on as yourself.`;
+        this.log.note(said, "warn");
+        this.setState("signed-out", said);
+      } else if (detail.code === 1000) {
         const said = detail.reason ? sentence(detail.reason) : "The session ended.";
         this.log.note(said, "warn");
         this.setState("exited", `${said} Start a new server to go on.`);

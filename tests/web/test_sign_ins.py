@@ -102,3 +102,13 @@ async def test_a_new_resume_code_ends_the_consoles_opened_with_the_leaked_one(ap
         )  # fmt: skip
         await again.close()
         assert thief.get("/api/progress").json()["display_name"] is None
+        # Grace's own browser was signed out too: its pages say so, and where her new code goes.
+        told = BeautifulSoup(grace.get("/course").text, "html.parser").select_one("[data-signed-out]")
+        assert (
+            told is not None and "new resume code" in told.text and told.select_one("a")["href"] == "/resume"
+        )
+    # A cookie that never proved anyone (forged, or of another site) is no sign-out to speak of.
+    with app.client(cookies={COOKIE: "x" * 24 + ".forged"}) as stranger:
+        assert (
+            BeautifulSoup(stranger.get("/course").text, "html.parser").select_one("[data-signed-out]") is None
+        )
