@@ -79,9 +79,14 @@ function followGrid(holder) {
     const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
     // A list the instructor opened stays open as the grid refreshes.
     const opened = [...holder.querySelectorAll("details[id][open]")].map((details) => details.id);
+    // ... and the grid's own box stays where it was scrolled (to lesson 13, say).
+    const box = holder.querySelector(".grid-wrap");
+    const scrolled = box ? [box.scrollLeft, box.scrollTop] : null;
     holder.replaceChildren(...fresh.body.childNodes);
     for (const id of opened) document.getElementById(id)?.setAttribute("open", "");
     sortGrid(holder);
+    const again = holder.querySelector(".grid-wrap");
+    if (again && scrolled) [again.scrollLeft, again.scrollTop] = scrolled;
     return true;
   });
 }

@@ -232,6 +232,12 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
     assert box and name and header
     assert box["x"] <= name["x"] <= box["x"] + 5  # the name column is pinned to the left
     assert box["y"] <= header["y"] <= box["y"] + 60  # the headers are pinned to the top
+    # ... and the box stays where it was scrolled as the grid refreshes (it went back to the left).
+    scrolled = wrap.evaluate("e => { e.dataset.before = 'refresh'; return [e.scrollLeft, e.scrollTop]; }")
+    assert scrolled[0] > 0 and scrolled[1] > 0
+    fresh = teacher.locator(".grid-wrap:not([data-before])")  # the box the next refresh brings
+    expect(fresh).to_have_count(1, timeout=20_000)
+    assert fresh.evaluate("e => [e.scrollLeft, e.scrollTop]") == scrolled
     teacher.screenshot(path=str(artifacts / "instructor-forty.png"))
 
 
