@@ -72,7 +72,7 @@ system-deps-bench:
 	$(call ensure_debs,$(BENCH_DEBS))
 
 run: install system-deps-run
-	$(PY) -m app
+	$(PY) -m app $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 # Workers (pytest-xdist): most tests wait on a subprocess, a socket or a browser, so twice the cores
 # keep them busy; a module's tests stay on one worker, which starts its module fixtures once, and the

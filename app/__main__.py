@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from app import logs
-from app.config import Settings
+from app.config import Settings, token_problem
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
         from app.check_lessons import check_lessons
 
         return check_lessons(settings)
+    if (problem := token_problem(settings)) is not None:  # said plainly, before anything starts
+        print(f"Refusing to start: {problem}", file=sys.stderr, flush=True)
+        return 2
     from app.main import create_app
 
     app = create_app(settings)

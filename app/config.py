@@ -465,3 +465,14 @@ class Settings(BaseSettings):
         if self.accept_weak_sandbox is not None:
             return self.accept_weak_sandbox
         return not self.hosting
+
+
+def token_problem(settings: Settings) -> str | None:
+    """Why the instructor token may not be used, or None: in hosting mode it has a length to keep."""
+    token = settings.instructor_token
+    if token and settings.hosting and len(token) < MIN_HOSTING_TOKEN_LENGTH:
+        return (
+            f"in hosting mode PLAYGROUND_INSTRUCTOR_TOKEN must be at least {MIN_HOSTING_TOKEN_LENGTH} "
+            "characters (or leave it unset and one is made)."
+        )
+    return None

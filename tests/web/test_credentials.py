@@ -312,6 +312,7 @@ def test_hosting_mode_refuses_a_short_instructor_token(tmp_path) -> None:  # noq
     with pytest.raises(RuntimeError) as refused:
         app.start()
     assert "at least 24 characters" in str(refused.value)
+    assert "Traceback" not in str(refused.value)  # said plainly, before anything starts
 
 
 def test_wrong_guesses_from_more_addresses_than_are_kept_grow_nothing_and_count_the_newest() -> None:
