@@ -3,7 +3,7 @@ by the file's hash, so opening the editor again or saving the same text checks n
 in a process, never in the web process: Python's compiler in a sandboxed instance (a file can be
 written to hold the compiler, and with it the interpreter's lock, for a second: app/workspace/
 pysyntax.py), esbuild for server.ts in a subprocess (app/workspace/typescript.py). Checks run two at
-a time in all and one at a time per class member, or outside classes per client address, so that
+a time in all for each kind and one at a time per class member, or outside classes per client address, so that
 whoever saves text after text takes their turn with everyone else's, never more than one core, and
 never every turn: a check may take seconds (a file written to hold a parser), and a save waits for
 its check.
@@ -39,7 +39,9 @@ TOO_LONG = "Python's compiler took too long on this file: it was not checked."
 class FileChecks:
     def __init__(self, kept: int = KEPT, at_once: int = CHECKS_AT_ONCE) -> None:
         self._done: Recent[tuple[str, bytes], tuple[Diagnostic, ...]] = Recent(kept)
-        self._running = asyncio.Semaphore(at_once)
+        # By kind: esbuild on the host and Python's compiler in an instance take turns apart, so that
+        # files written to hold esbuild its whole time (two colluders) hold no server.py's save.
+        self._running = {kind: asyncio.Semaphore(at_once) for kind in ("ts", "py")}
         self._turns: Recent[str, asyncio.Lock] = Recent(KEYS_KEPT)
 
     async def diagnose(self, source: str, name: str, turn: str, sessions: Sessions) -> list[Diagnostic]:
@@ -49,7 +51,7 @@ class FileChecks:
         if found is not None:
             return list(found)
         lock = self._turns.get(turn) or self._turns.add(turn, asyncio.Lock())
-        async with lock, self._running:
+        async with lock, self._running["ts" if name == workspace.TS_FILE_NAME else "py"]:
             if name == workspace.TS_FILE_NAME:
                 found = tuple(await anyio.to_thread.run_sync(workspace.diagnose, source, name))
             else:

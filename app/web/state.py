@@ -17,7 +17,7 @@ import anyio
 from fastapi import Request
 
 from app import workspace
-from app.config import MIN_HOSTING_TOKEN_LENGTH, Settings
+from app.config import Settings, token_problem
 from app.course.catalog import Catalog
 from app.course.models import LessonError
 from app.demos import DemoServer
@@ -44,6 +44,7 @@ from app.web.endpoint_cache import EndpointCache
 from app.web.file_checks import FileChecks
 from app.web.learner import SECRET_NAME, Identity
 from app.web.oauth_log import FlowLog
+from app.workspace import typescript
 
 log = logging.getLogger("app")
 
@@ -125,6 +126,8 @@ class AppState:
         source = await self.own_source(owner, workspace.LANGUAGES[language])
         if language != "typescript":
             return await anyio.to_thread.run_sync(workspace.program, language, source)
+        if typescript.cached(source) is not None:  # saved, and so checked, already: no esbuild run
+            return await anyio.to_thread.run_sync(workspace.program, language, source)
         # esbuild may take seconds of a core on a hostile file: a few at a time in all, waiting here
         # rather than in the threads every page and query of the app needs.
         if self._transpiles is None:
@@ -158,13 +161,9 @@ class AppState:
             print(f"Refusing to start: {problem}", file=sys.stderr, flush=True)
             raise ValueError(problem)
         self.instructor_token = s.instructor_token
-        if self.instructor_token and s.hosting and len(self.instructor_token) < MIN_HOSTING_TOKEN_LENGTH:
-            message = (
-                f"Refusing to start: in hosting mode PLAYGROUND_INSTRUCTOR_TOKEN must be at least "
-                f"{MIN_HOSTING_TOKEN_LENGTH} characters (or leave it unset and one is made)."
-            )
-            print(message, file=sys.stderr, flush=True)
-            raise ValueError(message)
+        if (problem := token_problem(s)) is not None:
+            print(f"Refusing to start: {problem}", file=sys.stderr, flush=True)
+            raise ValueError(problem)
         if not self.instructor_token:  # the dashboard is never open to anyone who finds it
             self.instructor_token = secrets.token_urlsafe(24)
             print(f"Instructor dashboard token: {self.instructor_token}", file=sys.stderr, flush=True)

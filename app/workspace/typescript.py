@@ -10,11 +10,13 @@ a sandboxed instance (app/sandbox/node_server.py). The runtime is installed by `
 from __future__ import annotations
 
 import contextlib
-import functools
+import hashlib
 import json
 import os
 import signal
 import subprocess
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,19 @@ TRANSPILE_CPU_S = 10
 TOO_LONG = (
     f"esbuild took longer than {TRANSPILE_TIMEOUT_S:g} s on this file: it was not checked, and cannot run."
 )
+# ... and esbuild's address space (runtime/esbuild/limited.sh): the largest honest file needs tens of
+# MiB, while a hostile one (`x=---…1`: 32,000 errors, each holding the whole 64 KiB line) took 5.4 GB
+# of the host's memory in 5 s. Go's runtime needs some room of its own beside the heap.
+ESBUILD = RUNTIME / "esbuild" / "limited.sh"
+TRANSPILE_ADDRESS_SPACE = 1024 * 1024 * 1024
+TOO_BIG = (
+    f"esbuild stopped on this file (it may use {TRANSPILE_ADDRESS_SPACE >> 20} MiB of memory and "
+    f"{TRANSPILE_CPU_S} s of CPU): it was not checked, and cannot run."
+)
+# Transpiled files kept by their text's hash: a class's consoles start on the files its members saved.
+KEPT = 512
+_kept: OrderedDict[bytes, Transpiled] = OrderedDict()
+_kept_lock = threading.Lock()
 # The SDK a server.ts is written against, and the newest protocol revision it serves.
 SDK_VERSION = "1.32.2"
 SDK_NEWEST_REVISION = "2025-11-25"
@@ -57,17 +72,42 @@ def missing() -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=128)  # a class's consoles starting on the files they saved (and checked)
+def _key(source: str) -> bytes:
+    return hashlib.sha256(source.encode("utf-8", errors="surrogatepass")).digest()
+
+
+def cached(source: str) -> Transpiled | None:
+    """What `transpile` made of this text before, if it is still kept: no esbuild run."""
+    with _kept_lock:
+        found = _kept.get(_key(source))
+        if found is not None:
+            _kept.move_to_end(_key(source))
+        return found
+
+
 def transpile(source: str) -> Transpiled:
     """The JavaScript Node runs for `source`, or its syntax errors (every one esbuild reports)."""
+    found = cached(source)
+    if found is None:
+        found = _transpile(source)
+        with _kept_lock:
+            _kept[_key(source)] = found
+            while len(_kept) > KEPT:
+                _kept.popitem(last=False)
+    return found
+
+
+def _transpile(source: str) -> Transpiled:
     problem = missing()
     if problem:
         raise RuntimeMissing(problem)
     # Niced: on a hostile file it takes a core for seconds, and the web process should keep its own.
     command = ["nice", "-n", "10", "prlimit", f"--cpu={TRANSPILE_CPU_S}", "--", str(NODE), str(TRANSPILER)]
+    env = {"PATH": "/usr/bin:/bin", "ESBUILD_BINARY_PATH": str(ESBUILD),
+           "ESBUILD_ADDRESS_SPACE": str(TRANSPILE_ADDRESS_SPACE)}  # fmt: skip
     # A session of its own: a kill reaches esbuild's service process too, which Node's death leaves running.
     with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env={"PATH": "/usr/bin:/bin"}, start_new_session=True) as process:  # fmt: skip
+                          env=env, start_new_session=True) as process:  # fmt: skip
         try:
             out, err = process.communicate(source.encode("utf-8"), timeout=TRANSPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -87,6 +127,10 @@ def transpile(source: str) -> Transpiled:
     errors = answer.get("errors")
     if not isinstance(errors, list):
         raise RuntimeMissing(f"the TypeScript transpiler failed: {err.decode(errors='replace')[-500:]}")
+    if any(
+        str(error.get("text", "")).startswith("The service") for error in errors if isinstance(error, dict)
+    ):
+        return Transpiled(None, (Diagnostic(1, 1, TOO_BIG),))  # esbuild itself was stopped: its limits
     return Transpiled(None, tuple(_diagnostic(error) for error in errors))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app import workspace
 from app.web.learner import COOKIE
 from app.workspace import typescript
 from tests.support.appserver import AppProcess
@@ -165,6 +166,21 @@ def test_a_server_ts_written_to_hold_esbuild_is_stopped_whole_and_its_answer_kep
     while session_members(started[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert session_members(started[0]) == []  # Node and esbuild's service, all gone
+
+
+def test_a_server_ts_written_to_fill_esbuilds_memory_is_stopped_at_its_limit(site: InProcessApp) -> None:
+    """From the side of a learner saving `x=---…1` (64 KiB): esbuild reports 32,000 errors, each holding
+    the whole line, and took 5.4 GB of the host's memory in 5 s (esbuild runs on the host, with no
+    cgroup); two learners at once took 9 GB. Its address space is held to a limit: it stops there."""
+    hostile = "x=" + "-" * 65_000 + "1 // " + secrets.token_hex(8)
+    reply = save_ts(site, "ts-greedy", hostile)
+    assert reply.status_code == 200 and reply.json()["saved"] is True
+    assert [d["message"] for d in reply.json()["diagnostics"]] == [typescript.TOO_BIG]
+    assert typescript.cached(hostile).diagnostics[0].message == typescript.TOO_BIG  # not run again
+    honest = save_ts(
+        site, "ts-greedy", workspace.starter(workspace.TS_FILE_NAME) + "\n// " + secrets.token_hex(8)
+    )
+    assert honest.status_code == 200 and honest.json()["diagnostics"] == []  # well within the limit
 
 
 def session_members(session_id: int) -> list[int]:
