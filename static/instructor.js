@@ -147,12 +147,15 @@ function followLearner(list) {
     if (tick && (await tick())) return true;
     const response = await fetch(list.dataset.followLearner);
     if (!response.ok) return response.status !== 404 && response.status !== 401;
-    const { session, server } = await response.json();
+    const { session, server, step } = await response.json();
     if (!session || session === following) {
       if (following) note.textContent = "Their console has closed; waiting for the next one they open.";
       return true;
     }
-    if (following) note.textContent = `They opened another console (${server}): following it from its start.`;
+    if (following) {
+      const where = step ? `They moved on (${step}), to another console` : `They opened another console (${server})`;
+      note.textContent = `${where}: following it from its start.`;
+    }
     following = session;
     list.replaceChildren();
     tick = consoleFollower(list, `/api/instructor/sessions/${encodeURIComponent(session)}/frames`);

@@ -108,7 +108,7 @@ def gradebook_csv(state: Instructor, class_id: str) -> Response:
     headings, rows = _rows(state, class_id)
     lines = [[spreadsheet_safe(r["name"]), spreadsheet_safe(r["student_id"]), r["learner"], r["steps_done"], r["steps"], *r["lessons"], r["course"],
               r["points"], r["points_offered"], r["last_activity"]] for r in rows]  # fmt: skip
-    return _csv(f"gradebook-{klass.join_code}.csv", headings, lines)
+    return _csv(f"gradebook-{klass.id}.csv", headings, lines)  # not the join code: files travel
 
 
 @router.get("/instructor/classes/{class_id}/gradebook.json")
@@ -121,7 +121,7 @@ def gradebook_json(state: Instructor, class_id: str) -> JSONResponse:
     ]
     learners = [{**r, "lessons": {lesson["slug"]: float(p) for lesson, p in zip(lessons, r["lessons"], strict=True)},
                  "course": float(r["course"])} for r in rows]  # fmt: skip
-    return JSONResponse({"class": {"name": klass.name, "join_code": klass.join_code}, "lessons": lessons,
+    return JSONResponse({"class": {"id": klass.id, "name": klass.name}, "lessons": lessons,
                          "score": "percent of the points offered: quizzes answered right, checks and exercises passed",
                          "learners": learners})  # fmt: skip
 
@@ -136,4 +136,4 @@ def progress_csv(state: Instructor, class_id: str) -> Response:
     lines = [[spreadsheet_safe(row["learner"].display_name or ""), row["row_id"], row["done"],
               *[v for c in row["cells"] for v in (int(c["seen"]), c["quizzes"], c["quizzes_total"], c["checks"],
                                                    c["checks_total"])]] for row in rows]  # fmt: skip
-    return _csv(f"progress-{klass.join_code}.csv", headings, lines)
+    return _csv(f"progress-{klass.id}.csv", headings, lines)

@@ -181,5 +181,9 @@ def learner_console(state: Instructor, class_id: str, row: str) -> JSONResponse:
     class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
     newest = _newest_console(state, class_id, learner.learner_id)
-    return JSONResponse({"session": newest["id"], "server": newest["server"]} if newest else {"session": None},
-                        headers={"Cache-Control": "no-store"})  # fmt: skip
+    step = state.catalog.step(learner.current_step[0]) if learner.current_step else None
+    where = (
+        f"lesson {step.lesson_number}: {step.title.striptags()}" if step else None
+    )  # the newest step opened
+    return JSONResponse({"session": newest["id"], "server": newest["server"], "step": where} if newest
+                        else {"session": None}, headers={"Cache-Control": "no-store"})  # fmt: skip

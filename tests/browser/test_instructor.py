@@ -259,8 +259,10 @@ def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, secon
     console_ready(learner)
     learner.locator("#console-message").fill('{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
     learner.locator("#console-message").press("Control+Enter")
-    expect(teacher.locator("[data-follow-note]")).to_contain_text(
-        "They opened another console", timeout=30_000
+    step = course().step("initialize-handshake/result")
+    assert step is not None
+    expect(teacher.locator("[data-follow-note]")).to_contain_text(  # where they went, by its name
+        f"They moved on (lesson {step.lesson_number}: {step.title.striptags()})", timeout=30_000
     )
     expect(log.filter(has_text="ping (request, id 1)")).to_have_count(1)
     expect(log.filter(has_text="initialize (request, id 1)")).to_have_count(0)  # the new console alone

@@ -56,7 +56,11 @@ def test_the_grade_book_agrees_with_what_each_learner_did_and_holds_only_safe_ce
         detail = client.get(f"/instructor/classes/{class_id}/progress.csv")
         as_json = client.get(f"/instructor/classes/{class_id}/gradebook.json").json()
     assert book.status_code == 200 and book.headers["content-type"].startswith("text/csv")
-    assert 'filename="gradebook-' in book.headers["content-disposition"]
+    assert book.headers["content-disposition"] == f'attachment; filename="gradebook-{class_id}.csv"'
+    join_code = site.state.progress.get_class(class_id).join_code  # a secret: exports travel by email
+    for export in (book, detail):
+        assert join_code not in export.headers["content-disposition"] and join_code not in export.text
+    assert join_code not in json.dumps(as_json) and as_json["class"]["id"] == class_id
     header, *rows = list(csv.reader(io.StringIO(book.text)))
     assert len(rows) == len(HOSTILE_NAMES)  # one row per learner
     assert header[:5] == ["name", "student id", "learner", "steps done", "steps"] and header[-4:] == [
