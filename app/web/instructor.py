@@ -275,6 +275,9 @@ def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     steps, rows = grid(state, state.progress.class_learners(class_id), class_id)
     mark_filters(rows, time.time())
     join_link = site_url(request) + f"/join/{klass.join_code}"
+    host = request.url.hostname or ""
+    # A link naming loopback opens only on this machine: the page says so rather than hand it out.
+    loopback = host in ("localhost", "::1", "[::1]") or host.startswith("127.")
     live = sum(len(row["sessions"]) for row in rows)
     cap = klass.max_sessions or state.settings.max_sessions_per_class
     waiting = [{"row_id": row_id(state, w.learner_id), "name": w.display_name, "at": w.requested_at}
@@ -282,6 +285,7 @@ def _class_context(state: AppState, request: Request, class_id: str) -> dict:
     away = [{"row_id": row_id(state, t.learner_id), "name": t.display_name}
             for t in state.progress.turned_away(class_id)]  # fmt: skip
     return {"title": klass.name, "klass": klass, "steps": steps, "rows": rows, "join_link": join_link,
+            "join_link_local": loopback,
             "seats": state.progress.seats(class_id),
             "completed_by": step_summary(steps, rows),
             "lessons": state.catalog.lessons, "live": live, "cap": cap, "now": time.time(), "waiting": waiting, "turned_away": away,

@@ -128,6 +128,24 @@ def test_reset_close_and_delete(site: InProcessApp) -> None:
             assert alan.get("/api/progress").json()["display_name"] is None
 
 
+def test_a_join_link_that_only_this_machine_can_open_is_said_to_be_so(
+    site: InProcessApp, tmp_path: Path
+) -> None:
+    def shown(app: InProcessApp, host: str) -> BeautifulSoup:
+        class_id, code = make_class(app, "Loopback")
+        with instructor(app) as client:
+            page = client.get(f"/instructor/classes/{class_id}", headers={"Host": host})
+        found = BeautifulSoup(page.text, "html.parser")
+        assert found.select_one("[data-join-link]")["href"] == f"http://{host}/join/{code}"
+        return found
+
+    for host in ("127.0.0.1:8000", "localhost", "[::1]:8000"):
+        assert shown(site, host).select_one("[data-join-link-local]") is not None, host
+    with InProcessApp(tmp_path, instructor_token=TOKEN, hosting_mode=True,
+                      allowed_hosts=["classroom.example", "127.0.0.1"]) as hosted:  # fmt: skip
+        assert shown(hosted, "classroom.example").select_one("[data-join-link-local]") is None
+
+
 def test_joining_with_a_bad_code_or_no_name_says_why(site: InProcessApp) -> None:
     _, code = make_class(site, "Thursday")
     bad = site.post("/join", data={"code": "NOPE00", "display_name": "X"})
