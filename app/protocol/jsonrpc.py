@@ -342,9 +342,10 @@ def readable_id(text: str, max_bytes: int) -> Any:
 
 
 def server_exited_error(request_id: Any, status: str) -> FrameError:
+    ended = f"was {status}" if status.startswith("killed") else status
     return FrameError(
         SERVER_EXITED,
-        f"the server {status} before answering",
-        f"The demo server {status} before it answered this request; no answer will come.",
+        f"the server {ended} before answering",
+        f"The server {ended} before it answered this request; no answer will come.",
         id=request_id,
     )

@@ -12,7 +12,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Protocol
 
 from app.demos import MY_SERVER
@@ -295,13 +295,13 @@ class Sessions:
         """The server exited (or broke a limit and was killed): tell the listener; the session stays
         (a console can restart it) until its connection goes and the grace period passes."""
         status = process.poll()
-        code, reason = ended or (SERVER_ENDED, f"the server {status}")
+        await session.drain_stderr()
+        code, reason = ended or (SERVER_ENDED, ended_words(status, session.stderr_tail))
         session.status, session.exit_status, session.reason = "exited", status, reason
         self.metrics.sessions_ended.labels("exited").inc()
         log.info(
             "session %s: %s", session.id, reason, extra={"session": session.id, "server": session.server}
         )
-        await session.drain_stderr()
         if session.server == MY_SERVER and self._own_exited is not None:
             try:
                 await self._own_exited(session)
@@ -347,3 +347,22 @@ class Sessions:
                 log.info("reaping session %s (%s): %s", session.id, session.server, reason)
                 self.metrics.sessions_ended.labels("reaped").inc()
                 self.end_soon(session, NORMAL_CLOSURE, reason)
+
+
+# What a runtime writes as it dies of its heap: V8's fatal error, Python's MemoryError.
+OUT_OF_MEMORY_SAID = ("JavaScript heap out of memory", "MemoryError")
+
+
+def ended_words(status: object, stderr: Iterable[str] = ()) -> str:
+    """How the server ended, as a sentence's end: "the server was killed by SIGSEGV: it ran out of
+    memory, its standard error says", when its last words say so (a heap that hit the instance's
+    limit may die of a signal the memory's killer did not send)."""
+    text = str(status)
+    words = f"the server {'was ' if text.startswith('killed') else ''}{text}"
+    if (
+        text.startswith("killed")
+        and ": " not in text
+        and any(said in piece for piece in stderr for said in OUT_OF_MEMORY_SAID)
+    ):
+        words += ": it ran out of memory, its standard error says"
+    return words

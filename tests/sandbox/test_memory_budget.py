@@ -16,6 +16,7 @@ import pytest
 
 from app.config import Settings
 from app.relay.admission import MEMORY_HEADROOM_BYTES
+from app.relay.sessions import ended_words
 from app.sandbox.cgroups import (
     INSTANCE_OOM_SCORE_ADJ,
     PARENT_PREFIX,
@@ -287,6 +288,23 @@ def test_an_exit_for_memory_is_told_in_words() -> None:
     )
     assert "ran out of memory" in str(ExitStatus(None, 9, "shared", 512))
     assert str(ExitStatus(None, 9)) == "killed by SIGKILL"
+    # A heap that met the instance's limit may die of another signal: its last words say why.
+    segv = ExitStatus(None, 11)
+    assert ended_words(segv) == "the server was killed by SIGSEGV"
+    node = [
+        "<--- Last few GCs --->",
+        "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
+    ]
+    assert (
+        ended_words(segv, node)
+        == "the server was killed by SIGSEGV: it ran out of memory, its standard error says"
+    )
+    assert (
+        ended_words(ExitStatus(1, None), ["MemoryError"]) == "the server exited with status 1"
+    )  # it said so itself
+    assert ended_words(ExitStatus(None, 9, "own", 512), node).endswith(
+        "(512 MiB)"
+    )  # the killer's own words stand
     assert ExitStatus(None, 9, "shared").to_json()["memory"] == "shared"
 
 
