@@ -24,6 +24,13 @@ import { Waits } from "./waits.js";
 /** The template menu's entry that puts the step's own message back in the editor. */
 const STEP_MESSAGE = { key: "step-message", label: "This step's own message" };
 
+/** What a console signed out by a new resume code says (null for any other reason): a new server
+ * would start as someone new, so the way on is the new code. */
+function signedOut(reason) {
+  if (!/^you were signed out/i.test(reason || "")) return null;
+  return `${sentence(reason)} Enter it on "Continue on another device" (/resume) to go on as yourself.`;
+}
+
 /** A reason from the relay as a sentence of its own: "your instructor ended this console" reads
  * "Your instructor ended this console." (the relay's own sentences stay as they are). */
 function sentence(text) {
@@ -358,6 +365,11 @@ class Console {
         this.setState("ready", `Ready: your own ${this.server} is running. Send a message.`);
       }
       this.editor.check();
+    } else if (frame.status === "exited" && signedOut(frame.reason)) {
+      this.pairs.serverExited();
+      this.waits.reset();
+      this.log.note(signedOut(frame.reason), "warn");
+      this.setState("signed-out", signedOut(frame.reason));
     } else if (frame.status === "exited") {
       const exit = frame.exit_status?.text;
       // The relay's own reason (a flood, a line over the limit) is a sentence of its own; otherwise
@@ -485,11 +497,10 @@ class Console {
     } else if (kind === "closed") {
       if (detail.code === 1013) return; // onFull already said it and will retry
       if (this.ui.state.dataset.state === "exited") return; // its state frame has said why
-      if (detail.code === 1000 && /^you were signed out/i.test(detail.reason || "")) {
-        // A new server would start as someone new: the way on is the new resume code.
-        const said = `${sentence(detail.reason)} Enter it on "Continue on another device" (/resume) to go on as yourself.`;
-        this.log.note(said, "warn");
-        this.setState("signed-out", said);
+      if (this.ui.state.dataset.state === "signed-out") return; // so has a sign-out
+      if (detail.code === 1000 && signedOut(detail.reason)) {
+        this.log.note(signedOut(detail.reason), "warn");
+        this.setState("signed-out", signedOut(detail.reason));
       } else if (detail.code === 1000) {
         const said = detail.reason ? sentence(detail.reason) : "The session ended.";
         this.log.note(said, "warn");

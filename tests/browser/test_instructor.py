@@ -268,6 +268,30 @@ def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, secon
     expect(log.filter(has_text="initialize (request, id 1)")).to_have_count(0)  # the new console alone
 
 
+def test_a_learner_signed_out_by_a_new_resume_code_is_told_where_it_goes(
+    page: Page, second_page: Page
+) -> None:
+    """Their console offered "Start a new server", which started them as someone new (their progress
+    out of the class's grid), and their pages showed 0 steps done without a word why."""
+    teacher, learner = page, second_page
+    code = create_class(teacher, "Signed out")
+    learner.goto(f"/join/{code}")
+    learner.get_by_label("Your name", exact=True).fill("Grace")
+    learner.get_by_role("button", name="Join").click()
+    learner.goto(STEP)
+    console_ready(learner)
+    teacher.reload()
+    teacher.get_by_role("link", name="Grace").click()
+    teacher.on("dialog", lambda dialog: dialog.accept())
+    teacher.get_by_role("button", name="Issue a new code").click()
+    console = learner.locator("section.console")
+    expect(console).to_have_attribute("data-state", "signed-out", timeout=30_000)
+    expect(console.locator("[data-state]").first).to_contain_text("Enter it on")
+    expect(learner.get_by_role("button", name="Start a new server")).to_be_hidden()
+    learner.goto("/course")
+    expect(learner.locator("[data-signed-out] a")).to_have_attribute("href", "/resume")
+
+
 def test_a_learner_in_a_new_browser_finds_the_way_back_in_from_the_home_page(
     page: Page, second_page: Page
 ) -> None:
