@@ -370,16 +370,22 @@ SESSION_PAGE_ENTRIES = 500
 @router.get("/instructor/sessions/{session_id}", response_class=HTMLResponse)
 def session_page(state: Instructor, request: Request, session_id: str) -> HTMLResponse:
     """A learner's console as they see it, following along as they go (static/instructor.js)."""
-    session = _live_session(state, session_id)
+    session = state.sessions.sessions.get(session_id) if state.sessions else None
+    if session is None:  # ended (or on another replica): a page with the way back, not a bare 404
+        return templates.TemplateResponse(request, "instructor_session.html", {"title": "Console ended"},
+                                          status_code=404)  # fmt: skip
     learner = state.progress.learner(session.learner) if session.learner else None
     transcript = session.transcript
     after = max(transcript.last_seq - SESSION_PAGE_ENTRIES, transcript.dropped)
+    class_id = session.owner.class_id
     context = {
         "title": "Transcript",
         "session": session,
         "learner": learner,
         "after": after,
         "earlier": after,
+        "class_id": class_id,
+        "row": row_id(state, session.learner) if session.learner and class_id else None,
     }
     return templates.TemplateResponse(request, "instructor_session.html", context)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -318,6 +320,12 @@ async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProc
             follow = BeautifulSoup(page.text, "html.parser").select_one("ol[data-follow]")
             assert follow["data-follow"] == f"/api/instructor/sessions/{session}/frames"
             assert follow["data-after"] == "0"
+            shown = BeautifulSoup(page.text, "html.parser")  # the way on: the class, the learner, End
+            assert shown.select_one(f'a[href="/instructor/classes/{class_id}"]') is not None
+            assert shown.select_one("a[data-learner-page]")["href"].startswith(
+                f"/instructor/classes/{class_id}/learners/"
+            )
+            assert shown.select_one(f'form[action="/instructor/sessions/{session}/end"]') is not None
             # The export names the learner as every instructor page does, by row id: their own id is
             # their identity (what their cookie signs).
             exported = client.get(f"/api/instructor/sessions/{session}/transcript").json()
@@ -329,6 +337,12 @@ async def test_an_instructor_follows_a_learners_console_as_it_grows(app: AppProc
             )
         finally:
             await console.close()
+        deadline = time.monotonic() + 30  # closed: over once its grace period is
+        while (ended := client.get(f"/instructor/sessions/{session}")).status_code == 200:
+            assert time.monotonic() < deadline, "the console never ended"
+            await asyncio.sleep(0.1)
+        assert ended.status_code == 404  # a page with the way back, not a bare 404
+        assert BeautifulSoup(ended.text, "html.parser").select_one("[data-session-ended]") is not None
 
 
 async def test_a_console_of_heavy_messages_comes_to_the_instructor_in_pages_of_bounded_size(
