@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
 from typing import TYPE_CHECKING
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 
 from app import logs
-from app.config import Settings, token_problem
+from app.config import Settings, token_problem, unknown_settings
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -25,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     settings = Settings(**overrides)
     logs.configure(settings.log_format)
+    for name in unknown_settings(os.environ):
+        print(
+            f"Warning: {name} is not a setting, and is ignored (docs/settings.md lists them).",
+            file=sys.stderr,
+        )
     if args.command == "check-lessons":
         from app.check_lessons import check_lessons
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -476,3 +477,10 @@ def token_problem(settings: Settings) -> str | None:
             "characters (or leave it unset and one is made)."
         )
     return None
+
+
+def unknown_settings(environ: Mapping[str, str]) -> list[str]:
+    """`PLAYGROUND_*` variables that name no setting (one renamed, or mistyped): pydantic-settings
+    passes them over without a word, and the operator would think them in force."""
+    known = {f"PLAYGROUND_{name.upper()}" for name in Settings.model_fields}
+    return sorted(name for name in environ if name.startswith("PLAYGROUND_") and name not in known)

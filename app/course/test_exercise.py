@@ -254,6 +254,10 @@ async def run(exercise: TestExercise, runs: TestRuns, *, server: str, tests: str
                 report.outcomes.append(Outcome(check.title, False, stopped))
                 continue
             attempt = await run_once(runs, _copy(read(check.server)), tests, min(RUN_LIMIT_S, left))
+            if attempt.timed_out and left < RUN_LIMIT_S:  # the exercise's time ran out, not the run's
+                attempt.problem = (
+                    f"the exercise may take {EXERCISE_LIMIT_S:g} s in all: they ran out in this run"
+                )
             report.outcomes.append(judge_broken(check, attempt))
             if not report.outcomes[-1].passed and shown is own:
                 shown = attempt  # the first broken server the tests miss: its output says what ran

@@ -197,7 +197,11 @@ class LearnerMiddleware:
                 return
             scope[STORE_AWAY], learner = True, None  # a WebSocket's route refuses it as such
         scope["learner_id"] = learner
-        if learner is None and (value := HTTPConnection(scope).cookies.get(COOKIE)):
+        if (
+            learner is None
+            and not scope.get(STORE_AWAY)
+            and (value := HTTPConnection(scope).cookies.get(COOKIE))
+        ):
             # A cookie signed by us that proves nobody now: its learner got a new resume code. Pages say
             # so, rather than greet them as someone new.
             scope[SIGNED_OUT] = identity.signer.verify(value) is not None

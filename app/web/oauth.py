@@ -48,7 +48,7 @@ from app.web import oauth_log
 from app.web.client import client_key, site_url
 from app.web.client_documents import ClientDocuments, is_document_url
 from app.web.endpoints import token_hash
-from app.web.registration import ADDRESS, NewClients, RegistrationGate, WithAddress, document_client
+from app.web.registration import ADDRESS, SITE, NewClients, RegistrationGate, WithAddress, document_client
 from app.web.state import get_state
 
 # Every protected endpoint's scopes: reading (initialize, lists, reads) and calling tools.
@@ -187,9 +187,12 @@ class Provider:
         return CONSENT_PATH + consent
 
     async def protected_endpoint(self, resource: str) -> EndpointInfo | None:
-        """The live protected endpoint a resource URL names, or None."""
+        """The live protected endpoint a resource URL names, or None. Asked by a client (`SITE` set), the
+        URL is the one its metadata names: this site as the client reaches it, then `/mcp/<token>`."""
         token = endpoint_token(resource)
-        return None if token is None else await self.protected_by_token(token)
+        if token is None or ((site := SITE.get()) is not None and resource != f"{site}/mcp/{token}"):
+            return None
+        return await self.protected_by_token(token)
 
     async def protected_by_token(self, token: str) -> EndpointInfo | None:
         info = await self._call(self.store.endpoint_by_token_hash, token_hash(token))

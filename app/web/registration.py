@@ -20,11 +20,12 @@ from contextvars import ContextVar
 
 import anyio
 from mcp.shared.auth import OAuthClientInformationFull
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.progress.store import ProgressStore
 from app.relay.rates import KeyedRate
-from app.web.client import client_key
+from app.web.client import client_key, site_url
 from app.web.client_documents import ClientDocuments, DocumentError
 from app.web.oauth_log import client_refused, replaying
 from app.web.redirects import redirect_problem
@@ -37,8 +38,10 @@ METADATA_BYTES = 8 * 1024
 WINDOW_S = 3600.0
 
 # The client address of the request the authorization server's routes are handling (`WithAddress`),
-# for the provider, which the SDK calls with a client ID only.
+# for the provider, which the SDK calls with a client ID only; and this site as that client reached it
+# (a resource must name an endpoint of it).
 ADDRESS: ContextVar[str | None] = ContextVar("oauth_client_address", default=None)
+SITE: ContextVar[str | None] = ContextVar("oauth_site", default=None)
 
 
 class NewClients:
@@ -73,10 +76,13 @@ class WithAddress:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        token = ADDRESS.set(client_key(scope) if scope["type"] == "http" else None)
+        http = scope["type"] == "http"
+        token = ADDRESS.set(client_key(scope) if http else None)
+        site = SITE.set(site_url(Request(scope)) if http else None)
         try:
             await self.app(scope, receive, send)
         finally:
+            SITE.reset(site)
             ADDRESS.reset(token)
 
 

@@ -89,7 +89,7 @@ def transpile(source: str) -> Transpiled:
     """The JavaScript Node runs for `source`, or its syntax errors (every one esbuild reports)."""
     found = cached(source)
     if found is None:
-        found = _transpile(source)
+        found = run_esbuild(source)
         with _kept_lock:
             _kept[_key(source)] = found
             while len(_kept) > KEPT:
@@ -97,7 +97,8 @@ def transpile(source: str) -> Transpiled:
     return found
 
 
-def _transpile(source: str) -> Transpiled:
+def run_esbuild(source: str) -> Transpiled:
+    """`transpile` without its cache: esbuild runs every time."""
     problem = missing()
     if problem:
         raise RuntimeMissing(problem)

@@ -10,7 +10,7 @@ import pytest
 import websockets
 from bs4 import BeautifulSoup
 
-from app.config import Settings
+from app.config import Settings, unknown_settings
 from app.web.credentials import FailureThrottle
 from app.web.learner import COOKIE
 from app.web.state import PROGRESS_DB
@@ -326,3 +326,14 @@ def test_wrong_guesses_from_more_addresses_than_are_kept_grow_nothing_and_count_
     newest = "2001:db8:1387::"  # the 5,000th
     assert throttle.failed("join", newest) is None  # its second
     assert throttle.failed("join", newest) is not None  # past its budget: still counted
+
+
+def test_a_playground_variable_that_names_no_setting_is_reported_not_passed_over() -> None:
+    """An operator who set the setting before its rename (PLAYGROUND_CLIENT_REGISTRATIONS_PER_HOUR)
+    got nothing: pydantic-settings ignores unknown variables without a word. Start-up warns of each."""
+    environ = {"PLAYGROUND_CLIENT_REGISTRATIONS_PER_HOUR": "5", "PLAYGROUND_PORT": "8001", "HOME": "/root",
+               "PLAYGROUND_INSTRUCTER_TOKEN": "typo"}  # fmt: skip
+    assert unknown_settings(environ) == [
+        "PLAYGROUND_CLIENT_REGISTRATIONS_PER_HOUR",
+        "PLAYGROUND_INSTRUCTER_TOKEN",
+    ]

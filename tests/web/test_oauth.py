@@ -253,7 +253,9 @@ def test_a_resource_is_the_endpoint_url_as_its_metadata_names_it_not_one_that_co
     path or with a query is not the endpoint the owner would be asked about."""
     endpoint, client = protected_endpoint(app), register(app)
     url, token = endpoint["url"], endpoint["url"].rsplit("/", 1)[1]
-    for resource in (f"https://evil.example/x/mcp/{token}", f"{app.base}/x/mcp/{token}", url + "?q=1",
+    host, port = app.base.removeprefix("http://").rsplit(":", 1)
+    for resource in (f"https://evil.example/mcp/{token}", f"http://{host}:{int(port) + 1}/mcp/{token}",
+                     f"https://evil.example/x/mcp/{token}", f"{app.base}/x/mcp/{token}", url + "?q=1",
                      url + "#frag", url.replace("://", "://user@"), f"ftp://127.0.0.1/mcp/{token}"):  # fmt: skip
         query = dict(httpx.URL(authorize_url(app, client, endpoint, pkce()[1])).params) | {
             "resource": resource
