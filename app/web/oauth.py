@@ -163,7 +163,11 @@ class Provider:
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         if not params.resource:
             raise AuthorizeError("invalid_request", "The resource parameter (RFC 8707) names the endpoint.")
-        info = await self.protected_endpoint(params.resource)
+        # The resource is the URL the endpoint's metadata names: this site as the client reaches it,
+        # then `/mcp/<token>` (another host with the token in its path names no endpoint of ours).
+        site, token = SITE.get(), endpoint_token(params.resource)
+        named = site is None or params.resource == f"{site}/mcp/{token}"
+        info = await self.protected_endpoint(params.resource) if named else None
         if info is None:
             raise AuthorizeError("invalid_target", "The resource is not a live protected endpoint here.")
         allowed = endpoint_scopes(info)
@@ -187,12 +191,9 @@ class Provider:
         return CONSENT_PATH + consent
 
     async def protected_endpoint(self, resource: str) -> EndpointInfo | None:
-        """The live protected endpoint a resource URL names, or None. Asked by a client (`SITE` set), the
-        URL is the one its metadata names: this site as the client reaches it, then `/mcp/<token>`."""
+        """The live protected endpoint a resource URL names, or None."""
         token = endpoint_token(resource)
-        if token is None or ((site := SITE.get()) is not None and resource != f"{site}/mcp/{token}"):
-            return None
-        return await self.protected_by_token(token)
+        return None if token is None else await self.protected_by_token(token)
 
     async def protected_by_token(self, token: str) -> EndpointInfo | None:
         info = await self._call(self.store.endpoint_by_token_hash, token_hash(token))

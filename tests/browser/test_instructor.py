@@ -241,9 +241,9 @@ def test_a_class_of_forty_reads_in_one_grid(page: Page, browser_app: AppProcess,
     teacher.screenshot(path=str(artifacts / "instructor-forty.png"))
 
 
-def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, second_page: Page) -> None:
-    teacher, learner = page, second_page
-    code = create_class(teacher, "Follow me")
+def grace_at_her_console(teacher: Page, learner: Page, class_name: str) -> None:
+    """A new class; Grace joins it and opens a console; the teacher opens her learner page."""
+    code = create_class(teacher, class_name)
     learner.goto(f"/join/{code}")
     learner.get_by_label("Your name", exact=True).fill("Grace")
     learner.get_by_role("button", name="Join").click()
@@ -251,6 +251,11 @@ def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, secon
     console_ready(learner)
     teacher.reload()
     teacher.get_by_role("link", name="Grace").click()
+
+
+def test_following_a_learner_moves_with_them_from_step_to_step(page: Page, second_page: Page) -> None:
+    teacher, learner = page, second_page
+    grace_at_her_console(teacher, learner, "Follow me")
     teacher.get_by_role("link", name="follow them").click()
     log = teacher.locator("ol.follow-log li.log-entry")
     learner.locator("#console-message").press("Control+Enter")  # initialize, on the first step
@@ -274,14 +279,7 @@ def test_a_learner_signed_out_by_a_new_resume_code_is_told_where_it_goes(
     """Their console offered "Start a new server", which started them as someone new (their progress
     out of the class's grid), and their pages showed 0 steps done without a word why."""
     teacher, learner = page, second_page
-    code = create_class(teacher, "Signed out")
-    learner.goto(f"/join/{code}")
-    learner.get_by_label("Your name", exact=True).fill("Grace")
-    learner.get_by_role("button", name="Join").click()
-    learner.goto(STEP)
-    console_ready(learner)
-    teacher.reload()
-    teacher.get_by_role("link", name="Grace").click()
+    grace_at_her_console(teacher, learner, "Signed out")
     teacher.on("dialog", lambda dialog: dialog.accept())
     teacher.get_by_role("button", name="Issue a new code").click()
     console = learner.locator("section.console")
