@@ -255,6 +255,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE oauth_clients ADD COLUMN registered_by TEXT",
         "CREATE INDEX oauth_clients_unused ON oauth_clients (registered_by, used_at, created_at)",
     ),
+    # 22: when an endpoint's owner was shown a waiting consent: such consents are the last to make room
+    # for new ones (anyone with the endpoint's URL may ask for consents).
+    ("ALTER TABLE oauth_grants ADD COLUMN shown_at {time}",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

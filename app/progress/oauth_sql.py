@@ -93,7 +93,8 @@ class SQLOAuth(SQLDatabase):
 
     def _keep_room(self, db: Any, endpoint_id: str, kind: str) -> None:
         """Make room for one more of the endpoint's grants of this kind: used ones go first (they are
-        kept only to tell whose a refused secret was), then the soonest to expire."""
+        kept only to tell whose a refused secret was), then those the owner was never shown, then the
+        soonest to expire."""
         (count,) = self._exec(
             db, "SELECT COUNT(*) FROM oauth_grants WHERE endpoint_id = ? AND kind = ?", (endpoint_id, kind)
         ).fetchone()
@@ -102,7 +103,8 @@ class SQLOAuth(SQLDatabase):
         self._exec(
             db,
             "DELETE FROM oauth_grants WHERE key_hash IN (SELECT key_hash FROM oauth_grants "
-            "WHERE endpoint_id = ? AND kind = ? ORDER BY used_at IS NULL, expires_at, key_hash LIMIT ?)",
+            "WHERE endpoint_id = ? AND kind = ? ORDER BY used_at IS NULL, shown_at IS NOT NULL, expires_at, "
+            "key_hash LIMIT ?)",
             (endpoint_id, kind, count - OAUTH_GRANTS_KEPT + 1),
         )
 
@@ -135,6 +137,14 @@ class SQLOAuth(SQLDatabase):
             if used.rowcount != 1:  # another replica used it first
                 return None
         return self._grant(row)
+
+    def show_oauth_grant(self, key_hash: str) -> None:
+        with self._write() as db:
+            self._exec(
+                db,
+                "UPDATE oauth_grants SET shown_at = ? WHERE key_hash = ? AND shown_at IS NULL",
+                (time.time(), key_hash),
+            )
 
     def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None:
         with self._write() as db:

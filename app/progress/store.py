@@ -334,11 +334,11 @@ class ProgressStore(Protocol):
         """As `oauth_grant`, and marks it used in the same step: only one caller ever gets it."""
         ...
 
+    def show_oauth_grant(self, key_hash: str) -> None: ...  # shown to the owner: the last to make room
+
     def revoke_oauth_grants(self, key_hashes: Sequence[str]) -> None: ...
 
-    def revoke_oauth_family(self, endpoint_id: str, family: str) -> int:
-        """Revoke the endpoint's live tokens issued from one code (their `family`): how many."""
-        ...
+    def revoke_oauth_family(self, endpoint_id: str, family: str) -> int: ...  # tokens of one code: how many
 
     def any_oauth_grant(self, key_hash: str) -> OAuthGrant | None:
         """The grant by its hash, used or expired too (to tell whose a refused secret was)."""

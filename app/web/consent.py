@@ -108,6 +108,9 @@ async def _consent_form(request: Request, consent: str, approval: str | None = N
     grant, data, info = found
     if approval is None and not _owner(request, info):
         return _not_owner(request, consent)
+    # Shown to its owner: anyone with the endpoint's URL may ask for consents, and 100 of theirs would
+    # otherwise push this one out while the owner reads it.
+    await anyio.to_thread.run_sync(get_state(request).progress.show_oauth_grant, grant.key_hash)
     shown = page(request, "oauth_consent.html", title="Allow a client to use your endpoint", consent=consent,
                  client_host=_host(grant.client_id), redirect_host=_host(data["redirect_uri"]),
                  client_id=grant.client_id, client_name=await _client_name(request, grant.client_id),

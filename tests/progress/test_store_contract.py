@@ -680,6 +680,17 @@ def test_an_endpoints_grants_of_a_kind_are_bounded_the_used_then_the_oldest_goin
     )
 
 
+def test_a_consent_shown_to_the_owner_is_the_last_to_make_room(store) -> None:  # noqa: ANN001
+    info = store.create_endpoint(ADA, "demo-orders", "hash-shown", 3600, auth="oauth")
+    now = time.time()
+    store.add_oauth_grant(OAuthGrant("owners", "consent", "c", info.id, "{}", now + 10))  # the soonest to go
+    store.show_oauth_grant("owners")
+    for n in range(OAUTH_GRANTS_KEPT + 5):
+        store.add_oauth_grant(OAuthGrant(f"pushed{n}", "consent", "c", info.id, "{}", now + 100 + n))
+    assert store.oauth_grant("owners", "consent") is not None
+    assert store.oauth_grant("pushed0", "consent") is None  # the unshown ones made room
+
+
 def test_a_protected_endpoints_tool_scopes_are_kept(store) -> None:  # noqa: ANN001
     info = store.create_endpoint(ADA, "my-server", "hash-scopes", 3600, auth="oauth")
     assert info.tool_scopes == "{}" and store.endpoint_by_token_hash("hash-scopes").tool_scopes == "{}"

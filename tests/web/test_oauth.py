@@ -678,6 +678,26 @@ def test_a_token_request_for_another_resource_than_its_grant_is_refused(app: Ser
     assert [event["detail"]["error"] for event in refused] == ["invalid_target", "invalid_target"]
 
 
+def test_consents_asked_by_anyone_with_the_url_do_not_push_out_the_one_the_owner_is_reading(
+    app: ServedApp,
+) -> None:
+    """From the side of a client holding the endpoint's URL (shown on a projector, say): 101 requests
+    to /authorize pushed the owner's waiting consent out of the endpoint's 100, and the owner's page
+    answered "expired". A consent shown to its owner is now the last to make room."""
+    endpoint, client = protected_endpoint(app, owner="reader"), register(app)
+    with app.client(cookies={COOKIE: app.learner_cookie("reader")}) as browser:
+        asked = browser.get(authorize_url(app, client, endpoint, pkce()[1]))
+        consent = asked.headers["location"]
+        assert browser.get(consent).status_code == 200  # the owner reads it
+        pusher = register(app)
+        with httpx.Client(timeout=30) as hostile:
+            for _ in range(OAUTH_GRANTS_KEPT + 1):
+                assert hostile.get(authorize_url(app, pusher, endpoint, pkce()[1])).status_code == 302
+        assert browser.get(consent).status_code == 200
+        allowed = browser.post(consent, data={"answer": "allow"})
+        assert allowed.status_code == 303 and "code=" in allowed.headers["location"]
+
+
 def test_a_client_refreshing_in_a_loop_leaves_a_bounded_number_of_grants(app: ServedApp) -> None:
     """From the side of a client that refreshes as fast as it may: every used refresh token was kept
     for a day (3,750 rows in 20 s from one address). The endpoint keeps OAUTH_GRANTS_KEPT of each kind,
