@@ -183,7 +183,7 @@ def class_settings(
     class_or_404(state, class_id)
     cap, size = _class_numbers(max_sessions, expected_size)
     state.progress.update_class(class_id, cap, size)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+    return RedirectResponse(f"/instructor/classes/{class_id}?done=settings", status_code=303)
 
 
 def live_sessions(state: AppState, class_id: str | None = None) -> list[dict]:
@@ -319,7 +319,7 @@ def reset_learner(state: Instructor, class_id: str, row: str) -> Response:
     class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
     state.progress.reset_learner(learner.learner_id)
-    return RedirectResponse(f"/instructor/classes/{class_id}", status_code=303)
+    return RedirectResponse(f"/instructor/classes/{class_id}?done=reset", status_code=303)
 
 
 @router.get("/instructor/classes/{class_id}/learners/{row}/server.py", response_class=HTMLResponse)
@@ -414,7 +414,8 @@ async def end_session(state: Instructor, session_id: str, class_id: str = Form("
     if not await end_live_session(state, session_id, ENDED_BY_INSTRUCTOR):
         raise HTTPException(404, "That session has ended.")
     known = class_id and await anyio.to_thread.run_sync(state.progress.get_class, class_id) is not None
-    return RedirectResponse(f"/instructor/classes/{class_id}" if known else "/instructor", status_code=303)
+    where = f"/instructor/classes/{class_id}" if known else "/instructor"
+    return RedirectResponse(where + "?done=ended", status_code=303)
 
 
 async def end_live_session(state: AppState, session_id: str, reason: str) -> bool:

@@ -27,9 +27,10 @@ MAX_STUDENT_ID = 64
 SIGNED_OUT = "you were signed out: your instructor gave you a new resume code"
 
 
-def _back(class_id: str, row: str | None = None) -> RedirectResponse:
+def _back(class_id: str, row: str | None = None, done: str = "") -> RedirectResponse:
+    """Back to the class page (or the learner's), saying what was `done` (a key of templating.DONE)."""
     where = f"/instructor/classes/{class_id}" + (f"/learners/{row}" if row else "")
-    return RedirectResponse(where, status_code=303)
+    return RedirectResponse(where + (f"?done={done}" if done else ""), status_code=303)
 
 
 def _text(value: str, most: int, what: str) -> str | None:
@@ -44,7 +45,7 @@ def class_message(state: Instructor, class_id: str, message: str = Form("")) -> 
     """What every member's course and step pages show, until it is cleared (an empty message)."""
     class_or_404(state, class_id)
     state.progress.set_class_message(class_id, _text(message, MAX_MESSAGE, "message"))
-    return _back(class_id)
+    return _back(class_id, done="message")
 
 
 MAX_SEATS = 500
@@ -78,7 +79,7 @@ def add_seats(state: Instructor, class_id: str, roster: str = Form("")) -> Respo
     """Seats from a pasted roster: a learner who joins under a seat's name takes it, and its identifier."""
     class_or_404(state, class_id)
     state.progress.add_seats(class_id, parse_roster(roster))
-    return _back(class_id)
+    return _back(class_id, done="seats")
 
 
 @router.get("/instructor/classes/{class_id}/learners/{row}", response_class=HTMLResponse)
@@ -117,7 +118,7 @@ def rename(state: Instructor, class_id: str, row: str, display_name: str = Form(
         state.progress.rename_learner(learner.learner_id, display_name)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
-    return _back(class_id, row)
+    return _back(class_id, row, done="renamed")
 
 
 @router.post("/instructor/classes/{class_id}/learners/{row}/student-id")
@@ -125,7 +126,7 @@ def student_id(state: Instructor, class_id: str, row: str, student_id: str = For
     class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
     state.progress.set_student_id(learner.learner_id, _text(student_id, MAX_STUDENT_ID, "student identifier"))
-    return _back(class_id, row)
+    return _back(class_id, row, done="student-id")
 
 
 @router.post("/instructor/classes/{class_id}/learners/{row}/resume-code")
@@ -144,7 +145,7 @@ async def new_resume_code(state: Instructor, class_id: str, row: str) -> Respons
     for session in everywhere:
         if session["learner"] == learner:
             await end_live_session(state, session["id"], SIGNED_OUT)
-    return _back(class_id, row)
+    return _back(class_id, row, done="resume-code")
 
 
 def _class_learner_id(state: Instructor, class_id: str, row: str) -> str:
@@ -158,7 +159,7 @@ def remove(state: Instructor, class_id: str, row: str) -> Response:
     class_or_404(state, class_id)
     learner = class_learner(state, class_id, row)
     state.progress.remove_from_class(class_id, learner.learner_id)
-    return _back(class_id)
+    return _back(class_id, done="removed")
 
 
 def _newest_console(state: Instructor, class_id: str, learner_id: str) -> dict | None:

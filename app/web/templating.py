@@ -31,6 +31,21 @@ def inline_code(text: str) -> Markup:
 
 templates.env.filters["inline_code"] = inline_code
 
+# What an instructor's action did, said once on the page it comes back to (`?done=<key>`): a page
+# that only changed a field or dropped a link said nothing. Only these words, never the query's own.
+DONE = {
+    "message": "Message saved: your learners see it on their pages.",
+    "seats": "Seats added.",
+    "renamed": "Name saved.",
+    "student-id": "Student identifier saved.",
+    "resume-code": "New resume code made: give it to the learner. Their old sign-ins have ended.",
+    "removed": "The learner left the class; their progress stays theirs.",
+    "reset": "Their progress was reset.",
+    "ended": "Console ended.",
+    "settings": "Class numbers saved.",
+}
+templates.env.globals["done_messages"] = DONE
+
 
 def page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:
     """A page from `template` with `context`."""

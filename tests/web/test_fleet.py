@@ -116,7 +116,10 @@ async def test_an_instructor_on_one_replica_ends_a_console_held_by_the_other(rep
         with teacher(b) as client:
             ended = client.post(f"/instructor/sessions/{session}/end", data={"class_id": class_id},
                                 follow_redirects=False)  # fmt: skip
-            assert ended.status_code == 303 and ended.headers["location"] == f"/instructor/classes/{class_id}"
+            assert (
+                ended.status_code == 303
+                and ended.headers["location"] == f"/instructor/classes/{class_id}?done=ended"
+            )
             assert client.post("/instructor/sessions/no-such-session/end").status_code == 404
         while (frame := await held.recv_type("state", timeout=DEADLINE_S))["status"] != "exited":
             pass

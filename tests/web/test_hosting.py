@@ -148,6 +148,31 @@ def test_a_join_link_that_only_this_machine_can_open_is_said_to_be_so(
         assert shown(hosted, "classroom.example").select_one("[data-join-link-local]") is None
 
 
+def test_an_instructors_action_is_said_once_on_the_page_it_comes_back_to(site: InProcessApp) -> None:
+    class_id, code = make_class(site, "Said")
+    with learner(site, code, "Ada") as ada, instructor(site) as teacher:
+        ada.get(f"/course/{STEP}").raise_for_status()
+        grid = BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}/grid").text, "html.parser")
+        row = grid.select_one("tr[data-learner]")["data-learner"]
+        saved = teacher.post(
+            f"/instructor/classes/{class_id}/learners/{row}/student-id", data={"student_id": "S-1"}
+        )
+        assert saved.status_code == 303 and saved.headers["location"].endswith("?done=student-id")
+        shown = BeautifulSoup(teacher.get(saved.headers["location"]).text, "html.parser")
+        assert shown.select_one("[data-done-note]").get_text() == "Student identifier saved."
+        assert (
+            BeautifulSoup(teacher.get(f"/instructor/classes/{class_id}").text, "html.parser").select_one(
+                "[data-done-note]"
+            )
+            is None
+        )  # once: the page itself says nothing
+        # A link that names its own words shows none of them.
+        forged = teacher.get(
+            f"/instructor/classes/{class_id}", params={"done": "<b>Your class was deleted</b>"}
+        )
+        assert BeautifulSoup(forged.text, "html.parser").select_one("[data-done-note]") is None
+
+
 def test_joining_with_a_bad_code_or_no_name_says_why(site: InProcessApp) -> None:
     _, code = make_class(site, "Thursday")
     bad = site.post("/join", data={"code": "NOPE00", "display_name": "X"})
@@ -393,7 +418,10 @@ async def test_an_instructor_ends_a_learners_console_from_the_class_page(app: Ap
             form = grid.select_one(f'[data-live-session="{session}"] form')
             assert form["action"] == f"/instructor/sessions/{session}/end"
             ended = client.post(form["action"], data={"class_id": class_id}, follow_redirects=False)
-            assert ended.status_code == 303 and ended.headers["location"] == f"/instructor/classes/{class_id}"
+            assert (
+                ended.status_code == 303
+                and ended.headers["location"] == f"/instructor/classes/{class_id}?done=ended"
+            )
             while (frame := await console.recv_type("state"))["status"] != "exited":
                 pass
             assert frame["reason"] == "your instructor ended this console"
