@@ -341,8 +341,8 @@ def readable_id(text: str, max_bytes: int) -> Any:
     return value if _valid_id(value) else None
 
 
-def server_exited_error(request_id: Any, status: str) -> FrameError:
-    ended = f"was {status}" if status.startswith("killed") else status
+def server_exited_error(request_id: Any, ended: str) -> FrameError:
+    """`ended`: how, as the end of "the server ..." ("exited with status 1", "was killed by SIGKILL")."""
     return FrameError(
         SERVER_EXITED,
         f"the server {ended} before answering",

@@ -296,7 +296,8 @@ class Sessions:
         (a console can restart it) until its connection goes and the grace period passes."""
         status = process.poll()
         await session.drain_stderr()
-        code, reason = ended or (SERVER_ENDED, ended_words(status, session.stderr_tail))
+        words = ended_words(status, session.stderr_tail)
+        code, reason = ended or (SERVER_ENDED, f"the server {words}")
         session.status, session.exit_status, session.reason = "exited", status, reason
         self.metrics.sessions_ended.labels("exited").inc()
         log.info(
@@ -312,7 +313,7 @@ class Sessions:
         if listener is not None:
             # Requests left hanging get an answer from the relay, so no client waits forever.
             for request in session.transcript.unanswered():
-                await listener.on_bad_frame(server_exited_error(request.message["id"], str(status)))
+                await listener.on_bad_frame(server_exited_error(request.message["id"], words))
             await listener.on_state()
             await listener.on_ended(code, reason)
 
@@ -354,11 +355,11 @@ OUT_OF_MEMORY_SAID = ("JavaScript heap out of memory", "MemoryError")
 
 
 def ended_words(status: object, stderr: Iterable[str] = ()) -> str:
-    """How the server ended, as a sentence's end: "the server was killed by SIGSEGV: it ran out of
-    memory, its standard error says", when its last words say so (a heap that hit the instance's
-    limit may die of a signal the memory's killer did not send)."""
+    """How the server ended, to follow "the server ": "was killed by SIGSEGV: it ran out of memory, its
+    standard error says" when its last words say so (a heap that hit the instance's limit may die of
+    a signal the memory's killer did not send)."""
     text = str(status)
-    words = f"the server {'was ' if text.startswith('killed') else ''}{text}"
+    words = f"{'was ' if text.startswith('killed') else ''}{text}"
     if (
         text.startswith("killed")
         and ": " not in text

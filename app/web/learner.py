@@ -187,8 +187,9 @@ class LearnerMiddleware:
         if scope["type"] not in ("http", "websocket") or identity is None:
             await self.app(scope, receive, send)
             return
+        value = HTTPConnection(scope).cookies.get(COOKIE)
         try:
-            learner = await identity.learner_of(HTTPConnection(scope).cookies.get(COOKIE))
+            learner = await identity.learner_of(value)
         except StoreUnavailable:  # a cookie to check, and the database away: nobody is proved
             if scope["type"] == "http" and not scope["path"].startswith(ANONYMOUS_PATHS):
                 response = error_response(Request(scope), 503, STORE_UNAVAILABLE)
@@ -197,11 +198,7 @@ class LearnerMiddleware:
                 return
             scope[STORE_AWAY], learner = True, None  # a WebSocket's route refuses it as such
         scope["learner_id"] = learner
-        if (
-            learner is None
-            and not scope.get(STORE_AWAY)
-            and (value := HTTPConnection(scope).cookies.get(COOKIE))
-        ):
+        if learner is None and value and not scope.get(STORE_AWAY):
             # A cookie signed by us that proves nobody now: its learner got a new resume code. Pages say
             # so, rather than greet them as someone new.
             scope[SIGNED_OUT] = identity.signer.verify(value) is not None

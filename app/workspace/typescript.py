@@ -37,7 +37,7 @@ TOO_LONG = (
     f"esbuild took longer than {TRANSPILE_TIMEOUT_S:g} s on this file: it was not checked, and cannot run."
 )
 # ... and esbuild's address space (runtime/esbuild/limited.sh): the largest honest file needs tens of
-# MiB, while a hostile one (`x=---…1`: 32,000 errors, each holding the whole 64 KiB line) took 5.4 GB
+# MiB, while a hostile one (`x=---…1`: 32,000 errors, each holding the whole 64 KiB line) takes 5.4 GB
 # of the host's memory in 5 s. Go's runtime needs some room of its own beside the heap.
 ESBUILD = RUNTIME / "esbuild" / "limited.sh"
 TRANSPILE_ADDRESS_SPACE = 1024 * 1024 * 1024
@@ -78,20 +78,25 @@ def _key(source: str) -> bytes:
 
 def cached(source: str) -> Transpiled | None:
     """What `transpile` made of this text before, if it is still kept: no esbuild run."""
+    return _kept_for(_key(source))
+
+
+def _kept_for(key: bytes) -> Transpiled | None:
     with _kept_lock:
-        found = _kept.get(_key(source))
+        found = _kept.get(key)
         if found is not None:
-            _kept.move_to_end(_key(source))
+            _kept.move_to_end(key)
         return found
 
 
 def transpile(source: str) -> Transpiled:
     """The JavaScript Node runs for `source`, or its syntax errors (every one esbuild reports)."""
-    found = cached(source)
+    key = _key(source)
+    found = _kept_for(key)
     if found is None:
         found = run_esbuild(source)
         with _kept_lock:
-            _kept[_key(source)] = found
+            _kept[key] = found
             while len(_kept) > KEPT:
                 _kept.popitem(last=False)
     return found
